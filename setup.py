@@ -1,0 +1,36 @@
+"""Build the Cython kernels of skfcrf (the metadata lives in pyproject.toml)."""
+import os
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+_openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") else ["-fopenmp"]
+_kernels = ["_chain", "_trp", "_exact", "_features", "_pseudolikelihood"]
+
+extensions = [
+    Extension(
+        f"skfcrf._bp.{name}",
+        [os.path.join("skfcrf", "_bp", f"{name}.pyx")],
+        include_dirs=[np.get_include()],
+        extra_compile_args=["-O3"] + _openmp,
+        extra_link_args=_openmp,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+    for name in _kernels
+    if os.path.exists(os.path.join("skfcrf", "_bp", f"{name}.pyx"))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)

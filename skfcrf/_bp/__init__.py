@@ -1,0 +1,1 @@
+"""Compiled kernels: inference (chain, TRP, exact), features, training objectives."""

@@ -1,0 +1,6 @@
+"""FactorialCRF estimator (work in progress)."""
+from sklearn.base import BaseEstimator
+
+
+class FactorialCRF(BaseEstimator):
+    """Factorial CRF (under construction)."""
