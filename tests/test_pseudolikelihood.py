@@ -1,0 +1,160 @@
+"""The pseudolikelihood kernel against a brute-force reference and finite differences."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.special import logsumexp
+
+from skfcrf._bp._pseudolikelihood import pseudolikelihood
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+
+
+def make_problem(rng, n_labels, lengths, couplings, tied, forbid=False):
+    edges = [(c, c, IN_CHAIN, tied) for c in range(len(n_labels))]
+    edges += [(a, b, COUPLING, tied) for a, b in couplings]
+    graph = Graph.build(n_labels, edges)
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(seq_ptr[-1])
+    unary = rng.normal(size=(n, graph.total_labels))
+    edge_offset = pair_layout(graph, n)
+    pair = rng.normal(size=int(edge_offset[-1]))
+    gold = np.stack([rng.integers(0, L, size=n) for L in n_labels], axis=1).astype(np.int32)
+    if forbid:
+        # forbid one non-gold transition per in-chain matrix
+        for e in range(graph.n_edges):
+            if graph.edge_kind[e] != IN_CHAIN:
+                continue
+            L = graph.n_labels[graph.edge_a[e]]
+            used = set()
+            for s in range(len(lengths)):
+                for g in range(seq_ptr[s] + 1, seq_ptr[s + 1]):
+                    c = graph.edge_a[e]
+                    used.add((gold[g - 1, c], gold[g, c]))
+            for a, b in itertools.product(range(L), range(L)):
+                if (a, b) not in used:
+                    if graph.edge_tied[e]:
+                        pair[edge_offset[e] + a * L + b] = -np.inf
+                    else:
+                        for g in range(n):
+                            pair[edge_offset[e] + g * L * L + a * L + b] = -np.inf
+                    break
+    return graph, seq_ptr, unary, pair, edge_offset, gold
+
+
+def pot(graph, pair, edge_offset, e, g, la, lb):
+    k = graph.edge_size(e)
+    nb = graph.n_labels[graph.edge_b[e]]
+    base = edge_offset[e] if graph.edge_tied[e] else edge_offset[e] + g * k
+    return pair[base + la * nb + lb]
+
+
+def full_score(graph, unary, pair, edge_offset, start, y):
+    """Score of a whole labelling y (T, C) of the sequence starting at ``start``."""
+    T, C = y.shape
+    s = 0.0
+    for t in range(T):
+        for c in range(C):
+            s += unary[start + t, graph.label_offset[c] + y[t, c]]
+    for e in range(graph.n_edges):
+        a, b = graph.edge_a[e], graph.edge_b[e]
+        for t in range(T):
+            if graph.edge_kind[e] == IN_CHAIN:
+                if t > 0:
+                    s += pot(graph, pair, edge_offset, e, start + t, y[t - 1, a], y[t, a])
+            else:
+                s += pot(graph, pair, edge_offset, e, start + t, y[t, a], y[t, b])
+    return s
+
+
+def brute_pl(graph, seq_ptr, unary, pair, edge_offset, gold):
+    losses = []
+    for s in range(len(seq_ptr) - 1):
+        start, stop = seq_ptr[s], seq_ptr[s + 1]
+        y = gold[start:stop].copy()
+        T = stop - start
+        factors = []
+        for t in range(T):
+            for c in range(graph.n_chains):
+                factors.append([(t, c)])
+            for e in range(graph.n_edges):
+                a, b = graph.edge_a[e], graph.edge_b[e]
+                if graph.edge_kind[e] == IN_CHAIN:
+                    if t > 0:
+                        factors.append([(t - 1, a), (t, a)])
+                else:
+                    factors.append([(t, a), (t, b)])
+        loss = 0.0
+        for vars_ in factors:
+            scores = []
+            gold_score = full_score(graph, unary, pair, edge_offset, start, y)
+            for assign in itertools.product(*[range(graph.n_labels[c]) for _, c in vars_]):
+                yy = y.copy()
+                for (t, c), lab in zip(vars_, assign):
+                    yy[t, c] = lab
+                scores.append(full_score(graph, unary, pair, edge_offset, start, yy))
+            loss += logsumexp(scores) - gold_score
+        losses.append(loss)
+    return np.array(losses)
+
+
+CASES = [
+    ((3,), [4, 1, 3], [], 1),
+    ((3,), [4, 2], [], 0),
+    ((2, 3), [3, 2], [(0, 1)], 1),
+    ((2, 3), [3], [(0, 1)], 0),
+    ((2, 2, 3), [3, 2], [(0, 1), (1, 2)], 1),
+    ((2, 2, 2), [3], [(0, 1), (0, 2), (1, 2)], 0),
+]
+
+
+@pytest.mark.parametrize("n_labels,lengths,couplings,tied", CASES)
+@pytest.mark.parametrize("forbid", [False, True])
+def test_loss_matches_enumeration(n_labels, lengths, couplings, tied, forbid):
+    rng = np.random.default_rng(0)
+    prob = make_problem(rng, n_labels, lengths, couplings, tied, forbid)
+    loss, _, _ = pseudolikelihood(*prob)
+    np.testing.assert_allclose(loss, brute_pl(*prob), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_labels,lengths,couplings,tied", CASES)
+@pytest.mark.parametrize("forbid", [False, True])
+def test_gradient_finite_differences(n_labels, lengths, couplings, tied, forbid):
+    rng = np.random.default_rng(1)
+    graph, seq_ptr, unary, pair, edge_offset, gold = make_problem(
+        rng, n_labels, lengths, couplings, tied, forbid)
+    _, du, dp = pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold)
+    eps = 1e-6
+
+    def total(u, p):
+        return pseudolikelihood(graph, seq_ptr, u, p, edge_offset, gold)[0].sum()
+
+    num_u = np.zeros_like(unary)
+    for idx in np.ndindex(unary.shape):
+        up, um = unary.copy(), unary.copy()
+        up[idx] += eps
+        um[idx] -= eps
+        num_u[idx] = (total(up, pair) - total(um, pair)) / (2 * eps)
+    np.testing.assert_allclose(du, num_u, atol=1e-6)
+    finite = np.isfinite(pair)
+    num_p = np.zeros_like(pair)
+    for i in np.flatnonzero(finite):
+        pp, pm = pair.copy(), pair.copy()
+        pp[i] += eps
+        pm[i] -= eps
+        num_p[i] = (total(unary, pp) - total(unary, pm)) / (2 * eps)
+    np.testing.assert_allclose(dp[finite], num_p[finite], atol=1e-6)
+    assert np.all(dp[~finite] == 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), n_threads=st.sampled_from([1, 2]))
+def test_threads_agree_and_loss_nonnegative(seed, n_threads):
+    rng = np.random.default_rng(seed)
+    prob = make_problem(rng, (3, 2), list(rng.integers(1, 6, size=5)), [(0, 1)], int(rng.integers(0, 2)))
+    l1, u1, p1 = pseudolikelihood(*prob, n_threads=1)
+    l2, u2, p2 = pseudolikelihood(*prob, n_threads=n_threads)
+    assert np.all(l1 >= 0)
+    np.testing.assert_allclose(l1, l2, rtol=1e-12)
+    np.testing.assert_allclose(u1, u2, atol=1e-12)
+    np.testing.assert_allclose(p1, p2, atol=1e-10)
