@@ -1,0 +1,103 @@
+"""scikit-learn scorers for sequence and segmentation metrics."""
+import numpy as np
+from sklearn.metrics import make_scorer
+
+from skfcrf.metrics._accuracy import average_accuracy, chain_accuracy, joint_accuracy
+from skfcrf.metrics._common import check_y_pair
+from skfcrf.metrics._labels import precision_recall_fscore
+from skfcrf.metrics._segments import pk, segment_f1, windowdiff
+
+
+def _prf_score(y_true, y_pred, chain=None, which="f1", average="macro", **kwargs):
+    """One of precision/recall/F1 (micro or macro) as a single float."""
+    p, r, f, _ = precision_recall_fscore(y_true, y_pred, chain, average=average, **kwargs)
+    return {"precision": p, "recall": r, "f1": f}[which]
+
+
+def _mean_over_chains(y_true, y_pred, metric, **kwargs):
+    """Unweighted mean of a per-chain metric over all chains."""
+    _, _, n_chains = check_y_pair(y_true, y_pred)
+    return float(np.mean([metric(y_true, y_pred, chain=c, **kwargs) for c in range(n_chains)]))
+
+
+# name -> (score function, greater_is_better, takes a chain, fixed kwargs)
+_METRICS = {
+    "windowdiff": (windowdiff, False, True, {}),
+    "pk": (pk, False, True, {}),
+    "accuracy": (chain_accuracy, True, True, {}),
+    "chain_accuracy": (chain_accuracy, True, True, {}),
+    "average_accuracy": (average_accuracy, True, False, {}),
+    "joint_accuracy": (joint_accuracy, True, False, {}),
+    "segment_f1": (segment_f1, True, True, {}),
+}
+for _which in ("precision", "recall", "f1"):
+    for _avg in ("micro", "macro"):
+        _METRICS[f"{_which}_{_avg}"] = (_prf_score, True, True, {"which": _which, "average": _avg})
+del _which, _avg
+
+SCORER_METRICS = tuple(sorted(_METRICS))
+
+
+def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
+    """Make an sklearn scorer from a sequence metric, for ``scoring=`` arguments.
+
+    The result is built with :func:`sklearn.metrics.make_scorer` (it calls
+    ``estimator.predict(X)`` and passes ``y`` through unchanged, so ``y`` stays
+    a list of sequences). Losses (``"windowdiff"``, ``"pk"``) are negated, as
+    sklearn maximises scores: ``scorer(est, X, y) == -windowdiff(y, est.predict(X))``.
+
+    Parameters
+    ----------
+    metric : str or callable
+        A name among ``"windowdiff"``, ``"pk"``, ``"accuracy"`` (same as
+        ``"chain_accuracy"``), ``"average_accuracy"``, ``"joint_accuracy"``,
+        ``"segment_f1"``, ``"precision_micro"``, ``"precision_macro"``,
+        ``"recall_micro"``, ``"recall_macro"``, ``"f1_micro"``, ``"f1_macro"``;
+        or a callable ``metric(y_true, y_pred, **kwargs)`` (given ``chain=``
+        too when ``chain`` is not None).
+    chain : int or None, default=None
+        Chain to evaluate (negative values count from the top chain, ``-1`` is
+        the top chain). For per-chain named metrics ``None`` means the
+        unweighted mean of the metric over all chains (``"accuracy"`` then
+        equals ``"average_accuracy"``). ``"joint_accuracy"`` and
+        ``"average_accuracy"`` use all chains and take no ``chain``.
+    greater_is_better : bool, optional
+        Only for a callable ``metric`` (default True); named metrics know their
+        direction.
+    **kwargs
+        Passed to the metric, e.g. ``k=`` or ``begin_prefixes=`` for WindowDiff.
+
+    Returns
+    -------
+    scorer : callable ``scorer(estimator, X, y) -> float``
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> scoring = {"wd": make_chain_scorer("windowdiff", chain=-1),
+    ...            "joint": make_chain_scorer("joint_accuracy")}
+    >>> # GridSearchCV(FactorialCRF(), {"sigma": [1, 10]}, scoring=scoring, refit="joint")
+    """
+    if callable(metric):
+        if chain is not None:
+            kwargs["chain"] = chain
+        gib = True if greater_is_better is None else bool(greater_is_better)
+        return make_scorer(metric, greater_is_better=gib, **kwargs)
+    if not isinstance(metric, str) or metric not in _METRICS:
+        raise ValueError(
+            f"unknown metric {metric!r}; expected a callable or one of {list(SCORER_METRICS)}"
+        )
+    if greater_is_better is not None:
+        raise ValueError(
+            f"greater_is_better is fixed for the named metric {metric!r}; "
+            "pass it only with a callable metric"
+        )
+    func, gib, per_chain, fixed = _METRICS[metric]
+    kwargs = {**fixed, **kwargs}
+    if not per_chain:
+        if chain is not None:
+            raise ValueError(f"{metric!r} uses all chains; do not pass chain")
+        return make_scorer(func, greater_is_better=gib, **kwargs)
+    if chain is None:
+        return make_scorer(_mean_over_chains, greater_is_better=gib, metric=func, **kwargs)
+    return make_scorer(func, greater_is_better=gib, chain=chain, **kwargs)
