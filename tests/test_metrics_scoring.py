@@ -149,6 +149,13 @@ def test_named_scorers_equal_metrics_and_signs():
     # kwargs reach the metric
     scorer = make_chain_scorer("windowdiff", chain=1, k=1)
     assert scorer(est, X, y) == pytest.approx(-windowdiff(y, y_pred, chain=1, k=1))
+    # scorers pickle (needed for GridSearchCV(n_jobs=...))
+    import pickle
+
+    again = pickle.loads(pickle.dumps(make_chain_scorer("windowdiff", chain=-1)))
+    assert again(est, X, y) == pytest.approx(-windowdiff(y, y_pred, chain=1))
+    again = pickle.loads(pickle.dumps(make_chain_scorer("f1_macro")))
+    assert again(est, X, y) <= 1.0
     assert set(SCORER_METRICS) >= {"windowdiff", "pk", "joint_accuracy", "segment_f1", "f1_macro"}
 
 

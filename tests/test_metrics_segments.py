@@ -77,6 +77,10 @@ def test_segment_f1_multichain_and_options():
     assert segment_f1(yt, yp, outside_labels=("None",)) == pytest.approx(2 / 3)
     assert segment_f1(yt, yp) == pytest.approx(2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2))
     assert segment_f1([["O", "O"]], [["O", "O"]]) == 0.0
+    # conlleval: I-X after O starts a segment
+    assert segment_f1([["O", "B-X", "I-X", "O"]], [["O", "I-X", "I-X", "O"]]) == 1.0
+    assert segment_counts([["B-X", "O", "I-X"]], [["B-X", "I-Y", "I-X"]]) == {
+        "X": (2, 2, 2), "Y": (0, 1, 0)}
 
 
 def _bio_spans(seq):
