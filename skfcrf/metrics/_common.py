@@ -79,7 +79,10 @@ def chain_pair(y_true, y_pred, chain):
 
 def label_equal(a, b):
     """Element-wise label equality of two 1-D object arrays (bool array)."""
-    return np.fromiter((x == y for x, y in zip(a, b)), dtype=bool, count=len(a))
+    eq = a == b
+    if isinstance(eq, np.ndarray) and eq.dtype == bool and eq.shape == a.shape:
+        return eq
+    return np.fromiter((bool(x == y) for x, y in zip(a, b)), dtype=bool, count=len(a))
 
 
 def sort_labels(labels):

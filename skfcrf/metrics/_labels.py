@@ -291,7 +291,7 @@ def plot_confusion_matrix(
     """
     try:
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - exercised via monkeypatch
+    except ImportError as exc:
         raise ImportError(
             "plot_confusion_matrix requires matplotlib, which is not installed; "
             "install it with: pip install 'skfcrf[plot]'"
