@@ -1,0 +1,238 @@
+"""CoNLL-style column files: one token per line, blank line between sequences."""
+import os
+
+import numpy as np
+
+from skfcrf._validation import check_label_sequences
+
+__all__ = ["read_conll", "write_conll"]
+
+
+def _open(path_or_file, mode, encoding):
+    """Return (file object, display name, whether we opened it)."""
+    if isinstance(path_or_file, (str, bytes, os.PathLike)):
+        name = os.fsdecode(path_or_file)
+        return open(path_or_file, mode, encoding=encoding, newline=""), name, True
+    if not hasattr(path_or_file, "read" if "r" in mode else "write"):
+        raise TypeError(
+            f"path_or_file must be a path or a text file object, got {type(path_or_file).__name__}"
+        )
+    name = getattr(path_or_file, "name", None)
+    if not isinstance(name, str):
+        name = "<file>"
+    return path_or_file, name, False
+
+
+def _check_attributes(attributes):
+    if isinstance(attributes, str):
+        attributes = (attributes,)
+    attributes = tuple(attributes)
+    if not attributes:
+        raise ValueError("attributes must name at least one column")
+    if len(set(attributes)) != len(attributes):
+        raise ValueError(f"attributes must be distinct, got {attributes!r}")
+    return attributes
+
+
+def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, encoding="utf-8"):
+    """Read a CoNLL-style column file.
+
+    Each non-blank line holds one token: its attribute columns followed by
+    ``n_label_columns`` label columns.  One or more blank lines (empty or whitespace
+    only) separate sequences.
+
+    Parameters
+    ----------
+    path_or_file : str, path-like or text file object
+    n_label_columns : int, default=1
+        Number of trailing label columns (one per label chain, chain 0 first).
+        ``0`` reads an unlabelled file.
+    attributes : sequence of str, default=("word",)
+        Names of the leading attribute columns, in file order.
+    sep : str or None, default=None
+        Column separator; ``None`` splits on runs of whitespace (values then cannot
+        contain spaces), ``"\\t"`` for tab-separated files whose values contain spaces.
+    encoding : str, default="utf-8"
+        Used when a path is given.
+
+    Returns
+    -------
+    X_tokens : list of list
+        One list of tokens per sequence.  The token representation follows one rule:
+        with a single attribute column a token is the plain ``str`` value; with
+        several it is a dict ``{attribute: value}``.  Both forms are accepted by the
+        transformers in :mod:`skfcrf.transformers`.
+    y : list of ndarray of dtype object, or None
+        Per sequence, a 1-D array ``(n_tokens,)`` when ``n_label_columns == 1`` (one
+        chain), a 2-D array ``(n_tokens, n_label_columns)`` otherwise; ``None`` when
+        ``n_label_columns == 0``.
+
+    Raises
+    ------
+    ValueError
+        When a line has the wrong number of columns; the message names the file and
+        line number.
+
+    Examples
+    --------
+    >>> import io
+    >>> from skfcrf.datasets import read_conll
+    >>> X, y = read_conll(io.StringIO("He PRP B-NP\\nran VBD B-VP\\n\\n"),
+    ...                   attributes=("word", "pos"))
+    >>> X[0][0], list(y[0])
+    ({'word': 'He', 'pos': 'PRP'}, ['B-NP', 'B-VP'])
+    """
+    attributes = _check_attributes(attributes)
+    if isinstance(n_label_columns, bool) or not isinstance(n_label_columns, (int, np.integer)) \
+            or n_label_columns < 0:
+        raise ValueError(f"n_label_columns must be a non-negative integer, got {n_label_columns!r}")
+    if sep == "":
+        raise ValueError("sep must be None or a non-empty string")
+    n_attr = len(attributes)
+    n_cols = n_attr + int(n_label_columns)
+    single = n_attr == 1
+    f, name, close = _open(path_or_file, "r", encoding)
+    X, Y = [], []
+    toks, labs = [], []
+
+    def flush():
+        if toks:
+            X.append(list(toks))
+            Y.append(list(labs))
+            toks.clear()
+            labs.clear()
+
+    try:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                flush()
+                continue
+            cols = line.split() if sep is None else line.split(sep)
+            if len(cols) != n_cols:
+                raise ValueError(
+                    f"{name}, line {lineno}: expected {n_cols} columns "
+                    f"({n_attr} attribute{'s' if n_attr != 1 else ''} {attributes!r} + "
+                    f"{n_label_columns} label column{'s' if n_label_columns != 1 else ''}), "
+                    f"got {len(cols)}: {line!r}"
+                )
+            if single:
+                toks.append(cols[0])
+            else:
+                toks.append(dict(zip(attributes, cols[:n_attr])))
+            if n_label_columns == 1:
+                labs.append(cols[n_attr])
+            elif n_label_columns:
+                labs.append(cols[n_attr:])
+        flush()
+    finally:
+        if close:
+            f.close()
+    if not n_label_columns:
+        return X, None
+    # lists of equal-length lists of str become 2-D object arrays, lists of str 1-D
+    y = [np.array(seq, dtype=object) for seq in Y]
+    return X, y
+
+
+def _token_values(tok, attributes, where):
+    if isinstance(tok, str):
+        if len(attributes) != 1:
+            raise ValueError(
+                f"{where}: token {tok!r} is a str but {len(attributes)} attributes "
+                f"{attributes!r} are to be written; give dict tokens"
+            )
+        return (tok,)
+    if isinstance(tok, dict):
+        try:
+            return tuple(tok[a] for a in attributes)
+        except KeyError as e:
+            raise ValueError(f"{where}: token {tok!r} has no attribute {e.args[0]!r}") from None
+    raise ValueError(f"{where}: a token must be a str or a dict, got {type(tok).__name__}")
+
+
+def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encoding="utf-8"):
+    """Write sequences as a CoNLL-style column file.
+
+    The inverse of :func:`read_conll`: one token per line (attribute columns, then
+    one label column per chain), each sequence followed by a blank line.  Reading the
+    written file with the same ``attributes``, ``sep`` and number of label columns
+    returns the same ``X_tokens`` and ``y``.
+
+    Parameters
+    ----------
+    path_or_file : str, path-like or text file object
+    X_tokens : list of list of (str or dict)
+        Tokens as returned by :func:`read_conll` (``str`` tokens need a single
+        attribute; dict tokens must hold every attribute).
+    y : list of label sequences or None
+        Anything :func:`skfcrf._validation.check_label_sequences` accepts: per
+        sequence a 1-D label sequence (one chain) or ``(n_tokens, n_chains)``.
+        ``None`` writes attribute columns only.
+    attributes : sequence of str, optional
+        Columns to write, in order.  Defaults to ``("word",)`` for str tokens and to
+        the keys of the first dict token otherwise.
+    sep : str, default=" "
+        Column separator.  Values must not contain it (nor whitespace when
+        ``sep`` is whitespace), nor line breaks, and must not be empty.
+    encoding : str, default="utf-8"
+
+    Raises
+    ------
+    ValueError
+        On tokens/labels that cannot be written unambiguously, or when ``X_tokens``
+        and ``y`` disagree in length.
+    """
+    X_tokens = list(X_tokens)
+    if not sep:
+        raise ValueError("sep must be a non-empty string")
+    if attributes is None:
+        first = next((t for seq in X_tokens for t in seq), None)
+        attributes = tuple(first) if isinstance(first, dict) else ("word",)
+    attributes = _check_attributes(attributes)
+    if y is not None:
+        ys, _ = check_label_sequences(y, name="y", allow_empty_sequences=True)
+        if len(ys) != len(X_tokens):
+            raise ValueError(f"X_tokens has {len(X_tokens)} sequences but y has {len(ys)}")
+    ws_sep = sep.isspace()
+    n_attr = len(attributes)
+    buf = []
+    for i, seq in enumerate(X_tokens):
+        seq = list(seq)
+        if not seq:
+            raise ValueError(f"X_tokens[{i}] is empty; an empty sequence cannot be written")
+        labels = None
+        if y is not None:
+            labels = ys[i].tolist()
+            if len(labels) != len(seq):
+                raise ValueError(
+                    f"sequence {i}: {len(seq)} tokens but {len(labels)} labels"
+                )
+        for t, tok in enumerate(seq):
+            if tok.__class__ is str and n_attr == 1:
+                vals = [tok]
+            else:
+                vals = list(_token_values(tok, attributes, f"sequence {i}, token {t}"))
+            if labels is not None:
+                vals.extend(labels[t])
+            for k, v in enumerate(vals):
+                if v.__class__ is not str:
+                    vals[k] = str(v)
+            line = sep.join(vals)
+            # one split tells whether the line reads back as exactly these values
+            parts = line.split() if ws_sep else line.split(sep)
+            if parts != vals or "\n" in line or "\r" in line or not line.strip():
+                raise ValueError(
+                    f"sequence {i}, token {t}: values {vals!r} cannot be written with "
+                    f"sep={sep!r} (a value is empty or contains the separator, "
+                    "whitespace or a line break)"
+                )
+            buf.append(line)
+        buf.append("")
+    text = "\n".join(buf) + "\n" if buf else ""
+    f, _, close = _open(path_or_file, "w", encoding)
+    try:
+        f.write(text)
+    finally:
+        if close:
+            f.close()
