@@ -45,8 +45,9 @@ def word_shape(word, mode="ccpg"):
     ``str.isupper`` or ``str.istitle`` -> ``A``; ``str.islower`` -> ``a``;
     ``str.isdigit`` -> ``i`` (so other scripts' digits and superscripts count as
     digits); letters without case (``str.isalpha`` only, e.g. CJK, Arabic) -> ``a``;
-    combining marks (e.g. a decomposed accent) are dropped, so NFC and NFD spellings
-    get the same shape; everything else (punctuation, symbols, spaces) is kept.
+    non-ASCII words are NFC-normalised first and combining marks left over are
+    dropped (they belong to the preceding letter), so NFC and NFD spellings get the
+    same shape; everything else (punctuation, symbols, emoji, spaces) is kept.
 
     Parameters
     ----------
@@ -65,7 +66,7 @@ def word_shape(word, mode="ccpg"):
     if word.isascii():
         s = word.translate(_ASCII_TABLE)
     else:
-        s = "".join([_char_class(c) for c in word])
+        s = "".join([_char_class(c) for c in unicodedata.normalize("NFC", word)])
     if mode == "repg":
         s = _RUNS.sub(r"\1+", s)
     elif mode != "ccpg":
