@@ -1,0 +1,246 @@
+"""The FCRF's parameter layout: clique templates, feature support, potentials.
+
+Templates
+---------
+Per chain ``c`` a unary template (assignments: ``L_c`` labels) and an in-chain
+pairwise template (``L_c x L_c`` transitions); per coupled chain pair ``(a, b)``
+a between-chain template (``L_a x L_b``).  Parameters are tied across time.
+
+Feature support per template (thesis section 5.1):
+
+``"default"``
+    One bias weight per assignment, no observation weights.
+``"supported"``
+    A bias per assignment plus one weight per (observation, assignment) pair seen
+    in the training data (the observation active at a token where the gold
+    assignment occurs).
+``"all"``
+    A bias per assignment plus a weight for every (observation, assignment).
+
+Observations enter a pairwise factor at the token where it sits: a coupling
+factor at ``t`` and an in-chain factor ``(t-1, t)`` see the observations of
+token ``t``.
+
+Parameter vector ``theta``: first the *feature table* entries (observation
+weights of every template, grouped by observation; see
+:mod:`skfcrf._bp._features`), then the biases: ``Ltot`` unary biases followed by
+each edge template's ``L_a x L_b`` biases.
+"""
+import numpy as np
+
+from skfcrf._bp._features import table_gradient, token_scores
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+
+SUPPORT_MODES = ("all", "supported", "default")
+
+
+def build_graph(n_labels, couplings, transition_features, coupling_features):
+    """The graph of an FCRF: one in-chain edge per chain, one edge per coupled pair."""
+    edges = [(c, c, IN_CHAIN, int(transition_features == "default")) for c in range(len(n_labels))]
+    edges += [(a, b, COUPLING, int(coupling_features == "default")) for a, b in couplings]
+    return Graph.build(n_labels, edges)
+
+
+def _valid_edge_rows(graph, e, seq_ptr, n_tokens):
+    """Global token rows at which edge ``e`` has a factor."""
+    rows = np.arange(n_tokens)
+    if graph.edge_kind[e] == IN_CHAIN:
+        is_start = np.zeros(n_tokens, dtype=bool)
+        is_start[seq_ptr[:-1][seq_ptr[:-1] < n_tokens]] = True
+        rows = rows[~is_start]
+    return rows
+
+
+def gold_assignment(graph, e, rows, gold):
+    """Index ``l_a * L_b + l_b`` of the gold assignment of edge ``e`` at ``rows``."""
+    a, b = graph.edge_a[e], graph.edge_b[e]
+    nb = graph.n_labels[b]
+    if graph.edge_kind[e] == IN_CHAIN:
+        return gold[rows - 1, a].astype(np.int64) * nb + gold[rows, a]
+    return gold[rows, a].astype(np.int64) * nb + gold[rows, b]
+
+
+class ParameterLayout:
+    """Feature table and bias offsets of a fitted FCRF structure.
+
+    Parameters
+    ----------
+    graph : Graph
+    n_features : int
+        Number of observation columns.
+    feat_ptr, ent_col : ndarray
+        The feature table: observation ``f`` owns entries
+        ``feat_ptr[f]:feat_ptr[f+1]``, entry ``p`` scoring column ``ent_col[p]``
+        of the per-token score matrix (unary columns first, then each untied
+        edge's ``L_a x L_b`` columns).
+    """
+
+    def __init__(self, graph, n_features, feat_ptr, ent_col):
+        self.graph = graph
+        self.n_features = int(n_features)
+        self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
+        self.ent_col = np.ascontiguousarray(ent_col, dtype=np.int32)
+        ltot = graph.total_labels
+        self.edge_col = np.full(graph.n_edges, -1, dtype=np.int64)
+        width = ltot
+        for e in range(graph.n_edges):
+            if not graph.edge_tied[e]:
+                self.edge_col[e] = width
+                width += graph.edge_size(e)
+        self.score_width = width
+        self.n_table = int(self.feat_ptr[-1])
+        self.bias_unary = self.n_table
+        self.bias_edge = np.zeros(graph.n_edges + 1, dtype=np.int64)
+        self.bias_edge[0] = self.n_table + ltot
+        for e in range(graph.n_edges):
+            self.bias_edge[e + 1] = self.bias_edge[e] + graph.edge_size(e)
+        self.n_params = int(self.bias_edge[-1])
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def from_training(cls, graph, X, seq_ptr, gold, unary_features,
+                      transition_features, coupling_features):
+        """Build the feature table from training observations and gold labels."""
+        n_tokens, n_features = X.shape
+        X = X.tocsr()
+        nnz_row = np.repeat(np.arange(n_tokens), np.diff(X.indptr))
+        nnz_col = X.indices.astype(np.int64)
+        layout0 = cls(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
+                      np.zeros(0, dtype=np.int32))
+        keys = []   # int64 keys f * width + column
+        width = np.int64(layout0.score_width)
+        for c in range(graph.n_chains):
+            off, L = graph.label_offset[c], graph.n_labels[c]
+            if unary_features == "all":
+                keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
+                             + off + np.arange(L)).ravel())
+            elif unary_features == "supported":
+                keys.append(np.unique(nnz_col * width + off + gold[nnz_row, c]))
+        for e in range(graph.n_edges):
+            if graph.edge_tied[e]:
+                continue
+            mode = transition_features if graph.edge_kind[e] == IN_CHAIN else coupling_features
+            col0, k = layout0.edge_col[e], graph.edge_size(e)
+            if mode == "all":
+                keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
+                             + col0 + np.arange(k)).ravel())
+            else:
+                rows = _valid_edge_rows(graph, e, seq_ptr, n_tokens)
+                assign = np.full(n_tokens, -1, dtype=np.int64)
+                assign[rows] = gold_assignment(graph, e, rows, gold)
+                ok = assign[nnz_row] >= 0
+                keys.append(np.unique(nnz_col[ok] * width + col0 + assign[nnz_row[ok]]))
+        keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        feat = keys // width
+        ent_col = (keys % width).astype(np.int32)
+        feat_ptr = np.zeros(n_features + 1, dtype=np.int64)
+        np.cumsum(np.bincount(feat, minlength=n_features), out=feat_ptr[1:])
+        return cls(graph, n_features, feat_ptr, ent_col)
+
+    # -- potentials -----------------------------------------------------------------
+    def potentials(self, theta, X, n_threads=1, forbidden=None):
+        """Unary ``(N, Ltot)`` and flat pairwise log-potentials for observations ``X``.
+
+        ``forbidden`` maps an edge index to a boolean ``(L_a, L_b)`` mask of
+        assignments that get a ``-inf`` potential.
+        """
+        graph = self.graph
+        n = X.shape[0]
+        ltot = graph.total_labels
+        scores = np.zeros((n, self.score_width), dtype=np.float64)
+        if self.n_table:
+            token_scores(X.indptr.astype(np.int32, copy=False), X.indices.astype(np.int32, copy=False),
+                         X.data.astype(np.float64, copy=False), self.feat_ptr, self.ent_col,
+                         theta, scores, n_threads)
+        if self.score_width == ltot:
+            unary = scores
+        else:
+            unary = np.ascontiguousarray(scores[:, :ltot])
+        unary += theta[self.bias_unary:self.bias_unary + ltot]
+        edge_offset = pair_layout(graph, n)
+        pair = np.empty(int(edge_offset[-1]), dtype=np.float64)
+        for e in range(graph.n_edges):
+            k = graph.edge_size(e)
+            bias = theta[self.bias_edge[e]:self.bias_edge[e + 1]]
+            block = pair[edge_offset[e]:edge_offset[e + 1]]
+            if graph.edge_tied[e]:
+                block[:] = bias
+            else:
+                col = self.edge_col[e]
+                np.add(scores[:, col:col + k], bias, out=block.reshape(n, k))
+            if forbidden is not None and e in forbidden:
+                mask = forbidden[e].ravel()
+                block.reshape(-1, k)[:, mask] = -np.inf
+        return unary, pair, edge_offset
+
+    def gradient(self, dunary, dpair, edge_offset, XT, n_threads=1):
+        """Map gradients w.r.t. the potentials to gradients w.r.t. ``theta``.
+
+        ``XT`` is the observation-major CSR form of the observations (``X.T``).
+        """
+        graph = self.graph
+        n, ltot = dunary.shape
+        grad = np.empty(self.n_params, dtype=np.float64)
+        if self.score_width == ltot:
+            dscore = dunary
+        else:
+            dscore = np.empty((n, self.score_width), dtype=np.float64)
+            dscore[:, :ltot] = dunary
+        for e in range(graph.n_edges):
+            k = graph.edge_size(e)
+            block = dpair[edge_offset[e]:edge_offset[e + 1]]
+            if graph.edge_tied[e]:
+                grad[self.bias_edge[e]:self.bias_edge[e + 1]] = block
+            else:
+                per_pos = block.reshape(n, k)
+                col = self.edge_col[e]
+                dscore[:, col:col + k] = per_pos
+                grad[self.bias_edge[e]:self.bias_edge[e + 1]] = per_pos.sum(axis=0)
+        grad[self.bias_unary:self.bias_unary + ltot] = dunary.sum(axis=0)
+        if self.n_table:
+            table_gradient(XT.indptr.astype(np.int32, copy=False), XT.indices.astype(np.int32, copy=False),
+                           XT.data.astype(np.float64, copy=False), self.feat_ptr, self.ent_col,
+                           dscore, grad[:self.n_table], n_threads)
+        return grad
+
+
+class GoldStatistics:
+    """Constant statistics of the gold labelling used by the likelihood objective."""
+
+    def __init__(self, graph, seq_ptr, gold, edge_offset):
+        n = gold.shape[0]
+        ltot = graph.total_labels
+        self.unary_index = (np.arange(n)[:, None] * ltot + graph.label_offset[:-1]
+                            + gold).ravel()
+        pair_index = []
+        for e in range(graph.n_edges):
+            rows = _valid_edge_rows(graph, e, seq_ptr, n)
+            assign = gold_assignment(graph, e, rows, gold)
+            if graph.edge_tied[e]:
+                pair_index.append(edge_offset[e] + assign)
+            else:
+                pair_index.append(edge_offset[e] + rows * graph.edge_size(e) + assign)
+        self.pair_index = np.concatenate(pair_index) if pair_index else np.zeros(0, np.int64)
+        self.pair_counts = np.bincount(self.pair_index, minlength=int(edge_offset[-1])).astype(np.float64)
+
+    def score(self, unary, pair):
+        return unary.ravel()[self.unary_index].sum() + pair[self.pair_index].sum()
+
+
+def check_gold_allowed(graph, seq_ptr, gold, forbidden, chain_names):
+    """Raise ValueError if a training labelling uses a forbidden assignment."""
+    if not forbidden:
+        return
+    n = gold.shape[0]
+    for e, mask in forbidden.items():
+        rows = _valid_edge_rows(graph, e, seq_ptr, n)
+        assign = gold_assignment(graph, e, rows, gold)
+        bad = mask.ravel()[assign]
+        if bad.any():
+            row = int(rows[np.flatnonzero(bad)[0]])
+            s = int(np.searchsorted(seq_ptr, row, side="right") - 1)
+            raise ValueError(
+                f"y[{s}] token {row - seq_ptr[s]}: the training labels use a forbidden "
+                f"{'transition' if graph.edge_kind[e] == IN_CHAIN else 'coupling'} in "
+                f"{chain_names(e)}"
+            )

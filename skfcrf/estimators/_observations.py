@@ -1,0 +1,216 @@
+"""Turning observation sequences into one stacked sparse matrix, with pre-pruning.
+
+Accepted per-sequence forms (see DESIGN.md): a list of per-token dicts
+``{name: value}``; a list of per-token lists of names (value 1.0); or a 2-D
+scipy.sparse matrix / numeric array ``(n_tokens, n_observations)`` whose columns
+mean the same in every sequence.
+"""
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+NAMES = "names"
+MATRIX = "matrix"
+
+
+def _is_matrix(seq):
+    return sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2
+                                and seq.dtype.kind in "fiub")
+
+
+def _check_sequence_list(X):
+    if X is None or isinstance(X, (str, bytes)) or sp.issparse(X):
+        raise ValueError(
+            "X must be a list of sequences (each a list of per-token observation dicts, "
+            f"lists of observation names, or a 2-D sparse matrix), got {type(X).__name__}"
+        )
+    try:
+        X = list(X)
+    except TypeError:
+        raise ValueError(f"X must be a list of sequences, got {type(X).__name__}") from None
+    if not X:
+        raise ValueError("X is empty: at least one sequence is required")
+    return X
+
+
+def _locate(seq_ptr, row):
+    s = int(np.searchsorted(seq_ptr, row, side="right") - 1)
+    return s, int(row - seq_ptr[s])
+
+
+class ObservationEncoder:
+    """Maps observation sequences to a CSR matrix ``(N_tokens, n_observations)``.
+
+    Fitted state: ``kind`` (``"names"`` or ``"matrix"``), ``names`` (kept
+    observation names, for names input), ``n_input_columns`` and ``kept_columns``
+    (for matrix input).
+    """
+
+    def __init__(self):
+        self.kind = None
+        self.names = None
+        self.vocabulary = None
+        self.n_input_columns = None
+        self.kept_columns = None
+
+    # -- reading -----------------------------------------------------------------
+    @staticmethod
+    def _read_names(X, vocabulary, grow):
+        """Raw (indptr, indices, data, seq_ptr) with names mapped through ``vocabulary``."""
+        indices = []
+        data = []
+        indptr = [0]
+        seq_ptr = [0]
+        add_index = indices.append
+        add_value = data.append
+        lookup = vocabulary.get
+        for i, seq in enumerate(X):
+            if _is_matrix(seq) or isinstance(seq, (str, bytes, dict)):
+                raise ValueError(
+                    f"X[{i}]: every sequence must have the same form; expected a list of "
+                    f"per-token dicts or name lists, got {type(seq).__name__}"
+                )
+            try:
+                tokens = list(seq)
+            except TypeError:
+                raise ValueError(f"X[{i}] is not a sequence of tokens") from None
+            for t, tok in enumerate(tokens):
+                if isinstance(tok, dict):
+                    items = tok.items()
+                elif isinstance(tok, (list, tuple, set, frozenset)):
+                    items = ((name, 1.0) for name in tok)
+                else:
+                    raise ValueError(
+                        f"X[{i}] token {t}: expected a dict of observations or a list of "
+                        f"observation names, got {type(tok).__name__}"
+                    )
+                for name, value in items:
+                    j = lookup(name)
+                    if j is None:
+                        if not grow:
+                            continue
+                        if not isinstance(name, str):
+                            raise ValueError(
+                                f"X[{i}] token {t}: observation names must be strings, "
+                                f"got {name!r}"
+                            )
+                        j = vocabulary[name] = len(vocabulary)
+                    add_index(j)
+                    add_value(value)
+                indptr.append(len(indices))
+            seq_ptr.append(len(indptr) - 1)
+        indptr = np.asarray(indptr, dtype=np.int64)
+        seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+        try:
+            data = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = next(k for k, v in enumerate(data) if not isinstance(v, numbers.Real))
+            row = int(np.searchsorted(indptr, bad, side="right") - 1)
+            s, t = _locate(seq_ptr, row)
+            raise ValueError(
+                f"X[{s}] token {t}: observation values must be numbers, got {data[bad]!r}"
+            ) from None
+        return indptr, np.asarray(indices, dtype=np.int64), data, seq_ptr
+
+    @staticmethod
+    def _read_matrices(X, n_columns):
+        blocks = []
+        seq_ptr = [0]
+        for i, seq in enumerate(X):
+            if not _is_matrix(seq):
+                raise ValueError(
+                    f"X[{i}]: every sequence must have the same form; expected a 2-D "
+                    f"sparse matrix, got {type(seq).__name__}"
+                )
+            m = sp.csr_matrix(seq, dtype=np.float64)
+            if n_columns is not None and m.shape[1] != n_columns:
+                raise ValueError(
+                    f"X[{i}] has {m.shape[1]} observation columns, expected {n_columns}"
+                )
+            n_columns = m.shape[1]
+            blocks.append(m)
+            seq_ptr.append(seq_ptr[-1] + m.shape[0])
+        mat = sp.vstack(blocks, format="csr") if blocks else None
+        return mat, np.asarray(seq_ptr, dtype=np.int64)
+
+    @staticmethod
+    def _check_finite(data, indptr, seq_ptr):
+        finite = np.isfinite(data)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            row = int(np.searchsorted(indptr, bad, side="right") - 1)
+            s, t = _locate(seq_ptr, row)
+            raise ValueError(
+                f"X[{s}] token {t}: observation values must be finite, got {data[bad]}"
+            )
+
+    # -- fitting -----------------------------------------------------------------
+    def fit_transform(self, X, min_instance_freq=1):
+        """Learn the observations kept after pre-pruning; return ``(csr, seq_ptr)``."""
+        X = _check_sequence_list(X)
+        n_seq = len(X)
+        if _is_matrix(X[0]):
+            self.kind = MATRIX
+            mat, seq_ptr = self._read_matrices(X, None)
+            self._check_finite(mat.data, mat.indptr, seq_ptr)
+            self.n_input_columns = mat.shape[1]
+            indptr, indices, data = mat.indptr.astype(np.int64), mat.indices.astype(np.int64), mat.data
+            n_columns = mat.shape[1]
+        else:
+            self.kind = NAMES
+            vocabulary = {}
+            indptr, indices, data, seq_ptr = self._read_names(X, vocabulary, grow=True)
+            self._check_finite(data, indptr, seq_ptr)
+            names = np.empty(len(vocabulary), dtype=object)
+            names[list(vocabulary.values())] = list(vocabulary.keys())
+            n_columns = len(vocabulary)
+
+        threshold = min_instance_freq
+        if isinstance(threshold, numbers.Real) and not isinstance(threshold, numbers.Integral):
+            threshold = int(np.ceil(threshold * n_seq - 1e-9))
+        threshold = max(int(threshold), 1)
+
+        row_seq = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
+        nnz_seq = np.repeat(row_seq, np.diff(indptr))
+        # instance frequency: number of sequences in which an observation occurs
+        active = data != 0
+        pairs = np.unique(nnz_seq[active] * np.int64(max(n_columns, 1)) + indices[active])
+        inst_freq = np.bincount(pairs % max(n_columns, 1), minlength=n_columns)
+        keep = inst_freq >= threshold
+        new_index = np.cumsum(keep) - 1
+        self.kept_columns = np.flatnonzero(keep)
+        if self.kind == NAMES:
+            self.names = names[keep]
+            self.vocabulary = {name: k for k, name in enumerate(self.names)}
+        csr = self._prune(indptr, indices, data, keep, new_index, int(keep.sum()))
+        return csr, seq_ptr
+
+    @staticmethod
+    def _prune(indptr, indices, data, keep, new_index, n_kept):
+        mask = keep[indices] & (data != 0)
+        kept_before = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
+        new_indptr = kept_before[indptr]
+        n_rows = len(indptr) - 1
+        csr = sp.csr_matrix(
+            (data[mask], new_index[indices[mask]], new_indptr), shape=(n_rows, n_kept)
+        )
+        return csr
+
+    def transform(self, X):
+        """Encode sequences with the fitted observations; unseen ones are dropped."""
+        X = _check_sequence_list(X)
+        if self.kind == MATRIX:
+            mat, seq_ptr = self._read_matrices(X, self.n_input_columns)
+            self._check_finite(mat.data, mat.indptr, seq_ptr)
+            csr = mat[:, self.kept_columns].tocsr()
+            csr.eliminate_zeros()
+            return csr, seq_ptr
+        if _is_matrix(X[0]):
+            raise ValueError("this model was fitted on observation dicts/names, not matrices")
+        indptr, indices, data, seq_ptr = self._read_names(X, self.vocabulary, grow=False)
+        self._check_finite(data, indptr, seq_ptr)
+        n = len(self.names)
+        csr = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n))
+        csr.eliminate_zeros()
+        return csr, seq_ptr
