@@ -615,3 +615,32 @@ def test_pipeline_gridsearch_with_factorial_crf():
     pred = search.predict(X)
     assert len(pred) == len(X) and all(len(p) == len(s) for p, s in zip(pred, X))
     assert 0.0 <= search.score(X, y) <= 1.0
+
+
+# ----------------------------------------------------------------------------- union == prefixed merge; doctests
+
+
+@SETTINGS
+@given(X=corpora, w1=st.sampled_from([1.0, 0.5, 2.0]), w2=st.sampled_from([1.0, 3.0]))
+def test_union_equals_prefixed_weighted_merge(X, w1, w2):
+    members = [("a", NGramWindow(offsets=(-1, 0), ngram_range=(1, 2))), ("b", BagOfConcepts(window=2)),
+               ("c", WordShape(mode="repg")), ("d", RelativePosition(n_bins=(2, 3)))]
+    weights = {"a": w1, "b": w2}
+    out = SequenceFeatureUnion(members, transformer_weights=weights).fit_transform(X)
+    expected = [[{} for _ in seq] for seq in X]
+    for name, est in members:
+        for seq_e, seq_o in zip(expected, clone(est).transform(X)):
+            for d_e, d_o in zip(seq_e, seq_o):
+                d_e.update({f"{name}__{k}": v * weights.get(name, 1.0) for k, v in d_o.items()})
+    assert len(out) == len(expected)
+    for a, b in zip(out, expected):
+        assert_obs_equal(a, b)
+
+
+@pytest.mark.parametrize("module", ["_ngram", "_concepts", "_position", "_shape", "_union"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"skfcrf.transformers.{module}"))
+    assert result.failed == 0 and result.attempted > 0

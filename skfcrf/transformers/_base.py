@@ -189,6 +189,9 @@ def token_attribute_values(seqs, attribute, cache=None, name="X"):
     return out
 
 
+_PLAIN = frozenset((str, dict))
+
+
 def check_tokens(seqs, cache=None, name="X"):
     """Check that every token is a ``str`` or a mapping (for transformers that read no attribute).
 
@@ -198,7 +201,7 @@ def check_tokens(seqs, cache=None, name="X"):
     if cache:
         return
     for i, seq in enumerate(seqs):
-        if not all(t.__class__ is str or isinstance(t, (str, Mapping)) for t in seq):
+        if not all(t.__class__ in _PLAIN or isinstance(t, (str, Mapping)) for t in seq):
             for t, tok in enumerate(seq):
                 if not isinstance(tok, (str, Mapping)):
                     raise ValueError(

@@ -1,6 +1,7 @@
 """Order-free concept counts in a token window: :class:`BagOfConcepts`, :func:`light_stem`."""
 import math
 from collections.abc import Iterable, Mapping
+from numbers import Integral
 
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
@@ -193,7 +194,7 @@ class BagOfConcepts(SequenceTransformerMixin):
                         ids.append(c)
                 if ids:
                     return tuple(f"{prefix}concept={c}" for c in ids)
-            elif isinstance(found, (int,)) and not isinstance(found, bool):
+            elif isinstance(found, Integral) and not isinstance(found, bool):
                 return (f"{prefix}concept={found}",)
             else:
                 raise ValueError(

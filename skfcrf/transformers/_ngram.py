@@ -160,7 +160,7 @@ class NGramWindow(SequenceTransformerMixin):
                                     memo[v] = base + v
                 else:
                     if lower:
-                        lp = [v if v is BOS or v is EOS else v.lower() for v in padded]
+                        lp = [v if v == BOS or v == EOS else v.lower() for v in padded]
                     else:
                         lp = padded
                     units = ["|".join(lp[j:j + n]) for j in range(len(lp) - n + 1)]
