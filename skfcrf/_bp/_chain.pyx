@@ -1,0 +1,308 @@
+# cython: language_level=3
+"""Exact inference on ONE label chain: forward-backward and Viterbi.
+
+Forward-backward runs in the probability domain: per token, the unary row is
+exponentiated after subtracting its max, the transition matrix is ``exp(score
+- max)`` (once per call for tied edges), and alpha is renormalised to sum 1
+at every token; the log of the shifts and normalisers gives ``log Z``.  If a
+normaliser underflows to 0 (e.g. the only allowed path goes through entries
+more than ~745 nats below a row max) the sequence is redone in log space, so
+results stay exact.  Viterbi works in log space (additions only).
+
+Python callers: :mod:`skfcrf._bp.inference`.
+"""
+import numpy as np
+
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport exp, log, INFINITY
+from libc.stdlib cimport malloc, free
+
+from ._common cimport Links, links_from, link_exp, link_log, write_pair
+
+
+cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                    Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+                    double* beta, double* nbeta, double* w, double* xi, double* mbuf,
+                    double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+    cdef Py_ssize_t t, g, i, j
+    cdef double mx, s, sh, ai, acc, v, lz = 0.0
+    cdef const double* row
+    cdef const double* M
+    cdef const double* Mi
+    cdef double* at
+    cdef double* ap
+    cdef double* ut
+    for t in range(T):
+        g = g0 + t
+        row = unary + g * ldu
+        mx = -INFINITY
+        for j in range(L):
+            if row[j] > mx:
+                mx = row[j]
+        if mx == -INFINITY:
+            return 1
+        at = alpha + t * L
+        ut = u + t * L
+        for j in range(L):
+            ut[j] = exp(row[j] - mx)
+        lz += mx
+        if t == 0:
+            for j in range(L):
+                at[j] = ut[j]
+        else:
+            M = link_exp(lk, k, g, mbuf, &sh)
+            lz += sh
+            ap = alpha + (t - 1) * L
+            for j in range(L):
+                at[j] = 0.0
+            for i in range(L):
+                ai = ap[i]
+                if ai != 0.0:
+                    Mi = M + i * L
+                    for j in range(L):
+                        at[j] += ai * Mi[j]
+            for j in range(L):
+                at[j] *= ut[j]
+        s = 0.0
+        for j in range(L):
+            s += at[j]
+        if not (s > 0.0 and s < INFINITY):
+            return 1
+        scale[t] = s
+        lz += log(s)
+        s = 1.0 / s
+        for j in range(L):
+            at[j] *= s
+    logz[0] = lz
+    # backward pass with the same scaling; beta is kept as one vector
+    for j in range(L):
+        beta[j] = 1.0
+    at = alpha + (T - 1) * L
+    for j in range(L):
+        node[(g0 + T - 1) * ldu + j] = at[j]
+    for t in range(T - 1, 0, -1):
+        g = g0 + t
+        M = link_exp(lk, k, g, mbuf, &sh)
+        s = 1.0 / scale[t]
+        ut = u + t * L
+        for j in range(L):
+            w[j] = ut[j] * beta[j] * s
+        ap = alpha + (t - 1) * L
+        for i in range(L):
+            ai = ap[i]
+            Mi = M + i * L
+            acc = 0.0
+            for j in range(L):
+                v = Mi[j] * w[j]
+                acc += v
+                xi[i * L + j] = ai * v
+            nbeta[i] = acc
+        write_pair(lk, k, g, xi, pout, tacc)
+        for i in range(L):
+            beta[i] = nbeta[i]
+            node[(g - 1) * ldu + i] = ap[i] * nbeta[i]
+    return 0
+
+
+cdef inline double _lse_col(const double* a, const double* P, Py_ssize_t j, int L) noexcept nogil:
+    """log sum_i exp(a[i] + P[i, j])."""
+    cdef Py_ssize_t i
+    cdef double mx = -INFINITY, v, s = 0.0
+    for i in range(L):
+        v = a[i] + P[i * L + j]
+        if v > mx:
+            mx = v
+    if mx == -INFINITY:
+        return -INFINITY
+    for i in range(L):
+        s += exp(a[i] + P[i * L + j] - mx)
+    return mx + log(s)
+
+
+cdef void _fb_log(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                  Py_ssize_t g0, Py_ssize_t T, double* alpha, double* beta, double* nbeta,
+                  double* w, double* xi, double* mbuf,
+                  double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+    """Log-space forward-backward (fallback when the scaled pass underflows)."""
+    cdef Py_ssize_t t, g, i, j
+    cdef double mx, s, lz, v
+    cdef const double* row
+    cdef const double* P
+    cdef double* at
+    cdef double* ap
+    for t in range(T):
+        g = g0 + t
+        row = unary + g * ldu
+        at = alpha + t * L
+        if t == 0:
+            for j in range(L):
+                at[j] = row[j]
+        else:
+            P = link_log(lk, k, g, mbuf)
+            ap = alpha + (t - 1) * L
+            for j in range(L):
+                at[j] = _lse_col(ap, P, j, L) + row[j]
+    at = alpha + (T - 1) * L
+    mx = -INFINITY
+    for j in range(L):
+        if at[j] > mx:
+            mx = at[j]
+    if mx == -INFINITY:
+        logz[0] = -INFINITY
+        return
+    s = 0.0
+    for j in range(L):
+        s += exp(at[j] - mx)
+    lz = mx + log(s)
+    logz[0] = lz
+    for j in range(L):
+        beta[j] = 0.0
+        node[(g0 + T - 1) * ldu + j] = exp(at[j] - lz)
+    for t in range(T - 1, 0, -1):
+        g = g0 + t
+        row = unary + g * ldu
+        P = link_log(lk, k, g, mbuf)
+        for j in range(L):
+            w[j] = row[j] + beta[j]
+        ap = alpha + (t - 1) * L
+        for i in range(L):
+            mx = -INFINITY
+            for j in range(L):
+                v = P[i * L + j] + w[j]
+                if v > mx:
+                    mx = v
+            s = 0.0
+            for j in range(L):
+                v = P[i * L + j] + w[j]
+                xi[i * L + j] = exp(ap[i] + v - lz)
+                if mx > -INFINITY:
+                    s += exp(v - mx)
+            nbeta[i] = mx + log(s) if mx > -INFINITY else -INFINITY
+        write_pair(lk, k, g, xi, pout, tacc)
+        for i in range(L):
+            beta[i] = nbeta[i]
+            node[(g - 1) * ldu + i] = exp(ap[i] + nbeta[i] - lz)
+
+
+cdef void _viterbi(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                   Py_ssize_t g0, Py_ssize_t T, double* delta, double* nd, int* bp,
+                   double* mbuf, int* labels, Py_ssize_t ldl) noexcept nogil:
+    """Log-space Viterbi; ties go to the smallest label index."""
+    cdef Py_ssize_t t, g, i, j
+    cdef double di, v, mx
+    cdef const double* row
+    cdef const double* P
+    cdef const double* Pi
+    cdef int* bpt
+    cdef int best
+    row = unary + g0 * ldu
+    for j in range(L):
+        delta[j] = row[j]
+    for t in range(1, T):
+        g = g0 + t
+        row = unary + g * ldu
+        P = link_log(lk, k, g, mbuf)
+        bpt = bp + t * L
+        for j in range(L):
+            nd[j] = -INFINITY
+            bpt[j] = 0
+        for i in range(L):
+            di = delta[i]
+            if di == -INFINITY:
+                continue
+            Pi = P + i * L
+            for j in range(L):
+                v = di + Pi[j]
+                if v > nd[j]:
+                    nd[j] = v
+                    bpt[j] = <int> i
+        for j in range(L):
+            delta[j] = nd[j] + row[j]
+    best = 0
+    mx = delta[0]
+    for j in range(1, L):
+        if delta[j] > mx:
+            mx = delta[j]
+            best = <int> j
+    labels[(g0 + T - 1) * ldl] = best
+    for t in range(T - 1, 0, -1):
+        best = bp[t * L + best]
+        labels[(g0 + t - 1) * ldl] = best
+
+
+def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                    object pair, double[:, ::1] node, double[::1] pout, double[::1] logz,
+                    double[:, ::1] tacc, int n_threads):
+    """Forward-backward for every sequence (one chain); fills the output arrays."""
+    cdef Links lk = links_from(lkd, pair)
+    cdef int k = lkd["inlink"][0]
+    cdef int L = lkd["link_la"][k]
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t Tmax = 1, s, T, g0
+    cdef int tid, rc
+    cdef double* buf
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
+    cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    cdef double* tacc_p = &tacc[0, 0]
+    cdef Py_ssize_t ldt = tacc.shape[1]
+    cdef Py_ssize_t per
+    for s in range(n_seq):
+        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
+            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    per = 2 * Tmax * L + Tmax + 3 * L + 2 * L * L
+    with nogil, parallel(num_threads=n_threads):
+        tid = threadid()
+        buf = <double*> malloc(per * sizeof(double))
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                logz[s] = 0.0
+                continue
+            rc = _fb_scaled(&lk, k, L, unary_p, ldu, g0, T, buf, buf + Tmax * L,
+                            buf + 2 * Tmax * L, buf + 2 * Tmax * L + Tmax,
+                            buf + 2 * Tmax * L + Tmax + L, buf + 2 * Tmax * L + Tmax + 2 * L,
+                            buf + 2 * Tmax * L + Tmax + 3 * L,
+                            buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
+                            node_p, pout_p, tacc_p + tid * ldt, &logz[s])
+            if rc != 0:
+                _fb_log(&lk, k, L, unary_p, ldu, g0, T, buf,
+                        buf + 2 * Tmax * L + Tmax, buf + 2 * Tmax * L + Tmax + L,
+                        buf + 2 * Tmax * L + Tmax + 2 * L,
+                        buf + 2 * Tmax * L + Tmax + 3 * L,
+                        buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
+                        node_p, pout_p, tacc_p + tid * ldt, &logz[s])
+        free(buf)
+
+
+def chain_viterbi(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  object pair, int[:, ::1] labels, int n_threads):
+    """Viterbi for every sequence (one chain); fills ``labels[:, 0]``."""
+    cdef Links lk = links_from(lkd, pair)
+    cdef int k = lkd["inlink"][0]
+    cdef int L = lkd["link_la"][k]
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t ldl = labels.shape[1]
+    cdef Py_ssize_t Tmax = 1, s, T, g0
+    cdef double* buf
+    cdef int* ibuf
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
+    for s in range(n_seq):
+        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
+            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    with nogil, parallel(num_threads=n_threads):
+        buf = <double*> malloc((2 * L + L * L) * sizeof(double))
+        ibuf = <int*> malloc(Tmax * L * sizeof(int))
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                continue
+            _viterbi(&lk, k, L, unary_p, ldu, g0, T, buf, buf + L, ibuf, buf + 2 * L,
+                     lab_p, ldl)
+        free(buf)
+        free(ibuf)

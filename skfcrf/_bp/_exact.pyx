@@ -1,0 +1,390 @@
+# cython: language_level=3
+"""Exact inference for several chains over the product state space.
+
+A product state ``s`` codes one label per chain in mixed radix (chain
+``C-1`` varies fastest: ``s = ((y_0 * L_1 + y_1) * L_2 + y_2) ...``), and
+``state_lab[s, c]`` is chain ``c``'s label.  The product-state unary is the
+sum of the chain unaries and of every coupling edge's score; the transition
+between product states is the product of the per-chain in-chain potentials,
+so one forward step applies the chain matrices one axis at a time
+(``S * sum(L_c)`` work instead of ``S**2``).
+
+Forward-backward is scaled (probability domain, per-token renormalisation,
+``exp`` of scores shifted by their max); Viterbi works in log space and
+backtracks by re-maximising over the previous token's stored deltas.
+"""
+import numpy as np
+
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport exp, log, INFINITY
+from libc.stdlib cimport malloc, free
+
+from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr
+
+
+cdef struct Prod:
+    int C
+    Py_ssize_t S
+    const int* nl          # labels per chain
+    const int* loff        # label offsets (C + 1)
+    const int* inlink      # in-chain link of each chain (always >= 0 here)
+    const int* lab         # state_lab (S, C)
+    const long long* stride  # per chain
+    const int* cpl         # coupling link ids
+    int n_cpl
+    int maxsz              # max L_a * L_b over links
+
+
+cdef void _apply(const double* x, double* y, const double* M, int L,
+                 Py_ssize_t outer, Py_ssize_t inner, int transpose) noexcept nogil:
+    """y[o, j, r] = sum_i x[o, i, r] M[i, j]   (transpose: sum_j M[i, j] x[o, j, r])."""
+    cdef Py_ssize_t o, i, j, r
+    cdef double m
+    cdef double* yr
+    cdef const double* xr
+    for o in range(outer * L * inner):
+        y[o] = 0.0
+    for o in range(outer):
+        for j in range(L):
+            yr = y + (o * L + j) * inner
+            for i in range(L):
+                m = M[j * L + i] if transpose else M[i * L + j]
+                if m == 0.0:
+                    continue
+                xr = x + (o * L + i) * inner
+                for r in range(inner):
+                    yr[r] += m * xr[r]
+
+
+cdef void _apply_max(const double* x, double* y, const double* P, int L,
+                     Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
+    """y[o, j, r] = max_i x[o, i, r] + P[i, j]  (log domain)."""
+    cdef Py_ssize_t o, i, j, r
+    cdef double m, v
+    cdef double* yr
+    cdef const double* xr
+    for o in range(outer * L * inner):
+        y[o] = -INFINITY
+    for o in range(outer):
+        for j in range(L):
+            yr = y + (o * L + j) * inner
+            for i in range(L):
+                m = P[i * L + j]
+                if m == -INFINITY:
+                    continue
+                xr = x + (o * L + i) * inner
+                for r in range(inner):
+                    v = xr[r] + m
+                    if v > yr[r]:
+                        yr[r] = v
+
+
+cdef void _prod_ulog(const Links* lk, const Prod* pd, const double* row, Py_ssize_t g,
+                     double* v, double* cbuf) noexcept nogil:
+    """Log unary of every product state at global token ``g``."""
+    cdef Py_ssize_t s
+    cdef int c, q, k, a, b, lb
+    cdef int C = pd.C
+    cdef double acc
+    cdef const double* P
+    for s in range(pd.S):
+        acc = 0.0
+        for c in range(C):
+            acc += row[pd.loff[c] + pd.lab[s * C + c]]
+        v[s] = acc
+    for q in range(pd.n_cpl):
+        k = pd.cpl[q]
+        a = lk.a[k]
+        b = lk.b[k]
+        lb = lk.lb[k]
+        P = link_log(lk, k, g, cbuf)
+        for s in range(pd.S):
+            v[s] += P[pd.lab[s * C + a] * lb + pd.lab[s * C + b]]
+
+
+cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
+             Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+             double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
+             double* xi, double* mbufs, const double** Ms,
+             double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+    cdef Py_ssize_t S = pd.S
+    cdef int C = pd.C
+    cdef Py_ssize_t t, g, s, o, r, i, j, inner, outer
+    cdef int c, a, q, k, La, lb
+    cdef double mx, tot, sh, lz = 0.0, acc
+    cdef double* at
+    cdef double* ap
+    cdef double* ut
+    cdef const double* src
+    cdef double* dst
+    cdef const double* M
+    for t in range(T):
+        g = g0 + t
+        ut = u + t * S
+        _prod_ulog(lk, pd, unary + g * ldu, g, ut, xi)
+        mx = -INFINITY
+        for s in range(S):
+            if ut[s] > mx:
+                mx = ut[s]
+        if mx == -INFINITY:
+            return 1
+        for s in range(S):
+            ut[s] = exp(ut[s] - mx)
+        lz += mx
+        at = alpha + t * S
+        if t == 0:
+            for s in range(S):
+                at[s] = ut[s]
+        else:
+            src = alpha + (t - 1) * S
+            for c in range(C):
+                Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
+                lz += sh
+                dst = tA if (c % 2 == 0) else tB
+                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
+                       pd.stride[c], 0)
+                src = dst
+            for s in range(S):
+                at[s] = src[s] * ut[s]
+        tot = 0.0
+        for s in range(S):
+            tot += at[s]
+        if not (tot > 0.0 and tot < INFINITY):
+            return 1
+        scale[t] = tot
+        lz += log(tot)
+        tot = 1.0 / tot
+        for s in range(S):
+            at[s] *= tot
+    logz[0] = lz
+    for s in range(S):
+        beta[s] = 1.0
+    for t in range(T - 1, -1, -1):
+        g = g0 + t
+        at = alpha + t * S
+        # node and coupling marginals at t
+        for s in range(S):
+            gam[s] = at[s] * beta[s]
+        for s in range(S):
+            for c in range(C):
+                node[g * ldu + pd.loff[c] + pd.lab[s * C + c]] += gam[s]
+        for q in range(pd.n_cpl):
+            k = pd.cpl[q]
+            lb = lk.lb[k]
+            for i in range(lk.la[k] * lb):
+                xi[i] = 0.0
+            for s in range(S):
+                xi[pd.lab[s * C + lk.a[k]] * lb + pd.lab[s * C + lk.b[k]]] += gam[s]
+            write_pair(lk, k, g, xi, pout, tacc)
+        if t == 0:
+            break
+        ut = u + t * S
+        tot = 1.0 / scale[t]
+        for s in range(S):
+            w[s] = ut[s] * beta[s] * tot
+        for c in range(C):
+            Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
+        # beta_{t-1} = transposed transition applied to w
+        src = w
+        for c in range(C):
+            dst = tA if (c % 2 == 0) else tB
+            _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]), pd.stride[c], 1)
+            src = dst
+        for s in range(S):
+            nbeta[s] = src[s]
+        # in-chain pair marginals between t-1 and t
+        ap = alpha + (t - 1) * S
+        for a in range(C):
+            k = pd.inlink[a]
+            if lk.tmpl_ptr[k] == lk.tmpl_ptr[k + 1]:
+                continue
+            src = ap
+            q = 0
+            for c in range(C):
+                if c == a:
+                    continue
+                dst = tA if (q % 2 == 0) else tB
+                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
+                       pd.stride[c], 0)
+                src = dst
+                q += 1
+            La = pd.nl[a]
+            inner = pd.stride[a]
+            outer = S // (La * inner)
+            M = Ms[a]
+            for i in range(La):
+                for j in range(La):
+                    acc = 0.0
+                    for o in range(outer):
+                        for r in range(inner):
+                            acc += src[(o * La + i) * inner + r] * w[(o * La + j) * inner + r]
+                    xi[i * La + j] = M[i * La + j] * acc
+            write_pair(lk, k, g, xi, pout, tacc)
+        for s in range(S):
+            beta[s] = nbeta[s]
+    return 0
+
+
+cdef void _viterbi(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
+                   Py_ssize_t g0, Py_ssize_t T, double* delta, double* ul, double* tA,
+                   double* tB, double* cbuf, double* mbufs, const double** Ps,
+                   int* labels, Py_ssize_t ldl) noexcept nogil:
+    cdef Py_ssize_t S = pd.S
+    cdef int C = pd.C
+    cdef Py_ssize_t t, g, s, sp, best
+    cdef int c
+    cdef double mx, v
+    cdef double* dt
+    cdef const double* src
+    cdef double* dst
+    for t in range(T):
+        g = g0 + t
+        dt = delta + t * S
+        _prod_ulog(lk, pd, unary + g * ldu, g, ul, cbuf)
+        if t == 0:
+            for s in range(S):
+                dt[s] = ul[s]
+        else:
+            src = delta + (t - 1) * S
+            for c in range(C):
+                Ps[c] = link_log(lk, pd.inlink[c], g, mbufs + c * pd.maxsz)
+                dst = tA if (c % 2 == 0) else tB
+                _apply_max(src, dst, Ps[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
+                           pd.stride[c])
+                src = dst
+            for s in range(S):
+                dt[s] = src[s] + ul[s]
+    dt = delta + (T - 1) * S
+    best = 0
+    mx = dt[0]
+    for s in range(1, S):
+        if dt[s] > mx:
+            mx = dt[s]
+            best = s
+    for c in range(C):
+        labels[(g0 + T - 1) * ldl + c] = pd.lab[best * C + c]
+    for t in range(T - 1, 0, -1):
+        g = g0 + t
+        for c in range(C):
+            Ps[c] = link_log(lk, pd.inlink[c], g, mbufs + c * pd.maxsz)
+        dt = delta + (t - 1) * S
+        sp = 0
+        mx = -INFINITY
+        for s in range(S):
+            v = dt[s]
+            if v == -INFINITY:
+                continue
+            for c in range(C):
+                v += Ps[c][pd.lab[s * C + c] * pd.nl[c] + pd.lab[best * C + c]]
+            if v > mx:
+                mx = v
+                sp = s
+        best = sp
+        for c in range(C):
+            labels[(g - 1) * ldl + c] = pd.lab[best * C + c]
+
+
+cdef Prod _prod_from(dict lkd, dict pdd):
+    cdef Prod pd
+    pd.C = pdd["C"]
+    pd.S = pdd["S"]
+    pd.nl = <const int*> _addr(pdd["nl"])
+    pd.loff = <const int*> _addr(pdd["loff"])
+    pd.inlink = <const int*> _addr(lkd["inlink"])
+    pd.lab = <const int*> _addr(pdd["lab"])
+    pd.stride = <const long long*> _addr(pdd["stride"])
+    pd.cpl = <const int*> _addr(pdd["cpl"])
+    pd.n_cpl = pdd["n_cpl"]
+    pd.maxsz = pdd["maxsz"]
+    return pd
+
+
+def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
+                      const double[:, ::1] unary, object pair, double[:, ::1] node,
+                      double[::1] pout, double[::1] logz, double[:, ::1] tacc,
+                      int n_threads):
+    """Exact forward-backward over the product space; fills the outputs.
+
+    ``logz[s]`` is ``-inf`` (and the marginals of ``s`` stay 0) when the
+    scaled pass underflows to zero, i.e. when no allowed assignment exists.
+    """
+    cdef Links lk = links_from(lkd, pair)
+    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Py_ssize_t S = pd.S
+    cdef int C = pd.C
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t Tmax = 1, s, T, g0, per
+    cdef int tid, rc, msz = pd.maxsz
+    cdef double* buf
+    cdef const double** Ms
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
+    cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    cdef double* tacc_p = &tacc[0, 0]
+    cdef Py_ssize_t ldt = tacc.shape[1]
+    for s in range(n_seq):
+        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
+            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
+    with nogil, parallel(num_threads=n_threads):
+        tid = threadid()
+        buf = <double*> malloc(per * sizeof(double))
+        Ms = <const double**> malloc(C * sizeof(double*))
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                logz[s] = 0.0
+                continue
+            rc = _fb(&lk, &pd, unary_p, ldu, g0, T,
+                     buf, buf + Tmax * S, buf + 2 * Tmax * S,
+                     buf + 2 * Tmax * S + Tmax,
+                     buf + 2 * Tmax * S + Tmax + S,
+                     buf + 2 * Tmax * S + Tmax + 2 * S,
+                     buf + 2 * Tmax * S + Tmax + 3 * S,
+                     buf + 2 * Tmax * S + Tmax + 4 * S,
+                     buf + 2 * Tmax * S + Tmax + 5 * S,
+                     buf + 2 * Tmax * S + Tmax + 6 * S,
+                     buf + 2 * Tmax * S + Tmax + 6 * S + msz, Ms,
+                     node_p, pout_p, tacc_p + tid * ldt, &logz[s])
+            if rc != 0:
+                logz[s] = -INFINITY
+        free(buf)
+        free(Ms)
+
+
+def product_viterbi(dict lkd, dict pdd, const long long[::1] seq_ptr,
+                    const double[:, ::1] unary, object pair, int[:, ::1] labels,
+                    int n_threads):
+    """Exact Viterbi over the product space; fills ``labels`` (N, C)."""
+    cdef Links lk = links_from(lkd, pair)
+    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Py_ssize_t S = pd.S
+    cdef int C = pd.C
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t ldl = labels.shape[1]
+    cdef Py_ssize_t Tmax = 1, s, T, g0, per
+    cdef int msz = pd.maxsz
+    cdef double* buf
+    cdef const double** Ps
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
+    for s in range(n_seq):
+        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
+            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    per = Tmax * S + 3 * S + msz + C * msz
+    with nogil, parallel(num_threads=n_threads):
+        buf = <double*> malloc(per * sizeof(double))
+        Ps = <const double**> malloc(C * sizeof(double*))
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                continue
+            _viterbi(&lk, &pd, unary_p, ldu, g0, T, buf, buf + Tmax * S,
+                     buf + Tmax * S + S, buf + Tmax * S + 2 * S, buf + Tmax * S + 3 * S,
+                     buf + Tmax * S + 3 * S + msz, Ps, lab_p, ldl)
+        free(buf)
+        free(Ps)

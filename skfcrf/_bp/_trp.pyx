@@ -1,0 +1,711 @@
+# cython: language_level=3
+"""Loopy belief propagation with the TRP schedule (Wainwright et al.).
+
+Variables are ``(c, t)`` (id ``t * C + c``).  Each *link* (all edge templates
+joining the same pair of variables, merged) has, per instance, two messages
+stored side by side in a per-token block of ``MS`` doubles: the *forward*
+message (towards the link's ``b`` end, i.e. ``(a, t-1) -> (a, t)`` or
+``(a, t) -> (b, t)``; ``L_b`` entries) at ``moff[k]`` and the *backward*
+message (``L_a`` entries) right after it.
+
+Each iteration draws a random spanning tree (forest) of the sequence's graph
+with Kruskal's algorithm on a uniformly random edge order (Fisher-Yates
+shuffle driven by a per-sequence splitmix64 stream), roots each component at
+a random node (breadth-first order) and does a collect sweep (leaves to root)
+then a distribute sweep (root to leaves).  A message ``m_{i->j}`` always
+multiplies the unary of ``i`` with the messages from *all* neighbours of
+``i`` in the full graph except ``j``.  Messages are normalised to sum 1; an
+all-zero (underflowed) message is replaced by a uniform one.
+
+Stopping: after an iteration, converged when every edge has been on some tree
+and the largest absolute change of the messages sent in that iteration is
+below ``tol``; a graph that is a forest is solved exactly by its first
+iteration and stops there.  Otherwise, after ``max_iter`` iterations,
+reported as not converged.
+"""
+import numpy as np
+
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport exp, log, fabs, INFINITY
+from libc.stdlib cimport malloc, free
+
+from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr
+
+
+cdef struct Trp:
+    int C
+    int Ltot
+    int K
+    Py_ssize_t MS
+    Py_ssize_t PS
+    int maxL
+    int maxsz
+    const int* nl
+    const int* loff
+    const int* inlink       # in-chain link of each chain or -1
+    const int* cpl_ptr      # per chain: range into cpl_k
+    const int* cpl_k        # coupling links touching the chain
+    const long long* moff   # per link: message offset inside a token block
+    const long long* psi_off  # per untied link: offset inside a token psi block; -1 if tied
+    int maxprod
+    int max_iter
+    double tol
+
+
+cdef struct Work:
+    double* phi
+    double* msg
+    double* psi
+    double* h
+    double* h2
+    double* mt
+    double* pb
+    double* lbuf
+    int* eu
+    int* ev
+    int* ek
+    int* et
+    int* perm
+    int* upd
+    int* tre
+    int* uf
+    int* dptr
+    int* adj
+    int* cur
+    int* order
+    int* pare
+    int* vis
+    int* dec
+    double* vd
+    int* vbp
+    int* vlab
+
+
+cdef inline unsigned long long _splitmix(unsigned long long* x) noexcept nogil:
+    cdef unsigned long long z
+    x[0] += 0x9E3779B97F4A7C15ULL
+    z = x[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline int _below(unsigned long long* x, int n) noexcept nogil:
+    """Uniform integer in [0, n) (n < 2**32), multiply-shift reduction."""
+    return <int> (((_splitmix(x) >> 32) * <unsigned long long> n) >> 32)
+
+
+cdef inline int _find(int* uf, int x) noexcept nogil:
+    while uf[x] != x:
+        uf[x] = uf[uf[x]]
+        x = uf[x]
+    return x
+
+
+cdef inline const double* _psi(const Trp* tp, const Links* lk, const double* psi, int k,
+                               Py_ssize_t t) noexcept nogil:
+    if tp.psi_off[k] >= 0:
+        return psi + t * tp.PS + tp.psi_off[k]
+    return lk.tied_exp + lk.tied_off[k]
+
+
+cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double* msg,
+                 Py_ssize_t T, int c, Py_ssize_t t, long long excl, double* h) noexcept nogil:
+    """h = unary of (c, t) times incoming messages except the one at offset ``excl``.
+
+    Rescaled to max 1.  Returns the degree of (c, t) in the full graph.
+    """
+    cdef int L = tp.nl[c]
+    cdef const double* ph = phi + t * tp.Ltot + tp.loff[c]
+    cdef const double* m
+    cdef int deg = 0, kc, q, k, y
+    cdef long long off
+    cdef double mx
+    for y in range(L):
+        h[y] = ph[y]
+    kc = tp.inlink[c]
+    if kc >= 0:
+        if t > 0:
+            deg += 1
+            off = t * tp.MS + tp.moff[kc]
+            if off != excl:
+                m = msg + off
+                for y in range(L):
+                    h[y] *= m[y]
+        if t < T - 1:
+            deg += 1
+            off = (t + 1) * tp.MS + tp.moff[kc] + L
+            if off != excl:
+                m = msg + off
+                for y in range(L):
+                    h[y] *= m[y]
+    for q in range(tp.cpl_ptr[c], tp.cpl_ptr[c + 1]):
+        k = tp.cpl_k[q]
+        deg += 1
+        off = t * tp.MS + tp.moff[k]
+        if lk.a[k] == c:
+            off += lk.lb[k]
+        if off != excl:
+            m = msg + off
+            for y in range(L):
+                h[y] *= m[y]
+    mx = 0.0
+    for y in range(L):
+        if h[y] > mx:
+            mx = h[y]
+    if mx > 0.0 and mx < INFINITY:
+        mx = 1.0 / mx
+        for y in range(L):
+            h[y] *= mx
+    return deg
+
+
+cdef double _send(const Trp* tp, const Links* lk, Work* wk, Py_ssize_t T, int k,
+                  Py_ssize_t t, int fwd) noexcept nogil:
+    """Recompute one message of link ``k`` at instance ``t``; returns its max change."""
+    cdef int a = lk.a[k], b = lk.b[k], La = lk.la[k], Lb = lk.lb[k]
+    cdef long long mo = t * tp.MS + tp.moff[k]
+    cdef long long excl, tgt
+    cdef int csrc, Lout, i, j
+    cdef Py_ssize_t tsrc
+    cdef const double* P
+    cdef const double* Pi
+    cdef double* h = wk.h
+    cdef double* out = wk.mt
+    cdef double* old
+    cdef double hi, v, acc, tot, d, delta = 0.0
+    if lk.kind[k] == 0:
+        csrc = a
+        tsrc = t - 1 if fwd else t
+    else:
+        csrc = a if fwd else b
+        tsrc = t
+    if fwd:
+        excl = mo + Lb
+        tgt = mo
+        Lout = Lb
+    else:
+        excl = mo
+        tgt = mo + Lb
+        Lout = La
+    _gather(tp, lk, wk.phi, wk.msg, T, csrc, tsrc, excl, h)
+    P = _psi(tp, lk, wk.psi, k, t)
+    if fwd:
+        for j in range(Lb):
+            out[j] = 0.0
+        if tp.maxprod:
+            for i in range(La):
+                hi = h[i]
+                if hi == 0.0:
+                    continue
+                Pi = P + i * Lb
+                for j in range(Lb):
+                    v = hi * Pi[j]
+                    if v > out[j]:
+                        out[j] = v
+        else:
+            for i in range(La):
+                hi = h[i]
+                if hi == 0.0:
+                    continue
+                Pi = P + i * Lb
+                for j in range(Lb):
+                    out[j] += hi * Pi[j]
+    else:
+        for i in range(La):
+            Pi = P + i * Lb
+            acc = 0.0
+            if tp.maxprod:
+                for j in range(Lb):
+                    v = Pi[j] * h[j]
+                    if v > acc:
+                        acc = v
+            else:
+                for j in range(Lb):
+                    acc += Pi[j] * h[j]
+            out[i] = acc
+    tot = 0.0
+    for j in range(Lout):
+        tot += out[j]
+    if tot > 0.0 and tot < INFINITY:
+        tot = 1.0 / tot
+        for j in range(Lout):
+            out[j] *= tot
+    else:
+        for j in range(Lout):
+            out[j] = 1.0 / Lout
+    old = wk.msg + tgt
+    for j in range(Lout):
+        d = fabs(out[j] - old[j])
+        if d > delta:
+            delta = d
+        old[j] = out[j]
+    return delta
+
+
+cdef double _cond_unary(const Trp* tp, const Links* lk, Work* wk, const double* unary,
+                        Py_ssize_t ldu, Py_ssize_t g0, int c, Py_ssize_t t,
+                        double* out) noexcept nogil:
+    """Unary scores of chain ``c`` at ``t`` plus coupling scores to the other chains'
+    current labels (``wk.dec``); original (unshifted) scores."""
+    cdef int C = tp.C, L = tp.nl[c], q, k, y
+    cdef const double* row = unary + (g0 + t) * ldu + tp.loff[c]
+    cdef const double* P
+    for y in range(L):
+        out[y] = row[y]
+    for q in range(tp.cpl_ptr[c], tp.cpl_ptr[c + 1]):
+        k = tp.cpl_k[q]
+        P = link_log(lk, k, g0 + t, wk.lbuf)
+        if lk.a[k] == c:
+            for y in range(L):
+                out[y] += P[y * lk.lb[k] + wk.dec[t * C + lk.b[k]]]
+        else:
+            P = P + wk.dec[t * C + lk.a[k]] * lk.lb[k]
+            for y in range(L):
+                out[y] += P[y]
+    return 0.0
+
+
+cdef void _refine(const Trp* tp, const Links* lk, Work* wk, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """Block coordinate ascent on the decoded labelling: re-decode one chain at a
+    time by exact Viterbi given the other chains' labels; a chain is replaced only
+    when its conditional score strictly improves, so the joint score never drops."""
+    cdef int C = tp.C, c, L, kc, sweep, y, i, best, changed
+    cdef Py_ssize_t t
+    cdef double* delta = wk.vd
+    cdef double* nd = wk.vd + tp.maxL
+    cdef double* cu = wk.vd + 2 * tp.maxL
+    cdef const double* P
+    cdef double v, mx, old, di
+    cdef int* bpt
+    if C == 1 and tp.inlink[0] >= 0:
+        return          # the sequential decoding already is exact Viterbi
+    for sweep in range(20):
+        changed = 0
+        for c in range(C):
+            L = tp.nl[c]
+            kc = tp.inlink[c]
+            old = 0.0
+            for t in range(T):
+                _cond_unary(tp, lk, wk, unary, ldu, g0, c, t, cu)
+                old += cu[wk.dec[t * C + c]]
+                if t == 0:
+                    for y in range(L):
+                        delta[y] = cu[y]
+                    continue
+                bpt = wk.vbp + t * L
+                if kc < 0:
+                    mx = -INFINITY
+                    best = 0
+                    for i in range(L):
+                        if delta[i] > mx:
+                            mx = delta[i]
+                            best = i
+                    for y in range(L):
+                        delta[y] = mx + cu[y]
+                        bpt[y] = best
+                    continue
+                P = link_log(lk, kc, g0 + t, wk.lbuf)
+                old += P[wk.dec[(t - 1) * C + c] * L + wk.dec[t * C + c]]
+                for y in range(L):
+                    nd[y] = -INFINITY
+                    bpt[y] = 0
+                for i in range(L):
+                    di = delta[i]
+                    if di == -INFINITY:
+                        continue
+                    for y in range(L):
+                        v = di + P[i * L + y]
+                        if v > nd[y]:
+                            nd[y] = v
+                            bpt[y] = i
+                for y in range(L):
+                    delta[y] = nd[y] + cu[y]
+            best = 0
+            mx = delta[0]
+            for y in range(1, L):
+                if delta[y] > mx:
+                    mx = delta[y]
+                    best = y
+            if not (mx > old + 1e-9 * (1.0 + fabs(mx))) and old > -INFINITY:
+                continue
+            if mx == -INFINITY:
+                continue
+            changed = 1
+            wk.vlab[T - 1] = best
+            for t in range(T - 1, 0, -1):
+                best = wk.vbp[t * L + best]
+                wk.vlab[t - 1] = best
+            for t in range(T):
+                wk.dec[t * C + c] = wk.vlab[t]
+        if not changed:
+            break
+
+
+cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary,
+                   Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, unsigned long long seed,
+                   double* node, double* pout, double* tacc, double* logz,
+                   unsigned char* conv, int* niter, int* labels, Py_ssize_t ldl) noexcept nogil:
+    cdef int C = tp.C, K = tp.K
+    cdef int V = <int> (T * C)
+    cdef int E = 0, e, k, c, t, i, j, y, it, n_upd = 0, n_acc, r, q, v, w, head, n_ord
+    cdef int ru, rv, a, L, La, Lb, deg, best, kc, cu, cv, tu, tv
+    cdef long long mo
+    cdef unsigned long long rng = seed
+    cdef const double* row
+    cdef const double* P
+    cdef const double* m
+    cdef double* ph
+    cdef double mx, sh, delta, tot, bv, lz = 0.0
+    cdef int infeasible = 0
+    cdef int n_it = 0
+    cdef unsigned char converged = 0
+    # exponentiated unaries, shifted per variable
+    for t in range(T):
+        row = unary + (g0 + t) * ldu
+        for c in range(C):
+            ph = wk.phi + t * tp.Ltot + tp.loff[c]
+            L = tp.nl[c]
+            mx = -INFINITY
+            for y in range(L):
+                if row[tp.loff[c] + y] > mx:
+                    mx = row[tp.loff[c] + y]
+            if mx == -INFINITY:
+                for y in range(L):
+                    ph[y] = 0.0
+            else:
+                for y in range(L):
+                    ph[y] = exp(row[tp.loff[c] + y] - mx)
+    # untied pair potentials of this sequence, exponentiated once
+    if tp.PS > 0:
+        for t in range(T):
+            for k in range(K):
+                if tp.psi_off[k] < 0 or (lk.kind[k] == 0 and t == 0):
+                    continue
+                link_exp(lk, k, g0 + t, wk.psi + t * tp.PS + tp.psi_off[k], &sh)
+    # messages start uniform; edge list
+    for t in range(T):
+        for k in range(K):
+            mo = t * tp.MS + tp.moff[k]
+            La = lk.la[k]
+            Lb = lk.lb[k]
+            for y in range(Lb):
+                wk.msg[mo + y] = 1.0 / Lb
+            for y in range(La):
+                wk.msg[mo + Lb + y] = 1.0 / La
+            if lk.kind[k] == 0:
+                if t == 0:
+                    continue
+                wk.eu[E] = (t - 1) * C + lk.a[k]
+                wk.ev[E] = t * C + lk.a[k]
+            else:
+                wk.eu[E] = t * C + lk.a[k]
+                wk.ev[E] = t * C + lk.b[k]
+            wk.ek[E] = k
+            wk.et[E] = t
+            wk.perm[E] = E
+            wk.upd[E] = 0
+            E += 1
+    for it in range(tp.max_iter):
+        # random spanning forest: Kruskal on a shuffled edge order
+        for i in range(E - 1, 0, -1):
+            j = _below(&rng, i + 1)
+            e = wk.perm[i]
+            wk.perm[i] = wk.perm[j]
+            wk.perm[j] = e
+        for v in range(V):
+            wk.uf[v] = v
+            wk.dptr[v] = 0
+            wk.vis[v] = 0
+        wk.dptr[V] = 0
+        n_acc = 0
+        for i in range(E):
+            e = wk.perm[i]
+            ru = _find(wk.uf, wk.eu[e])
+            rv = _find(wk.uf, wk.ev[e])
+            if ru == rv:
+                continue
+            wk.uf[ru] = rv
+            wk.tre[n_acc] = e
+            n_acc += 1
+            wk.dptr[wk.eu[e] + 1] += 1
+            wk.dptr[wk.ev[e] + 1] += 1
+        for v in range(V):
+            wk.dptr[v + 1] += wk.dptr[v]
+            wk.cur[v] = wk.dptr[v]
+        for i in range(n_acc):
+            e = wk.tre[i]
+            wk.adj[wk.cur[wk.eu[e]]] = e
+            wk.cur[wk.eu[e]] += 1
+            wk.adj[wk.cur[wk.ev[e]]] = e
+            wk.cur[wk.ev[e]] += 1
+        # breadth-first order from a random start
+        n_ord = 0
+        r = _below(&rng, V)
+        for q in range(V):
+            v = (r + q) % V
+            if wk.vis[v]:
+                continue
+            wk.vis[v] = 1
+            wk.pare[v] = -1
+            wk.order[n_ord] = v
+            head = n_ord
+            n_ord += 1
+            while head < n_ord:
+                v = wk.order[head]
+                head += 1
+                for i in range(wk.dptr[v], wk.dptr[v + 1]):
+                    e = wk.adj[i]
+                    w = wk.eu[e] + wk.ev[e] - v
+                    if not wk.vis[w]:
+                        wk.vis[w] = 1
+                        wk.pare[w] = e
+                        wk.order[n_ord] = w
+                        n_ord += 1
+        delta = 0.0
+        # collect: leaves to roots
+        for i in range(V - 1, -1, -1):
+            v = wk.order[i]
+            e = wk.pare[v]
+            if e < 0:
+                continue
+            mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.eu[e] == v)
+            if mx > delta:
+                delta = mx
+        # distribute: roots to leaves
+        for i in range(V):
+            v = wk.order[i]
+            e = wk.pare[v]
+            if e < 0:
+                continue
+            mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.ev[e] == v)
+            if mx > delta:
+                delta = mx
+            if not wk.upd[e]:
+                wk.upd[e] = 1
+                n_upd += 1
+        n_it = it + 1
+        if n_acc == E:
+            converged = 1   # a forest: two sweeps are exact
+            break
+        if n_upd == E and delta < tp.tol:
+            converged = 1
+            break
+    conv[0] = converged
+    niter[0] = n_it
+    if tp.maxprod:
+        # sequential decoding: each variable maximises its unary, the
+        # potentials to already decoded neighbours and the max-product
+        # messages of the others (exact Viterbi backtracking on a chain)
+        for t in range(T):
+            row = unary + (g0 + t) * ldu
+            for c in range(C):
+                L = tp.nl[c]
+                for y in range(L):
+                    wk.h[y] = row[tp.loff[c] + y]
+                kc = tp.inlink[c]
+                if kc >= 0 and t > 0:
+                    P = _psi(tp, lk, wk.psi, kc, t) + wk.dec[(t - 1) * C + c] * L
+                    for y in range(L):
+                        wk.h[y] += log(P[y])
+                if kc >= 0 and t < T - 1:
+                    m = wk.msg + (t + 1) * tp.MS + tp.moff[kc] + L
+                    for y in range(L):
+                        wk.h[y] += log(m[y])
+                for q in range(tp.cpl_ptr[c], tp.cpl_ptr[c + 1]):
+                    k = tp.cpl_k[q]
+                    if lk.a[k] == c:
+                        m = wk.msg + t * tp.MS + tp.moff[k] + lk.lb[k]
+                        for y in range(L):
+                            wk.h[y] += log(m[y])
+                    else:
+                        P = _psi(tp, lk, wk.psi, k, t) + wk.dec[t * C + lk.a[k]] * lk.lb[k]
+                        for y in range(L):
+                            wk.h[y] += log(P[y])
+                best = 0
+                bv = wk.h[0]
+                for y in range(1, L):
+                    if wk.h[y] > bv:
+                        bv = wk.h[y]
+                        best = y
+                if bv == -INFINITY:
+                    _gather(tp, lk, wk.phi, wk.msg, T, c, t, -1, wk.h)
+                    best = 0
+                    bv = wk.h[0]
+                    for y in range(1, L):
+                        if wk.h[y] > bv:
+                            bv = wk.h[y]
+                            best = y
+                wk.dec[t * C + c] = best
+        _refine(tp, lk, wk, unary, ldu, g0, T)
+        for t in range(T):
+            for c in range(C):
+                labels[(g0 + t) * ldl + c] = wk.dec[t * C + c]
+        return
+    # sum-product: node beliefs (4.6), pair beliefs (4.7), Bethe log Z
+    for t in range(T):
+        row = unary + (g0 + t) * ldu
+        for c in range(C):
+            L = tp.nl[c]
+            deg = _gather(tp, lk, wk.phi, wk.msg, T, c, t, -1, wk.h)
+            tot = 0.0
+            for y in range(L):
+                tot += wk.h[y]
+            if not (tot > 0.0):
+                infeasible = 1
+                continue
+            tot = 1.0 / tot
+            for y in range(L):
+                bv = wk.h[y] * tot
+                node[(g0 + t) * ldu + tp.loff[c] + y] = bv
+                if bv > 0.0:
+                    lz += bv * row[tp.loff[c] + y] - (1 - deg) * bv * log(bv)
+    for e in range(E):
+        k = wk.ek[e]
+        t = wk.et[e]
+        La = lk.la[k]
+        Lb = lk.lb[k]
+        mo = t * tp.MS + tp.moff[k]
+        cu = wk.eu[e] % C
+        tu = wk.eu[e] // C
+        cv = wk.ev[e] % C
+        tv = wk.ev[e] // C
+        _gather(tp, lk, wk.phi, wk.msg, T, cu, tu, mo + Lb, wk.h)
+        _gather(tp, lk, wk.phi, wk.msg, T, cv, tv, mo, wk.h2)
+        P = _psi(tp, lk, wk.psi, k, t)
+        tot = 0.0
+        for i in range(La):
+            for j in range(Lb):
+                bv = P[i * Lb + j] * wk.h[i] * wk.h2[j]
+                wk.pb[i * Lb + j] = bv
+                tot += bv
+        if not (tot > 0.0):
+            infeasible = 1
+            continue
+        tot = 1.0 / tot
+        for i in range(La * Lb):
+            wk.pb[i] *= tot
+        write_pair(lk, k, g0 + t, wk.pb, pout, tacc)
+        P = link_log(lk, k, g0 + t, wk.lbuf)
+        for i in range(La * Lb):
+            bv = wk.pb[i]
+            if bv > 0.0:
+                lz += bv * (P[i] - log(bv))
+    logz[0] = -INFINITY if infeasible else lz
+
+
+cdef Trp _trp_from(dict tpd):
+    cdef Trp tp
+    tp.C = tpd["C"]
+    tp.Ltot = tpd["Ltot"]
+    tp.K = tpd["K"]
+    tp.MS = tpd["MS"]
+    tp.PS = tpd["PS"]
+    tp.maxL = tpd["maxL"]
+    tp.maxsz = tpd["maxsz"]
+    tp.nl = <const int*> _addr(tpd["nl"])
+    tp.loff = <const int*> _addr(tpd["loff"])
+    tp.inlink = <const int*> _addr(tpd["inlink"])
+    tp.cpl_ptr = <const int*> _addr(tpd["cpl_ptr"])
+    tp.cpl_k = <const int*> _addr(tpd["cpl_k"])
+    tp.moff = <const long long*> _addr(tpd["moff"])
+    tp.psi_off = <const long long*> _addr(tpd["psi_off"])
+    return tp
+
+
+cdef void _carve(Work* wk, double* dbuf, int* ibuf, Py_ssize_t Tmax, Py_ssize_t Emax,
+                 Py_ssize_t Vmax, const Trp* tp) noexcept:
+    wk.phi = dbuf
+    wk.msg = wk.phi + Tmax * tp.Ltot
+    wk.psi = wk.msg + Tmax * tp.MS
+    wk.h = wk.psi + Tmax * tp.PS
+    wk.h2 = wk.h + tp.maxL
+    wk.mt = wk.h2 + tp.maxL
+    wk.pb = wk.mt + tp.maxL
+    wk.lbuf = wk.pb + tp.maxsz
+    wk.eu = ibuf
+    wk.ev = wk.eu + Emax
+    wk.ek = wk.ev + Emax
+    wk.et = wk.ek + Emax
+    wk.perm = wk.et + Emax
+    wk.upd = wk.perm + Emax
+    wk.tre = wk.upd + Emax
+    wk.uf = wk.tre + Vmax
+    wk.dptr = wk.uf + Vmax
+    wk.adj = wk.dptr + Vmax + 1
+    wk.cur = wk.adj + 2 * Vmax
+    wk.order = wk.cur + Vmax
+    wk.pare = wk.order + Vmax
+    wk.vis = wk.pare + Vmax
+    wk.dec = wk.vis + Vmax
+    wk.vbp = wk.dec + Vmax
+    wk.vlab = wk.vbp + Tmax * tp.maxL
+    wk.vd = wk.lbuf + tp.maxsz
+
+
+def trp(dict lkd, dict tpd, const long long[::1] seq_ptr, const double[:, ::1] unary,
+        object pair, const unsigned long long[::1] seeds, int maxprod, int max_iter,
+        double tol, double[:, ::1] node, double[::1] pout, double[::1] logz,
+        double[:, ::1] tacc, unsigned char[::1] conv, int[::1] niter, int[:, ::1] labels,
+        int n_threads):
+    """TRP sum-product (``maxprod=0``) or max-product (``maxprod=1``) for every sequence."""
+    cdef Links lk = links_from(lkd, pair)
+    cdef Trp tp = _trp_from(tpd)
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t ldl = labels.shape[1]
+    cdef Py_ssize_t Tmax = 1, s, T, g0, nd, ni, Emax, Vmax
+    cdef int tid
+    cdef Work* works
+    cdef double* dbuf
+    cdef int* ibuf
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
+    cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    cdef double* tacc_p = &tacc[0, 0]
+    cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
+    cdef Py_ssize_t ldt = tacc.shape[1]
+    tp.maxprod = maxprod
+    tp.max_iter = max_iter
+    tp.tol = tol
+    for s in range(n_seq):
+        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
+            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    Emax = Tmax * tp.K + 1
+    Vmax = Tmax * tp.C + 1
+    nd = Tmax * (tp.Ltot + tp.MS + tp.PS) + 6 * tp.maxL + 2 * tp.maxsz
+    ni = 6 * Emax + 10 * Vmax + Tmax * tp.maxL + Tmax + 2
+    works = <Work*> malloc(n_threads * sizeof(Work))
+    if works == NULL:
+        raise MemoryError("TRP scratch buffers")
+    for tid in range(n_threads):
+        works[tid].phi = NULL
+        works[tid].eu = NULL
+    try:
+        for tid in range(n_threads):
+            dbuf = <double*> malloc(nd * sizeof(double))
+            ibuf = <int*> malloc(ni * sizeof(int))
+            works[tid].phi = dbuf
+            works[tid].eu = ibuf
+            if dbuf == NULL or ibuf == NULL:
+                raise MemoryError("TRP scratch buffers")
+            _carve(&works[tid], dbuf, ibuf, Tmax, Emax, Vmax, &tp)
+        with nogil:
+            for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
+                tid = threadid()
+                g0 = seq_ptr[s]
+                T = seq_ptr[s + 1] - g0
+                if T == 0:
+                    logz[s] = 0.0
+                    conv[s] = 1
+                    niter[s] = 0
+                    continue
+                _trp_seq(&tp, &lk, &works[tid], unary_p, ldu, g0, T, seeds[s], node_p,
+                         pout_p, tacc_p + tid * ldt, &logz[s], &conv[s], &niter[s],
+                         lab_p, ldl)
+    finally:
+        for tid in range(n_threads):
+            free(works[tid].phi)
+            free(works[tid].eu)
+        free(works)

@@ -1,0 +1,415 @@
+"""Python-facing inference API over the compiled kernels.
+
+Two entry points, both over a *batch* of sequences laid out as described in
+:mod:`skfcrf._bp.graph`:
+
+* :func:`marginals` -- sum-product: node and pair marginals, ``log Z``;
+* :func:`map_assign` -- max-product / Viterbi: the most probable labelling.
+
+``method="exact"`` is exact inference: forward-backward / Viterbi on one
+chain (:mod:`skfcrf._bp._chain`), or over the product state space of several
+chains (:mod:`skfcrf._bp._exact`, at most :data:`MAX_PRODUCT_STATES` states).
+``method="trp"`` is loopy belief propagation with the tree-based
+reparameterisation schedule (:mod:`skfcrf._bp._trp`); see :func:`marginals`
+for what it returns.
+
+Edge templates joining the same two variables (same kind and chains) are
+merged into one *link* whose potential is the product of theirs; each of the
+merged templates receives the link's pair marginal.
+"""
+import numbers
+import os
+
+import numpy as np
+
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+
+__all__ = ["marginals", "map_assign", "MAX_PRODUCT_STATES"]
+
+#: Largest product state space (``prod(n_labels)``) that ``method="exact"``
+#: accepts when there is more than one chain.
+MAX_PRODUCT_STATES = 4096
+
+_DEFAULT_SEED = 0x5EED5EED
+
+
+def _kernels():
+    try:
+        from skfcrf._bp import _chain, _exact, _trp
+    except ImportError as exc:  # pragma: no cover - build problem
+        raise ImportError(
+            "skfcrf's compiled inference kernels are missing; build them with "
+            "`python setup.py build_ext --inplace` or `pip install -e .`"
+        ) from exc
+    return _chain, _exact, _trp
+
+
+# ---------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------
+
+def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads):
+    if not isinstance(graph, Graph):
+        raise ValueError(f"graph must be a skfcrf._bp.graph.Graph, got {type(graph).__name__}")
+    if method not in ("exact", "trp"):
+        raise ValueError(f"method must be 'exact' or 'trp', got {method!r}")
+    n_labels = np.asarray(graph.n_labels)
+    if graph.n_chains < 1 or np.any(n_labels < 1):
+        raise ValueError("graph needs at least one chain and every chain at least one label")
+    for e in range(graph.n_edges):
+        a, b, kind = int(graph.edge_a[e]), int(graph.edge_b[e]), int(graph.edge_kind[e])
+        if not (0 <= a < graph.n_chains and 0 <= b < graph.n_chains):
+            raise ValueError(f"edge {e} refers to a chain that does not exist")
+        if kind == IN_CHAIN and a != b or kind == COUPLING and not a < b or kind not in (0, 1):
+            raise ValueError(f"edge {e} is malformed (kind={kind}, a={a}, b={b})")
+
+    seq_ptr = np.asarray(seq_ptr)
+    if seq_ptr.ndim != 1 or seq_ptr.shape[0] < 1 or not np.issubdtype(seq_ptr.dtype, np.integer):
+        raise ValueError("seq_ptr must be a 1-D integer array of length n_seq + 1")
+    seq_ptr = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+    if seq_ptr[0] != 0 or np.any(np.diff(seq_ptr) < 0):
+        raise ValueError("seq_ptr must start at 0 and be non-decreasing")
+
+    unary = np.asarray(unary)
+    if unary.ndim != 2:
+        raise ValueError(f"unary must be 2-D (N, Ltot), got shape {unary.shape}")
+    n_tokens = int(seq_ptr[-1])
+    if unary.shape != (n_tokens, graph.total_labels):
+        raise ValueError(
+            f"unary has shape {unary.shape}, expected (seq_ptr[-1], total_labels) = "
+            f"({n_tokens}, {graph.total_labels})"
+        )
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+
+    edge_offset = pair_layout(graph, n_tokens)
+    pair = np.asarray(pair)
+    if pair.ndim != 1 or pair.shape[0] != edge_offset[-1]:
+        raise ValueError(
+            f"pair must be a flat array of length {int(edge_offset[-1])} "
+            f"(pair_layout(graph, N)[-1]), got shape {pair.shape}"
+        )
+    pair = np.ascontiguousarray(pair, dtype=np.float64)
+    for name, arr in (("unary", unary), ("pair", pair)):
+        if np.isnan(arr).any() or np.isposinf(arr).any():
+            raise ValueError(f"{name} contains NaN or +inf (only -inf, meaning forbidden, is allowed)")
+
+    if not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not isinstance(tol, numbers.Real) or not tol >= 0:
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    n_seq = seq_ptr.shape[0] - 1
+    if seeds is None:
+        seeds = (np.arange(n_seq, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                 + np.uint64(_DEFAULT_SEED))
+    else:
+        seeds = np.asarray(seeds)
+        if seeds.shape != (n_seq,):
+            raise ValueError(f"seeds must have shape (n_seq,) = ({n_seq},), got {seeds.shape}")
+        seeds = np.ascontiguousarray(seeds.astype(np.uint64, copy=False))
+    if n_threads is None:
+        n_threads = 1
+    if not isinstance(n_threads, numbers.Integral) or n_threads == 0 or n_threads < -1:
+        raise ValueError(f"n_threads must be a positive integer or -1, got {n_threads!r}")
+    if n_threads == -1:
+        n_threads = os.cpu_count() or 1
+    n_threads = int(max(1, min(n_threads, max(n_seq, 1))))
+    return seq_ptr, unary, pair, edge_offset, seeds, n_threads
+
+
+# ---------------------------------------------------------------------------
+# link preparation (shared by the kernels, see _common.pxd)
+# ---------------------------------------------------------------------------
+
+def _prepare_links(graph, pair, edge_offset, virtual_inchain):
+    """Merge edge templates into links and precompute tied potentials.
+
+    With ``virtual_inchain`` every chain gets an in-chain link, an all-ones
+    one (no templates) when the graph has none, which the exact kernels use
+    as "no dependence".  Returns ``(lkd, tied)``: the arrays read by
+    ``links_from`` and the list of ``(edge_offset, tacc_offset, size)`` of
+    tied templates (for scattering the per-thread accumulators).
+    """
+    C = graph.n_chains
+    nl = np.asarray(graph.n_labels, dtype=np.int64)
+    groups = {}
+    for e in range(graph.n_edges):
+        key = (int(graph.edge_kind[e]), int(graph.edge_a[e]), int(graph.edge_b[e]))
+        groups.setdefault(key, []).append(e)
+    keys = []
+    for c in range(C):
+        if (IN_CHAIN, c, c) in groups or virtual_inchain:
+            keys.append((IN_CHAIN, c, c))
+    keys += sorted(k for k in groups if k[0] == COUPLING)
+
+    K = len(keys)
+    link_a = np.zeros(K, np.int32)
+    link_b = np.zeros(K, np.int32)
+    link_kind = np.zeros(K, np.int32)
+    link_la = np.zeros(K, np.int32)
+    link_lb = np.zeros(K, np.int32)
+    tied_off = np.zeros(K, np.int64)
+    tied_shift = np.zeros(K, np.float64)
+    tied_log_parts, tied_exp_parts = [], []
+    unt_ptr = [0]
+    unt_off = []
+    tmpl_ptr = [0]
+    tmpl_out_off, tmpl_tacc_off = [], []
+    tied = []
+    tacc_size = 0
+    pos = 0
+    inlink = np.full(C, -1, np.int32)
+    for k, (kind, a, b) in enumerate(keys):
+        la, lb = int(nl[a]), int(nl[b])
+        sz = la * lb
+        link_a[k], link_b[k], link_kind[k], link_la[k], link_lb[k] = a, b, kind, la, lb
+        if kind == IN_CHAIN:
+            inlink[a] = k
+        tl = np.zeros(sz, np.float64)
+        for e in groups.get((kind, a, b), []):
+            off = int(edge_offset[e])
+            if graph.edge_tied[e]:
+                tl += pair[off:off + sz]
+                tmpl_out_off.append(off)
+                tmpl_tacc_off.append(tacc_size)
+                tied.append((off, tacc_size, sz))
+                tacc_size += sz
+            else:
+                unt_off.append(off)
+                tmpl_out_off.append(off)
+                tmpl_tacc_off.append(-1)
+        unt_ptr.append(len(unt_off))
+        tmpl_ptr.append(len(tmpl_out_off))
+        mx = tl.max() if sz else 0.0
+        if not np.isfinite(mx):
+            mx = 0.0
+        with np.errstate(under="ignore"):
+            te = np.exp(tl - mx)
+        tied_shift[k] = mx
+        tied_off[k] = pos
+        pos += sz
+        tied_log_parts.append(tl)
+        tied_exp_parts.append(te)
+
+    def cat(parts, dtype):
+        return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(1), dtype=dtype)
+
+    def arr(x, dtype):
+        x = np.asarray(x, dtype=dtype)
+        return x if x.size else np.zeros(1, dtype)
+
+    lkd = dict(
+        K=K,
+        link_a=arr(link_a, np.int32), link_b=arr(link_b, np.int32),
+        link_kind=arr(link_kind, np.int32),
+        link_la=arr(link_la, np.int32), link_lb=arr(link_lb, np.int32),
+        tied_off=arr(tied_off, np.int64),
+        tied_log=cat(tied_log_parts, np.float64), tied_exp=cat(tied_exp_parts, np.float64),
+        tied_shift=arr(tied_shift, np.float64),
+        unt_ptr=arr(unt_ptr, np.int32), unt_off=arr(unt_off, np.int64),
+        tmpl_ptr=arr(tmpl_ptr, np.int32),
+        tmpl_out_off=arr(tmpl_out_off, np.int64), tmpl_tacc_off=arr(tmpl_tacc_off, np.int64),
+        inlink=inlink, tacc_size=tacc_size,
+    )
+    return lkd, tied
+
+
+def _product_info(graph, lkd):
+    """Mixed-radix product-state tables for the exact multi-chain kernel."""
+    nl = [int(x) for x in graph.n_labels]
+    S = int(np.prod(nl))
+    lab = np.stack(np.unravel_index(np.arange(S), nl), axis=1).astype(np.int32)
+    stride = np.ones(len(nl), np.int64)
+    for c in range(len(nl) - 2, -1, -1):
+        stride[c] = stride[c + 1] * nl[c + 1]
+    kinds = lkd["link_kind"][:lkd["K"]]
+    cpl = np.flatnonzero(kinds == COUPLING).astype(np.int32)
+    maxsz = int(max([a * b for a, b in zip(lkd["link_la"][:lkd["K"]], lkd["link_lb"][:lkd["K"]])]
+                    + [1]))
+    return dict(
+        C=len(nl), S=S, nl=np.asarray(nl, np.int32),
+        loff=np.ascontiguousarray(graph.label_offset, dtype=np.int32),
+        lab=np.ascontiguousarray(lab), stride=stride,
+        cpl=cpl if cpl.size else np.zeros(1, np.int32), n_cpl=int(cpl.size), maxsz=maxsz,
+    )
+
+
+def _trp_info(graph, lkd):
+    """Message / potential layout for the TRP kernel."""
+    C = graph.n_chains
+    K = lkd["K"]
+    la, lb = lkd["link_la"][:K], lkd["link_lb"][:K]
+    kinds, a, b = lkd["link_kind"][:K], lkd["link_a"][:K], lkd["link_b"][:K]
+    moff = np.zeros(max(K, 1), np.int64)
+    ms = 0
+    for k in range(K):
+        moff[k] = ms
+        ms += int(la[k]) + int(lb[k])
+    psi_off = np.full(max(K, 1), -1, np.int64)
+    ps = 0
+    unt_ptr = lkd["unt_ptr"]
+    for k in range(K):
+        if unt_ptr[k + 1] > unt_ptr[k]:
+            psi_off[k] = ps
+            ps += int(la[k]) * int(lb[k])
+    cpl_ptr = [0]
+    cpl_k = []
+    for c in range(C):
+        for k in range(K):
+            if kinds[k] == COUPLING and (a[k] == c or b[k] == c):
+                cpl_k.append(k)
+        cpl_ptr.append(len(cpl_k))
+    maxsz = int(max([int(x) * int(y) for x, y in zip(la, lb)] + [1]))
+    return dict(
+        C=C, Ltot=graph.total_labels, K=K, MS=ms, PS=ps,
+        maxL=int(max(graph.n_labels)), maxsz=maxsz,
+        nl=np.ascontiguousarray(graph.n_labels, dtype=np.int32),
+        loff=np.ascontiguousarray(graph.label_offset, dtype=np.int32),
+        inlink=lkd["inlink"], cpl_ptr=np.asarray(cpl_ptr, np.int32),
+        cpl_k=np.asarray(cpl_k if cpl_k else [0], np.int32), moff=moff, psi_off=psi_off,
+    )
+
+
+def _check_product_size(graph):
+    S = int(np.prod([int(x) for x in graph.n_labels], dtype=object))
+    if S > MAX_PRODUCT_STATES:
+        raise ValueError(
+            f"exact inference over {graph.n_chains} chains needs a product state space of "
+            f"{S} states (n_labels={list(map(int, graph.n_labels))}), more than the limit of "
+            f"{MAX_PRODUCT_STATES}; use method='trp'"
+        )
+
+
+# ---------------------------------------------------------------------------
+# public API
+# ---------------------------------------------------------------------------
+
+def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e-6,
+              seeds=None, n_threads=1):
+    """Sum-product inference: node and pair marginals and log partition functions.
+
+    Parameters
+    ----------
+    graph : skfcrf._bp.graph.Graph
+        Chains and edge templates.
+    seq_ptr : int64 ndarray of shape (n_seq + 1,)
+        Sequence ``s`` owns token rows ``seq_ptr[s]:seq_ptr[s + 1]``.
+    unary : float64 ndarray of shape (N, Ltot)
+        Unary log-potentials; ``-inf`` forbids a label.
+    pair : float64 ndarray, flat
+        Pairwise log-potentials laid out by :func:`~skfcrf._bp.graph.pair_layout`;
+        ``-inf`` forbids a label pair.
+    method : {"exact", "trp"}, default="exact"
+        ``"exact"``: scaled forward-backward on one chain (log-space fallback
+        on underflow), or over the product state space of several chains
+        (at most :data:`MAX_PRODUCT_STATES` states, else ``ValueError``).
+        ``"trp"``: loopy sum-product with the TRP schedule (random spanning
+        trees); exact on a single chain and on forests.
+    max_iter : int, default=1000
+        Maximum number of TRP iterations (spanning trees); ignored by exact.
+    tol : float, default=1e-6
+        TRP convergence threshold on the largest message change.
+    seeds : uint64 array-like of shape (n_seq,), optional
+        Per-sequence seeds of the spanning-tree generator; ``None`` uses
+        fixed defaults, so results are reproducible and independent of
+        ``n_threads``.
+    n_threads : int, default=1
+        OpenMP threads, parallel over sequences (-1: all CPUs).
+
+    Returns
+    -------
+    node_marg : float64 ndarray of shape (N, Ltot)
+        Per-chain, per-token label marginals (each chain block sums to 1).
+    pair_marg : float64 ndarray laid out like ``pair``
+        Tied edges: sum over positions of the pair marginals (expected
+        counts); untied edges: per-position marginals, zeros at unused slots.
+    log_z : float64 ndarray of shape (n_seq,)
+        ``log Z`` per sequence, ``-inf`` when no allowed assignment exists.
+        For ``"trp"`` this is the Bethe approximation (minus the Bethe free
+        energy at the final beliefs), which is exact on trees.
+    converged : bool ndarray of shape (n_seq,)
+        Always True for ``"exact"``.
+    n_iter : int32 ndarray of shape (n_seq,)
+        TRP iterations used (1 for exact).
+
+    Raises
+    ------
+    ValueError
+        On malformed inputs or a too large product space for ``"exact"``.
+    """
+    seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
+        graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
+    _chain, _exact, _trp = _kernels()
+    n_seq = seq_ptr.shape[0] - 1
+    N = unary.shape[0]
+    node = np.zeros((N, graph.total_labels), np.float64)
+    pout = np.zeros(pair.shape[0], np.float64)
+    log_z = np.zeros(n_seq, np.float64)
+    converged = np.ones(n_seq, np.uint8)
+    n_iter = np.ones(n_seq, np.int32)
+    if method == "exact" and graph.n_chains > 1:
+        _check_product_size(graph)
+    lkd, tied = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
+    tacc = np.zeros((n_threads, max(lkd["tacc_size"], 1)), np.float64)
+    if method == "exact":
+        if graph.n_chains == 1:
+            _chain.chain_marginals(lkd, seq_ptr, unary, pair, node, pout, log_z, tacc, n_threads)
+        else:
+            pdd = _product_info(graph, lkd)
+            _exact.product_marginals(lkd, pdd, seq_ptr, unary, pair, node, pout, log_z, tacc,
+                                     n_threads)
+    else:
+        tpd = _trp_info(graph, lkd)
+        labels = np.zeros((1, graph.n_chains), np.int32)
+        _trp.trp(lkd, tpd, seq_ptr, unary, pair, seeds, 0, int(max_iter), float(tol), node,
+                 pout, log_z, tacc, converged, n_iter, labels, n_threads)
+    if tied:
+        total = tacc.sum(axis=0)
+        for off, toff, sz in tied:
+            pout[off:off + sz] = total[toff:toff + sz]
+    return node, pout, log_z, converged.astype(bool), n_iter
+
+
+def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e-6,
+               seeds=None, n_threads=1):
+    """Max-product inference: the most probable joint labelling.
+
+    Parameters are those of :func:`marginals`.  ``"exact"`` is Viterbi (one
+    chain, log space) or Viterbi over the product state space (several
+    chains).  ``"trp"`` runs max-product with the TRP schedule and then
+    decodes the variables in token-major order: each takes the label
+    maximising its unary, the potentials to its already decoded neighbours
+    and the max-product messages from the others (ties: smallest label).
+    On a single chain this is exact Viterbi; decoded neighbours never receive
+    a forbidden pair as long as the messages leave an allowed choice.
+
+    Returns
+    -------
+    labels : int32 ndarray of shape (N, C)
+        Label index per token and chain.
+    converged : bool ndarray of shape (n_seq,)
+    n_iter : int32 ndarray of shape (n_seq,)
+    """
+    seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
+        graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
+    _chain, _exact, _trp = _kernels()
+    n_seq = seq_ptr.shape[0] - 1
+    N = unary.shape[0]
+    labels = np.zeros((N, graph.n_chains), np.int32)
+    converged = np.ones(n_seq, np.uint8)
+    n_iter = np.ones(n_seq, np.int32)
+    if method == "exact" and graph.n_chains > 1:
+        _check_product_size(graph)
+    lkd, _ = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
+    if method == "exact":
+        if graph.n_chains == 1:
+            _chain.chain_viterbi(lkd, seq_ptr, unary, pair, labels, n_threads)
+        else:
+            pdd = _product_info(graph, lkd)
+            _exact.product_viterbi(lkd, pdd, seq_ptr, unary, pair, labels, n_threads)
+    else:
+        tpd = _trp_info(graph, lkd)
+        dummy = np.zeros((1, 1), np.float64)
+        _trp.trp(lkd, tpd, seq_ptr, unary, pair, seeds, 1, int(max_iter), float(tol),
+                 dummy, np.zeros(1), np.zeros(n_seq), dummy, converged, n_iter, labels,
+                 n_threads)
+    return labels, converged.astype(bool), n_iter
