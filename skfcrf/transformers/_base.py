@@ -260,9 +260,6 @@ class SequenceTransformerMixin(BaseEstimator):
     same transformation, so fitting costs one pass.
     """
 
-    # Set to True by subclasses whose observation names do not depend on the data.
-    _static_names = False
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         from sklearn.utils import TransformerTags

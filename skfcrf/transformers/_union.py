@@ -5,11 +5,7 @@ import numpy as np
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import _BaseComposition
 
-from skfcrf.transformers._base import (
-    SequenceTransformerMixin,
-    check_sequences,
-    check_weight,
-)
+from skfcrf.transformers._base import check_sequences, check_weight
 
 __all__ = ["SequenceFeatureUnion", "make_sequence_union"]
 
