@@ -329,7 +329,7 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     converged : bool ndarray of shape (n_seq,)
         Always True for ``"exact"``.
     n_iter : int32 ndarray of shape (n_seq,)
-        TRP iterations used (1 for exact).
+        TRP iterations used (1 for exact; 0 for empty sequences).
 
     Raises
     ------
@@ -345,7 +345,7 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     pout = np.zeros(pair.shape[0], np.float64)
     log_z = np.zeros(n_seq, np.float64)
     converged = np.ones(n_seq, np.uint8)
-    n_iter = np.ones(n_seq, np.int32)
+    n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
     lkd, tied = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
@@ -396,7 +396,7 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     N = unary.shape[0]
     labels = np.zeros((N, graph.n_chains), np.int32)
     converged = np.ones(n_seq, np.uint8)
-    n_iter = np.ones(n_seq, np.int32)
+    n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
     lkd, _ = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
