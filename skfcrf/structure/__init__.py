@@ -1,1 +1,49 @@
-"""skfcrf.structure."""
+"""Report structure: label chains <-> nested segments, constraint repair, rendering.
+
+* :func:`chains_to_segments` / :func:`segments_to_chains`: label chains of one
+  sequence <-> a tree of :class:`Segment` (chain 0 finest; Begin/B- prefixes,
+  bare or I- continuation labels, O outside, single-token labels such as
+  ``Enummarker``; see :class:`LabelScheme`).
+* :func:`repair` with :func:`find_violations`: post-processing of decoded labels
+  (every segment starts with a Begin label; a coarser boundary implies a finer one;
+  pluggable domain rules such as :func:`min_enumeration_elements`).
+* :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
+  document, with headings generated for sections whose heading was not dictated.
+"""
+from skfcrf.structure._render import (
+    DICTATED_PUNCTUATION_WORDS,
+    heading_for,
+    render_html,
+    render_markdown,
+)
+from skfcrf.structure._repair import (
+    DICTATION_RULES,
+    merge_adjacent_same_type,
+    merge_unless_starts_with,
+    min_enumeration_elements,
+    repair,
+)
+from skfcrf.structure._segments import (
+    LabelScheme,
+    Segment,
+    chains_to_segments,
+    find_violations,
+    segments_to_chains,
+)
+
+__all__ = [
+    "Segment",
+    "LabelScheme",
+    "chains_to_segments",
+    "segments_to_chains",
+    "find_violations",
+    "repair",
+    "min_enumeration_elements",
+    "merge_adjacent_same_type",
+    "merge_unless_starts_with",
+    "DICTATION_RULES",
+    "render_markdown",
+    "render_html",
+    "heading_for",
+    "DICTATED_PUNCTUATION_WORDS",
+]

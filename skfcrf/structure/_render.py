@@ -1,0 +1,310 @@
+"""Render a recognised report structure as Markdown or HTML.
+
+The layout follows the three dictation chains (see
+:func:`skfcrf.datasets.make_dictations`): chain 2 segments are sections with a
+heading, chain 1 segments are paragraphs, enumeration elements (numbered lists),
+typed subsections (shown with their subheading) or ``None`` segments (the dictated
+heading), chain 0 segments are headings, subheadings, sentences and enumeration
+markers.  With fewer chains the missing levels are treated as one untitled section
+(two chains) or one paragraph (one chain).
+"""
+import html
+import re
+
+from skfcrf.structure._segments import LabelScheme, Segment, chains_to_segments
+
+__all__ = ["render_markdown", "render_html", "heading_for", "DICTATED_PUNCTUATION_WORDS"]
+
+#: Dictated punctuation (recognizer tokens) -> written mark; ``""`` drops the words
+#: (paragraph breaks come from the structure).
+DICTATED_PUNCTUATION_WORDS = {
+    ("period",): ".",
+    ("full", "stop"): ".",
+    ("comma",): ",",
+    ("colon",): ":",
+    ("semicolon",): ";",
+    ("question", "mark"): "?",
+    ("exclamation", "mark"): "!",
+    ("new", "paragraph"): "",
+    ("next", "paragraph"): "",
+    ("new", "line"): "",
+}
+
+_ATTACH_LEFT = frozenset(".,:;?!)%")
+_ATTACH_RIGHT = frozenset("(")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _default_headings():
+    try:
+        from skfcrf.datasets._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
+    except ImportError:  # pragma: no cover
+        return {}, {}
+    return ({k: v[0] for k, v in SECTION_HEADINGS.items()},
+            {k: v[0] for k, v in SUBSECTION_HEADINGS.items()})
+
+
+_SECTION_NAMES, _SUBSECTION_NAMES = _default_headings()
+
+
+def heading_for(label, headings=None, subsection=False):
+    """Heading text for a segment type.
+
+    ``headings`` (a dict type -> text) wins; then the canonical dictation headings
+    (``HistoryOfPresentIllness`` -> ``"HISTORY OF PRESENT ILLNESS"``,
+    ``Habits`` -> ``"SOCIAL HISTORY"``); otherwise the CamelCase type is split and
+    upper-cased (``FooBarBaz`` -> ``"FOO BAR BAZ"``).
+    """
+    if headings and label in headings:
+        return headings[label]
+    names = _SUBSECTION_NAMES if subsection else _SECTION_NAMES
+    if label in names:
+        return names[label]
+    text = str(label).replace("_", " ").replace("-", " ")
+    return " ".join(_CAMEL.sub(" ", text).split()).upper()
+
+
+def _word(tok):
+    return tok if isinstance(tok, str) else str(tok.get("word", ""))
+
+
+def _clean(words, punctuation, drop_words):
+    """Turn dictated punctuation into marks and drop unwanted words."""
+    if drop_words:
+        words = [w for w in words if w.lower() not in drop_words]
+    if not punctuation:
+        return words
+    maxlen = max(len(k) for k in punctuation)
+    out = []
+    i = 0
+    low = [w.lower() for w in words]
+    while i < len(words):
+        for n in range(maxlen, 0, -1):
+            key = tuple(low[i:i + n])
+            if len(key) == n and key in punctuation:
+                mark = punctuation[key]
+                if mark and out and out[-1] not in _ATTACH_LEFT:
+                    out.append(mark)
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def _join(words):
+    """Join words, attaching punctuation marks to their neighbours."""
+    parts = []
+    glue = True
+    for w in words:
+        if parts and not glue and not (len(w) == 1 and w in _ATTACH_LEFT):
+            parts.append(" ")
+        parts.append(w)
+        glue = len(w) == 1 and w in _ATTACH_RIGHT
+    return "".join(parts)
+
+
+class _Opts:
+    def __init__(self, headings, subheadings, dictated_punctuation, capitalize, drop_words,
+                 generate_headings):
+        self.headings = headings
+        self.subheadings = subheadings
+        if dictated_punctuation is True:
+            dictated_punctuation = DICTATED_PUNCTUATION_WORDS
+        self.punct = {tuple(w.lower() for w in k): v for k, v in (dictated_punctuation or {}).items()}
+        self.capitalize = capitalize
+        self.drop = frozenset(w.lower() for w in (drop_words or ()))
+        self.generate = generate_headings
+
+
+def _sentence_text(seg, opts):
+    words = _clean([_word(t) for t in seg.tokens], opts.punct, opts.drop)
+    if opts.capitalize and words:
+        words[0] = words[0][:1].upper() + words[0][1:]
+        if seg.label == "Sentence" and words[-1] not in _ATTACH_LEFT:
+            words.append(".")
+    return _join(words)
+
+
+def _title_text(segs, opts):
+    words = [_word(t) for s in segs for t in s.tokens]
+    words = _clean(words, opts.punct, opts.drop)
+    while words and words[-1] in (":", "colon"):
+        words.pop()
+    return _join(words).upper()
+
+
+def _structure(tokens, labels, scheme):
+    """Sections -> blocks -> leaves, whatever the number of chains."""
+    root = chains_to_segments(tokens, labels, scheme=scheme)
+    n = root.level
+    if n >= 3:
+        sections = list(root.iter(level=2))
+    elif n == 2:
+        sections = [Segment(2, None, 0, root.end, root.children, tokens=root.tokens)]
+    else:
+        block = Segment(1, "Paragraph", 0, root.end, root.children, tokens=root.tokens)
+        sections = [Segment(2, None, 0, root.end, [block], tokens=root.tokens)]
+    return sections
+
+
+def _render(tokens, labels, opts, scheme, fmt):
+    if tokens is None:
+        raise ValueError("tokens are required for rendering")
+    tokens = list(tokens)
+    sections = _structure(tokens, labels, scheme)
+    out = []
+    esc = html.escape if fmt == "html" else _md_escape
+    for sec in sections:
+        blocks = list(sec.children)
+        title = None
+        if blocks and blocks[0].label == "None":
+            heads = [c for c in blocks[0].children if c.label in ("Heading", "Subheading")]
+            if heads:
+                title = _title_text(heads, opts)
+                rest = [c for c in blocks[0].children if c.label not in ("Heading", "Subheading")]
+                blocks = ([Segment(1, "Paragraph", rest[0].start, rest[-1].end, rest,
+                                   tokens=tokens[rest[0].start:rest[-1].end])] if rest else []) + blocks[1:]
+        if not title and sec.label is not None and opts.generate:
+            title = heading_for(sec.label, opts.headings)
+        if fmt == "html":
+            attr = "" if sec.label is None else f' data-type="{html.escape(str(sec.label), quote=True)}"'
+            out.append(f"<section{attr}>")
+            if title:
+                out.append(f"<h2>{esc(title)}</h2>")
+        elif title:
+            out.append(f"## {esc(title)}\n")
+        k = 0
+        in_list = False
+        for b in blocks:
+            if b.label == "Enumelement":
+                k += 1
+                leaves = [c for c in b.children if c.label != "Enummarker"] or b.children
+                text = " ".join(_sentence_text(c, opts) for c in leaves)
+                if fmt == "html":
+                    if not in_list:
+                        out.append("<ol>")
+                    out.append(f"<li>{esc(text)}</li>")
+                else:
+                    out.append(f"{k}. {esc(text)}")
+                in_list = True
+                continue
+            if in_list:
+                out.append("</ol>" if fmt == "html" else "")
+                in_list = False
+                k = 0
+            subs = [c for c in b.children if c.label == "Subheading"]
+            leaves = [c for c in b.children if c.label != "Subheading"]
+            text = " ".join(_sentence_text(c, opts) for c in leaves)
+            sub = None
+            if subs:
+                sub = _title_text(subs, opts)
+            elif b.label not in ("Paragraph", "None", None) and opts.generate:
+                sub = heading_for(b.label, opts.subheadings, subsection=True)
+            if b.label == "None" and not subs:  # a heading in the middle of a section
+                sub, text = _title_text(b.children, opts), ""
+            if fmt == "html":
+                attr = ("" if b.label in (None, "Paragraph")
+                        else f' data-type="{html.escape(str(b.label), quote=True)}"')
+                lead = f"<strong>{esc(sub)}:</strong> " if sub else ""
+                out.append(f"<p{attr}>{lead}{esc(text)}</p>")
+            else:
+                lead = f"**{esc(sub)}:** " if sub else ""
+                out.append(f"{lead}{esc(text)}".rstrip() + "\n")
+        if in_list:
+            out.append("</ol>" if fmt == "html" else "")
+        if fmt == "html":
+            out.append("</section>")
+    if fmt == "html":
+        return "\n".join(out) + "\n"
+    text = "\n".join(out)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
+
+
+def _md_escape(text):
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    tokens : sequence of str or dict
+        The tokens of one report (dict tokens contribute their ``"word"``).
+    labels : array-like, shape (n_tokens, n_chains) or (n_tokens,)
+        Its label chains (chain 0 finest), e.g. gold labels or repaired predictions.
+    headings : dict, optional
+        Section type -> heading text, for sections whose heading was not dictated
+        (defaults: the canonical dictation headings, else the split CamelCase type,
+        e.g. ``HistoryOfPresentIllness`` -> ``"HISTORY OF PRESENT ILLNESS"``).
+    subheadings : dict, optional
+        The same for typed subsections (``VitalSigns`` -> ``"VITAL SIGNS"``).
+    dictated_punctuation : bool or dict, default=False
+        ``True`` turns dictated punctuation words of recognizer output back into
+        marks (``"period"`` -> ``"."``, ``"new paragraph"`` dropped) using
+        :data:`DICTATED_PUNCTUATION_WORDS`; a dict ``{tuple_of_words: mark}`` gives
+        your own table.
+    capitalize : bool, default=False
+        Sentence case for recognizer output: upper-case the first letter of every
+        sentence and end sentences that lack a final mark with a period.
+    drop_words : collection of str, optional
+        Words left out, e.g. hesitations ``("uh", "um")``.
+    generate_headings : bool, default=True
+        Give sections and typed subsections without a dictated (sub)heading one
+        derived from their type.
+    scheme : LabelScheme, optional
+        Label conventions (see :class:`LabelScheme`); defaults to Begin/B- prefixes.
+"""
+
+
+def render_markdown(tokens, labels, *, headings=None, subheadings=None, dictated_punctuation=False,
+                    capitalize=False, drop_words=None, generate_headings=True, scheme=None):
+    opts = _Opts(headings, subheadings, dictated_punctuation, capitalize, drop_words, generate_headings)
+    return _render(tokens, labels, opts, scheme or LabelScheme(), "md")
+
+
+def render_html(tokens, labels, *, headings=None, subheadings=None, dictated_punctuation=False,
+                capitalize=False, drop_words=None, generate_headings=True, scheme=None):
+    opts = _Opts(headings, subheadings, dictated_punctuation, capitalize, drop_words, generate_headings)
+    return _render(tokens, labels, opts, scheme or LabelScheme(), "html")
+
+
+render_markdown.__doc__ = """Render one report as Markdown.
+
+    Sections become ``## HEADING`` blocks (the dictated heading, or one generated from
+    the section type), paragraphs become text blocks, enumeration elements a numbered
+    list (numbered afresh; dictated markers are left out) and typed subsections
+    ``**SUBHEADING:** text``.  Markdown special characters in the text are escaped.
+""" + _DOC_PARAMS + """
+    Returns
+    -------
+    text : str
+
+    Examples
+    --------
+    >>> toks = ["he", "is", "fine", "period"]
+    >>> labs = [("BeginSentence", "BeginParagraph", "BeginHistoryOfPresentIllness"),
+    ...         ("Sentence", "Paragraph", "HistoryOfPresentIllness"),
+    ...         ("Sentence", "Paragraph", "HistoryOfPresentIllness"),
+    ...         ("Sentence", "Paragraph", "HistoryOfPresentIllness")]
+    >>> print(render_markdown(toks, labs, dictated_punctuation=True, capitalize=True))
+    ## HISTORY OF PRESENT ILLNESS
+    <BLANKLINE>
+    He is fine.
+    <BLANKLINE>
+"""
+
+render_html.__doc__ = """Render one report as an HTML fragment.
+
+    Sections become ``<section data-type="...">`` with an ``<h2>`` heading (dictated
+    or generated from the type), paragraphs ``<p>``, enumerations ``<ol><li>`` and
+    typed subsections ``<p data-type="..."><strong>SUBHEADING:</strong> ...</p>``.
+    All text is HTML-escaped.
+""" + _DOC_PARAMS + """
+    Returns
+    -------
+    html : str
+"""

@@ -1,0 +1,278 @@
+"""Constraint repair of decoded label chains (the thesis's post-processing, section 6.1.2).
+
+:func:`repair` enforces the formal constraints of the typed Begin/continuation
+notation and then applies pluggable domain rules, repeating until nothing changes:
+
+1. every segment starts with a Begin label: a continuation label that follows a
+   different type (or starts the sequence, or follows an outside label) becomes
+   the Begin label of its type (``Plan Plan Diagnosis`` -> ``Plan Plan
+   BeginDiagnosis``; ``O I-NP`` -> ``O B-NP``);
+2. a boundary on a coarser chain implies one on every finer chain at that token:
+   the finer label there becomes a Begin label (runs of outside labels are split
+   freely and left unchanged);
+3. each rule is called with the segment tree (a :class:`Segment` root, see
+   :func:`chains_to_segments`) and may edit it in place or return a new root;
+   the tree is then written back to labels and step 1-2 run again.
+
+Rules are plain callables ``rule(root) -> root or None``.  Factories for the rules
+of the thesis's algorithms 7 and 8 are provided; :data:`DICTATION_RULES` bundles the
+ones that hold for the dictation label set.
+"""
+import numpy as np
+
+from skfcrf._validation import check_label_sequences
+from skfcrf.structure._segments import (
+    DEFAULT_BEGIN_PREFIXES,
+    DEFAULT_INSIDE_PREFIXES,
+    DEFAULT_OUTSIDE_LABELS,
+    DEFAULT_SINGLE_TOKEN_LABELS,
+    LabelScheme,
+    chains_to_segments,
+    segments_to_chains,
+)
+
+__all__ = [
+    "repair",
+    "min_enumeration_elements",
+    "merge_adjacent_same_type",
+    "merge_unless_starts_with",
+    "DICTATION_RULES",
+]
+
+
+def _formal(arr, sc):
+    """Apply the Begin and hierarchy constraints in place; return whether anything changed."""
+    n, c = arr.shape
+    changed = False
+    coarse = np.zeros(n, dtype=bool)
+    for k in range(c - 1, -1, -1):
+        col = arr[:, k]
+        info = sc.boundaries(col.tolist())
+        starts = np.zeros(n, dtype=bool)
+        for t, (start, typ, kind, prefix) in enumerate(info):
+            if kind == "I" and (start or coarse[t]):
+                new = sc.begin_form(col[t])
+                if new is not col[t] and new != col[t]:
+                    col[t] = new
+                    changed = True
+                start = True
+            starts[t] = start
+        coarse |= starts
+    return changed
+
+
+def repair(labels, rules=(), *, tokens=None, scheme=None, begin_prefixes=DEFAULT_BEGIN_PREFIXES,
+           inside_prefixes=DEFAULT_INSIDE_PREFIXES, outside_labels=DEFAULT_OUTSIDE_LABELS,
+           single_token_labels=DEFAULT_SINGLE_TOKEN_LABELS, max_iter=20):
+    """Repair the label chains of one sequence so that they describe a valid segment tree.
+
+    Parameters
+    ----------
+    labels : array-like, shape (n_tokens,) or (n_tokens, n_chains)
+        Decoded labels of one sequence (e.g. one entry of ``FactorialCRF.predict``);
+        chain 0 is the finest.  Labels are expected to be strings.
+    rules : sequence of callable, default=()
+        Domain rules ``rule(root) -> root or None`` over the segment tree, applied
+        in order after the formal repair; see :data:`DICTATION_RULES`,
+        :func:`min_enumeration_elements`, :func:`merge_adjacent_same_type`,
+        :func:`merge_unless_starts_with`.
+    tokens : sequence, optional
+        Made available to rules as ``Segment.tokens``.
+    scheme : LabelScheme, optional
+        Overrides the four label-convention parameters below.
+    begin_prefixes : str or tuple of str, default=("Begin", "B-")
+    inside_prefixes : str or tuple of str, default=("I-",)
+    outside_labels : tuple, default=("O",)
+    single_token_labels : tuple, default=("Enummarker",)
+    max_iter : int, default=20
+        Bound on formal-repair/rule rounds (rules that keep undoing each other stop
+        here; the formal constraints hold regardless).
+
+    Returns
+    -------
+    repaired : ndarray of dtype object
+        Same shape as ``labels`` (1-D in, 1-D out).  Valid input comes back
+        unchanged, and ``repair(repair(x)) == repair(x)``.
+
+    Examples
+    --------
+    >>> repair(["Plan", "Plan", "Diagnosis", "Diagnosis"]).tolist()
+    ['BeginPlan', 'Plan', 'BeginDiagnosis', 'Diagnosis']
+    >>> repair([("Sentence", "BeginParagraph"), ("Sentence", "BeginParagraph")]).tolist()
+    [['BeginSentence', 'BeginParagraph'], ['BeginSentence', 'BeginParagraph']]
+    """
+    sc = scheme if scheme is not None else LabelScheme(
+        begin_prefixes, inside_prefixes, outside_labels, single_token_labels)
+    seqs, one_chain = check_label_sequences([labels], name="labels")
+    arr = seqs[0]
+    if tokens is not None:
+        tokens = list(tokens)
+        if len(tokens) != arr.shape[0]:
+            raise ValueError(f"{len(tokens)} tokens but {arr.shape[0]} labels")
+    rules = tuple(rules or ())
+    for r in rules:
+        if not callable(r):
+            raise TypeError(f"rules must be callables, got {r!r}")
+    for _ in range(max(1, int(max_iter))):
+        changed = _formal(arr, sc)
+        if rules:
+            before = arr.copy()
+            root = chains_to_segments(tokens, arr, scheme=sc)
+            for rule in rules:
+                out = rule(root)
+                if out is not None:
+                    root = out
+            arr = segments_to_chains(root, outside_label=_outside_label(sc))
+            _formal(arr, sc)
+            changed = not np.array_equal(arr, before)
+        if not changed:
+            break
+    return arr[:, 0].copy() if one_chain else arr
+
+
+def _outside_label(sc):
+    return next(iter(sorted(sc.outside, key=str))) if sc.outside else "O"
+
+
+# --------------------------------------------------------------------------------------
+# rules
+# --------------------------------------------------------------------------------------
+
+def _siblings(root):
+    """Yield every segment that has children (parents of sibling lists)."""
+    for seg in root.iter():
+        if seg.children:
+            yield seg
+
+
+def min_enumeration_elements(min_elements=2, element="Enumelement", replacement="Paragraph",
+                             marker="Enummarker", sentence="Sentence"):
+    """Rule: an enumeration needs at least ``min_elements`` elements (algorithm 8, step 6).
+
+    A run of fewer than ``min_elements`` consecutive ``element`` segments becomes
+    ``replacement`` segments.  Their ``marker`` children (the dictated "number one")
+    are merged into the following ``sentence`` segment, or relabelled ``sentence``
+    when none follows.
+
+    Returns
+    -------
+    rule : callable
+    """
+    if min_elements < 1:
+        raise ValueError("min_elements must be at least 1")
+
+    def rule(root):
+        for parent in _siblings(root):
+            kids = parent.children
+            i = 0
+            while i < len(kids):
+                if kids[i].label != element:
+                    i += 1
+                    continue
+                j = i
+                while j < len(kids) and kids[j].label == element:
+                    j += 1
+                if j - i < min_elements:
+                    for seg in kids[i:j]:
+                        seg.label = replacement
+                        seg.children = _drop_markers(seg.children, marker, sentence)
+                i = j
+        return root
+
+    rule.__name__ = f"min_enumeration_elements({min_elements})"
+    return rule
+
+
+def _drop_markers(children, marker, sentence):
+    out = []
+    for ch in reversed(children):
+        if ch.label == marker:
+            if out and out[-1].label == sentence:
+                nxt = out[-1]
+                nxt.start = ch.start
+                nxt.children = ch.children + nxt.children
+                if nxt.tokens is not None and ch.tokens is not None:
+                    nxt.tokens = list(ch.tokens) + list(nxt.tokens)
+                continue
+            ch.label = sentence
+            ch.begin_prefix, ch.inside_prefix = "Begin", ""
+        out.append(ch)
+    out.reverse()
+    return out
+
+
+def _merge_into(a, b):
+    """Append segment ``b`` to segment ``a`` (adjacent siblings)."""
+    a.end = b.end
+    if a.tokens is not None and b.tokens is not None:
+        a.tokens = list(a.tokens) + list(b.tokens)
+    a.children.extend(b.children)
+
+
+def merge_adjacent_same_type(level, labels=None):
+    """Rule: merge adjacent segments of the same type on chain ``level`` (algorithm 8, step 3).
+
+    Two sections of the same type in a row are one section that the decoder split.
+
+    Parameters
+    ----------
+    level : int
+        Chain whose segments are merged (2 = sections in the dictation scheme).
+    labels : collection of str, optional
+        Only merge these types (default: all but outside runs).
+    """
+    keep = None if labels is None else frozenset(labels)
+
+    def rule(root):
+        for parent in _siblings(root):
+            if parent.level != level + 1:
+                continue
+            out = []
+            for seg in parent.children:
+                if (out and seg.label is not None and seg.label == out[-1].label
+                        and (keep is None or seg.label in keep)):
+                    _merge_into(out[-1], seg)
+                else:
+                    out.append(seg)
+            parent.children = out
+        return root
+
+    rule.__name__ = f"merge_adjacent_same_type(level={level})"
+    return rule
+
+
+def merge_unless_starts_with(level, first_labels):
+    """Rule: a segment on chain ``level`` may only start where a chain-0 segment of a type in
+    ``first_labels`` starts; otherwise it is merged into the preceding segment.
+
+    For formatted reports every section starts with a heading (algorithm 7, step 5):
+    ``merge_unless_starts_with(2, ["Heading"])`` removes spurious section boundaries.
+    The first segment of a sequence is never merged.
+    """
+    first = frozenset(first_labels)
+
+    def rule(root):
+        for parent in _siblings(root):
+            if parent.level != level + 1:
+                continue
+            out = []
+            for seg in parent.children:
+                leaf = seg
+                while leaf.children:
+                    leaf = leaf.children[0]
+                if out and out[-1].label is not None and seg.label is not None \
+                        and leaf.label not in first:
+                    _merge_into(out[-1], seg)
+                else:
+                    out.append(seg)
+            parent.children = out
+        return root
+
+    rule.__name__ = f"merge_unless_starts_with(level={level})"
+    return rule
+
+
+#: Domain rules that hold for the three-chain dictation labels (rcg and cor):
+#: enumerations have at least two elements; adjacent sections of one type are merged.
+DICTATION_RULES = (min_enumeration_elements(), merge_adjacent_same_type(level=2))
+
