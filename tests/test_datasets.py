@@ -94,10 +94,8 @@ def test_every_segment_starts_with_begin_and_hierarchy_holds(corpus):
         assert (heading == none).all()
 
 
-def test_cor_style(corpus):
-    style, (X, y) = corpus
-    if style != "cor":
-        pytest.skip("cor only")
+def test_cor_style():
+    X, y = make_dictations(30, style="cor", random_state=7)
     for toks, lab in zip(X, y):
         # every section starts with a heading in the formatted report
         starts = [t for t in range(len(toks)) if lab[t, 2].startswith("Begin")]
@@ -110,10 +108,8 @@ def test_cor_style(corpus):
         assert all(re.fullmatch(r"\d+\.", m) for m in markers)
 
 
-def test_rcg_style(corpus):
-    style, (X, y) = corpus
-    if style != "rcg":
-        pytest.skip("rcg only")
+def test_rcg_style():
+    X, y = make_dictations(60, style="rcg", random_state=7)
     words = set()
     for toks in X:
         for t in toks:

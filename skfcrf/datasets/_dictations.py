@@ -199,6 +199,29 @@ _ROS_P = {"General": 0.8, "Eyes": 0.3, "Ears": 0.15, "Respiratory": 0.8, "Cardia
           "Neurologic": 0.6, "Psychiatric": 0.35, "Endocrine": 0.3, "Hematologic": 0.25}
 
 
+# sections whose content speakers mix (vocabulary overlap, as in the thesis's confusions)
+_RELATED = {
+    "ChiefComplaints": ("ReasonForEncounter", "Diagnosis"),
+    "ReasonForEncounter": ("ChiefComplaints", "HistoryOfPresentIllness"),
+    "HistoryOfPresentIllness": ("ReasonForEncounter", "PastHistory", "Medication", "Course",
+                                "ReviewOfSystems", "Habits"),
+    "PastHistory": ("PastSurgicalHistory", "Diagnosis", "HistoryOfPresentIllness"),
+    "PastSurgicalHistory": ("PastHistory", "Procedures"),
+    "FamilyHistory": ("Habits", "PastHistory"),
+    "Habits": ("FamilyHistory",),
+    "Medication": ("Plan", "Allergies"),
+    "ReviewOfSystems": ("HistoryOfPresentIllness",),
+    "Neurologic": ("PhysicalExamination",),
+    "DiagnosticStudies": ("Findings", "Course"),
+    "Findings": ("DiagnosticStudies",),
+    "Procedures": ("Course", "PastSurgicalHistory"),
+    "Course": ("HistoryOfPresentIllness", "Plan", "DiagnosticStudies"),
+    "Diagnosis": ("DiagnosisAndPlan", "PastHistory", "Plan"),
+    "Plan": ("DiagnosisAndPlan", "FollowUp", "Diagnosis", "Medication"),
+    "DiagnosisAndPlan": ("Diagnosis", "Plan"),
+    "FollowUp": ("Plan",),
+}
+
 _GROW = frozenset(("HistoryOfPresentIllness", "Course", "Plan", "DiagnosticStudies", "Habits",
                    "PastHistory"))
 
@@ -236,6 +259,7 @@ class _Speaker:
         self.heading = {t: rng.randrange(len(v)) for t, v in heads.items()}
         self.subheading = {t: rng.randrange(len(v)) for t, v in V.SUBSECTION_HEADINGS.items()}
         self.verbosity = rng.uniform(0.7, 1.4)
+        self.borrow = rng.uniform(0.05, 0.4)  # how loosely the speaker keeps sections apart
         # recognizer-level habits
         self.p_heading = rng.uniform(0.15, 0.95)
         self.p_heading_colon = rng.uniform(0.0, 0.5)
@@ -282,14 +306,22 @@ def _sentence(rng, templates, ctx, used=None):
     return toks
 
 
-def _paragraph(rng, templates, ctx, lo, hi, verbosity, used):
+def _templates(rng, sp, stype):
+    """A section's own templates, or (at the speaker's rate) those of a related section."""
+    rel = _RELATED.get(stype)
+    if rel and rng.random() < sp.borrow:
+        return _SECTION_T[rng.choice(rel)]
+    return _SECTION_T[stype]
+
+
+def _paragraph(rng, sp, stype, ctx, lo, hi, verbosity, used):
     n = max(lo, min(int(round(rng.randint(lo, hi) * verbosity)), hi + 2))
     sents = []
     for _ in range(n):
         if lo > 1 and rng.random() < 0.08:
             sents.append(_sentence(rng, _GENERIC_T, ctx, used))
         else:
-            sents.append(_sentence(rng, templates, ctx, used))
+            sents.append(_sentence(rng, _templates(rng, sp, stype), ctx, used))
     return sents
 
 
@@ -301,7 +333,6 @@ def _section(rng, sp, stype, ctx):
     blocks = []
     used = set()
     lo, hi = _SIZES[stype]
-    templates = _SECTION_T[stype]
     if stype in ("PhysicalExamination", "ReviewOfSystems") or (
         stype == "Neurologic" and rng.random() < 0.7
     ):
@@ -322,25 +353,25 @@ def _section(rng, sp, stype, ctx):
                     sents = [_sentence(rng, _SUB_T[sub], ctx, used) for _ in range(n)]
                     blocks.append(["Sub", sub, sh.split(), sents])
         if not blocks or (stype == "ReviewOfSystems" and rng.random() < 0.3):
-            blocks.append(["Par", "Paragraph", None, _paragraph(rng, templates, ctx, 1, 2, 1.0, used)])
+            blocks.append(["Par", "Paragraph", None, _paragraph(rng, sp, stype, ctx, 1, 2, 1.0, used)])
         return [stype, heading, blocks]
     if stype in sp.enum_p and rng.random() < sp.enum_p[stype]:
         n_items = rng.randint(2, 5)
         for _ in range(n_items):
-            sents = [_sentence(rng, templates, ctx, used)]
+            sents = [_sentence(rng, _templates(rng, sp, stype), ctx, used)]
             if stype in ("Diagnosis", "DiagnosisAndPlan", "Plan") and rng.random() < 0.35:
                 other = _SECTION_T["Plan" if stype != "Plan" else "Diagnosis"]
                 sents.append(_sentence(rng, other, ctx, used))
             blocks.append(["Enum", "Enumelement", None, sents])
         if rng.random() < 0.15:  # a closing paragraph after the list
-            blocks.append(["Par", "Paragraph", None, _paragraph(rng, templates, ctx, 1, 2, 1.0, used)])
+            blocks.append(["Par", "Paragraph", None, _paragraph(rng, sp, stype, ctx, 1, 2, 1.0, used)])
         return [stype, heading, blocks]
     n_par = 1
     if stype in ("HistoryOfPresentIllness", "Course", "Plan", "DiagnosticStudies"):
         n_par = rng.choice((1, 1, 2, 2, 3)) if stype == "HistoryOfPresentIllness" else rng.choice((1, 1, 2))
     for _ in range(n_par):
         blocks.append(["Par", "Paragraph", None,
-                       _paragraph(rng, templates, ctx, lo, hi, sp.verbosity, used)])
+                       _paragraph(rng, sp, stype, ctx, lo, hi, sp.verbosity, used)])
     if stype == "HistoryOfPresentIllness":  # the narrative opens with the introduction
         blocks[0][3][0] = _sentence(rng, _HPI_INTRO, ctx)
     return [stype, heading, blocks]
@@ -394,7 +425,7 @@ def _n_tokens(report):
 def _make_report(rng, sp):
     ctx = _context(rng)
     report = [_section(rng, sp, t, ctx) for t in _section_order(rng, sp)]
-    target = rng.randint(490, 790)
+    target = rng.randint(490, 770)
     n = _n_tokens(report)
     grow = [sec for sec in report if sec[0] in _GROW]
     grow.extend(sec for sec in report if sec[0] == "HistoryOfPresentIllness")  # double weight
@@ -404,10 +435,10 @@ def _make_report(rng, sp):
         if last[0] != "Par" or len(last[3]) >= 8:
             last = ["Par", "Paragraph", None, []]
             sec[2].append(last)
-        s = _sentence(rng, _SECTION_T[sec[0]], ctx)
+        s = _sentence(rng, _templates(rng, sp, sec[0]), ctx)
         last[3].append(s)
         n += len(s)
-    limit = target + 40
+    limit = target + 30
     while n > limit:  # shrink the longest paragraph-like block
         best = None
         for sec in report:
