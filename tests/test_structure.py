@@ -12,6 +12,7 @@ from skfcrf.structure import (
     chains_to_segments,
     find_violations,
     heading_for,
+    long_headings_to_sentences,
     merge_adjacent_same_type,
     merge_unless_starts_with,
     min_enumeration_elements,
@@ -103,6 +104,8 @@ def test_dictations_are_valid_and_round_trip():
             root = chains_to_segments(toks, lab, strict=True)
             assert (segments_to_chains(root) == lab).all()
             assert (repair(lab, DICTATION_RULES) == lab).all()
+            if style == "cor":  # formatted reports: every section starts with its heading
+                assert (repair(lab, [merge_unless_starts_with(2, ["Heading"])]) == lab).all()
             # sections are the chain-2 segments, in order and tiling the report
             secs = root.children
             assert secs[0].start == 0 and secs[-1].end == len(toks)
@@ -225,8 +228,20 @@ def test_merge_rules():
     assert out[:, 1].tolist() == labs[:, 1].tolist()
 
 
+def test_long_heading_rule():
+    labs = _arr([("BeginHeading", "BeginNone", "BeginPlan")] + [("Heading", "None", "Plan")] * 9
+                + [("BeginSentence", "BeginParagraph", "Plan")])
+    out = repair(labs, [long_headings_to_sentences(max_tokens=8)])
+    assert out[:, 0].tolist() == ["BeginSentence"] + ["Sentence"] * 9 + ["BeginSentence"]
+    assert out[:, 1].tolist() == ["BeginParagraph"] + ["Paragraph"] * 9 + ["BeginParagraph"]
+    short = labs[-4:].copy()
+    short[0, :] = ["BeginHeading", "BeginNone", "BeginPlan"]
+    assert (repair(short, [long_headings_to_sentences(max_tokens=8)]) == short).all()
+
+
 _ALPHABET = ["BeginA", "A", "BeginB", "B", "O", "B-X", "I-X", "I-Y", "Enummarker",
-             "BeginEnumelement", "Enumelement", "Sentence", "BeginSentence", "Paragraph"]
+             "BeginEnumelement", "Enumelement", "Sentence", "BeginSentence", "Paragraph",
+             "Heading", "BeginHeading", "None", "BeginNone"]
 
 
 @st.composite
@@ -240,7 +255,8 @@ def garbage(draw):
 @settings(max_examples=200, deadline=None)
 @given(garbage(), st.booleans())
 def test_repair_property(labs, with_rules):
-    rules = DICTATION_RULES + (merge_unless_starts_with(1, ["Sentence"]),) if with_rules else ()
+    rules = (DICTATION_RULES + (merge_unless_starts_with(1, ["Sentence"]),
+                                long_headings_to_sentences(max_tokens=2))) if with_rules else ()
     out = repair(labs, rules)
     assert out.shape == labs.shape
     assert find_violations(out) == []

@@ -459,7 +459,7 @@ SECTION_TEMPLATES = {
         "{imaging} showed {imgfinding}", "{imaging} on {date} showed {imgfinding}",
         "{imaging} was unremarkable", "EKG showed normal sinus rhythm at a rate of {hr}",
         "EKG showed atrial fibrillation with a ventricular rate of {hr}",
-        "urinalysis was negative", "the {lab}",
+        "urinalysis was negative", "repeat {lab}",
     ],
     "Findings": [
         "{imaging} showed {imgfinding}", "{imgfinding}", "there is {imgfinding}",
@@ -543,7 +543,7 @@ SUBSECTION_TEMPLATES = {
     "Back": ["no spinal tenderness", "tenderness over the lumbar spine", "no CVA tenderness"],
     "Musculoskeletal": ["full range of motion", "no joint swelling", "tenderness of the {bodypart}",
                         "{he} complains of {bodypart} pain"],
-    "Extremities": ["no clubbing , cyanosis or edema", "{n}+ pitting edema bilaterally",
+    "Extremities": ["no clubbing , cyanosis or edema", "{g}+ pitting edema bilaterally",
                     "pulses are 2+ and symmetric", "trace edema of the ankles"],
     "Skin": ["warm and dry", "no rashes or lesions", "a {n} cm laceration on the {bodypart}",
              "no new rashes"],

@@ -102,7 +102,8 @@ _FILLERS = {k: [_compile(s) for s in v] for k, v in V.FILLERS.items()}
 _SECTION_T = {k: [_compile(s) for s in v] for k, v in V.SECTION_TEMPLATES.items()}
 _SUB_T = {k: [_compile(s) for s in v] for k, v in V.SUBSECTION_TEMPLATES.items()}
 _GENERIC_T = [_compile(s) for s in V.GENERIC_SENTENCES]
-_HPI_INTRO = _SECTION_T["HistoryOfPresentIllness"][:2]
+_HPI_INTRO = _SECTION_T["HistoryOfPresentIllness"][:2]  # the narrative's opening sentences
+_SECTION_T["HistoryOfPresentIllness"] = _SECTION_T["HistoryOfPresentIllness"][2:]
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")
@@ -115,6 +116,7 @@ def _dec(lo, hi, r):
 _NUMERIC = {
     "n": lambda r: str(r.randint(2, 9)),
     "s": lambda r: str(r.randint(3, 5)),
+    "g": lambda r: str(r.randint(1, 4)),
     "d": lambda r: r.choice(("5", "10", "20", "25", "40", "50", "81", "100", "250", "500", "1000")),
     "age": lambda r: str(r.randint(19, 94)),
     "year": lambda r: str(r.randint(1975, 2007)),
@@ -158,7 +160,9 @@ def _expand(items, rng, ctx, out):
             else:
                 _expand(rng.choice(_FILLERS[name]), rng, ctx, out)
         else:  # slot(s) embedded in a token, e.g. "{age}-year-old"
-            out.append(_SLOT_RE.sub(lambda m: _NUMERIC[m.group(1)](rng), it[1]))
+            out.append(_SLOT_RE.sub(
+                lambda m: ctx[m.group(1)][0] if m.group(1) in ctx else _NUMERIC[m.group(1)](rng),
+                it[1]))
     return out
 
 
@@ -429,13 +433,14 @@ def _make_report(rng, sp):
     n = _n_tokens(report)
     grow = [sec for sec in report if sec[0] in _GROW]
     grow.extend(sec for sec in report if sec[0] == "HistoryOfPresentIllness")  # double weight
+    used = set()
     while n < target:  # grow narrative sections
         sec = rng.choice(grow)
         last = sec[2][-1]
         if last[0] != "Par" or len(last[3]) >= 8:
             last = ["Par", "Paragraph", None, []]
             sec[2].append(last)
-        s = _sentence(rng, _templates(rng, sp, sec[0]), ctx)
+        s = _sentence(rng, _templates(rng, sp, sec[0]), ctx, used)
         last[3].append(s)
         n += len(s)
     limit = target + 30

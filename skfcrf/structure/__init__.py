@@ -18,6 +18,7 @@ from skfcrf.structure._render import (
 )
 from skfcrf.structure._repair import (
     DICTATION_RULES,
+    long_headings_to_sentences,
     merge_adjacent_same_type,
     merge_unless_starts_with,
     min_enumeration_elements,
@@ -41,6 +42,7 @@ __all__ = [
     "min_enumeration_elements",
     "merge_adjacent_same_type",
     "merge_unless_starts_with",
+    "long_headings_to_sentences",
     "DICTATION_RULES",
     "render_markdown",
     "render_html",

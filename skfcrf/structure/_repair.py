@@ -36,6 +36,7 @@ __all__ = [
     "min_enumeration_elements",
     "merge_adjacent_same_type",
     "merge_unless_starts_with",
+    "long_headings_to_sentences",
     "DICTATION_RULES",
 ]
 
@@ -47,17 +48,16 @@ def _formal(arr, sc):
     coarse = np.zeros(n, dtype=bool)
     for k in range(c - 1, -1, -1):
         col = arr[:, k]
-        info = sc.boundaries(col.tolist())
-        starts = np.zeros(n, dtype=bool)
-        for t, (start, typ, kind, prefix) in enumerate(info):
-            if kind == "I" and (start or coarse[t]):
+        starts, infos = sc.boundaries(col.tolist())
+        need = np.array(starts, dtype=bool) | coarse
+        for t in np.flatnonzero(need).tolist():
+            if infos[t][1] == "I":
                 new = sc.begin_form(col[t])
-                if new is not col[t] and new != col[t]:
+                if new != col[t]:
                     col[t] = new
                     changed = True
-                start = True
-            starts[t] = start
-        coarse |= starts
+        # outside tokens under a coarser boundary are split without a label change
+        coarse = need
     return changed
 
 
@@ -272,7 +272,46 @@ def merge_unless_starts_with(level, first_labels):
     return rule
 
 
+def long_headings_to_sentences(max_tokens=8, heading="Heading", holder="None", sentence="Sentence",
+                               paragraph="Paragraph"):
+    """Rule: a heading of more than ``max_tokens`` tokens is text (algorithm 8, step 9).
+
+    A ``holder`` segment (chain 1 ``None`` in the dictation scheme) whose ``heading``
+    children span more than ``max_tokens`` tokens becomes a ``paragraph`` and the
+    headings become one ``sentence``.
+    """
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+
+    def rule(root):
+        for seg in root.iter():
+            if seg.label != holder or not seg.children:
+                continue
+            heads = [c for c in seg.children if c.label == heading]
+            if heads and sum(len(c) for c in heads) > max_tokens:
+                seg.label = paragraph
+                seg.begin_prefix, seg.inside_prefix = "Begin", ""
+                merged = []
+                for c in seg.children:
+                    if c.label == heading and merged and merged[-1].label == sentence \
+                            and merged[-1]._from_heading:
+                        _merge_into(merged[-1], c)
+                        continue
+                    if c.label == heading:
+                        c.label = sentence
+                        c.begin_prefix, c.inside_prefix = "Begin", ""
+                        c._from_heading = True
+                    merged.append(c)
+                seg.children = merged
+        return root
+
+    rule.__name__ = f"long_headings_to_sentences({max_tokens})"
+    return rule
+
+
 #: Domain rules that hold for the three-chain dictation labels (rcg and cor):
-#: enumerations have at least two elements; adjacent sections of one type are merged.
-DICTATION_RULES = (min_enumeration_elements(), merge_adjacent_same_type(level=2))
+#: enumerations have at least two elements, adjacent sections of one type are one
+#: section, headings are at most 8 tokens long.
+DICTATION_RULES = (min_enumeration_elements(), merge_adjacent_same_type(level=2),
+                   long_headings_to_sentences())
 

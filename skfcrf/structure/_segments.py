@@ -77,6 +77,7 @@ class Segment:
         return self.label is None and not self._root
 
     _root = False
+    _from_heading = False
 
     def iter(self, level=None):
         """Yield this segment and its descendants depth first, or only those at ``level``."""
@@ -122,6 +123,7 @@ class LabelScheme:
         self.outside = frozenset(outside_labels)
         self.single = frozenset(single_token_labels)
         self._cache = {}
+        self._inside_cache = {}
 
     def counterpart(self, inside_prefix):
         """Begin prefix matching an inside prefix (``"I-"`` -> ``"B-"``)."""
@@ -137,6 +139,13 @@ class LabelScheme:
             if len(ip) == len(begin_prefix) and ip[1:] == begin_prefix[1:]:
                 return ip
         return ""
+
+    def _inside_for_cached(self, begin_prefix):
+        try:
+            return self._inside_cache[begin_prefix]
+        except KeyError:
+            res = self._inside_cache[begin_prefix] = self.inside_for(begin_prefix)
+            return res
 
     def parse(self, lab):
         """``label -> (type, kind, prefix)``; kind is "B", "I", "O" (outside) or "S" (single)."""
@@ -176,20 +185,41 @@ class LabelScheme:
         return self.counterpart(prefix) + typ
 
     def boundaries(self, col):
-        """Per token: (starts a segment, type, kind, prefix) under lenient parsing."""
-        out = []
-        prev_type = prev_kind = None
-        for t, lab in enumerate(col):
-            typ, kind, prefix = self.parse(lab)
-            if t == 0 or kind in ("B", "S") or prev_kind == "S":
-                start = kind != "O" or t == 0 or prev_kind != "O"
-            elif kind == "O":
-                start = prev_kind != "O"
+        """Lenient segmentation of one chain.
+
+        Returns
+        -------
+        starts : list of bool
+            Whether each token starts a segment (outside runs count as segments).
+        infos : list of tuple
+            ``parse(label)`` per token.
+        """
+        parse = self.parse
+        starts, infos = [], []
+        prev = _NOTHING
+        pinfo = (None, "X", "")
+        for lab in col:
+            if lab.__class__ is str and lab == prev:
+                info = pinfo
+                start = info[1] in "BS"
             else:
-                start = prev_kind == "O" or typ != prev_type
-            out.append((start, typ, kind, prefix))
-            prev_type, prev_kind = typ, kind
-        return out
+                info = parse(lab)
+                kind = info[1]
+                pkind = pinfo[1]
+                if kind in "BS" or pkind in "SX":
+                    start = True
+                elif kind == "O":
+                    start = pkind != "O"
+                else:
+                    start = pkind == "O" or info[0] != pinfo[0]
+                prev = lab
+            starts.append(start)
+            infos.append(info)
+            pinfo = info
+        return starts, infos
+
+
+_NOTHING = object()
 
 
 def _scheme(scheme=None, **kwargs):
@@ -206,19 +236,22 @@ def _as_2d(labels, name="labels"):
 def _chain_spans(col, scheme):
     """Segments of one chain: list of [start, end, type, kind, begin_prefix, inside_prefix]."""
     spans = []
-    for t, (start, typ, kind, prefix) in enumerate(scheme.boundaries(col)):
+    starts, infos = scheme.boundaries(col)
+    for t, start in enumerate(starts):
+        typ, kind, prefix = infos[t]
         if start:
             if kind == "B":
-                bp, ip = prefix, scheme.inside_for(prefix)
+                bp, ip = prefix, scheme._inside_for_cached(prefix)
             elif kind == "I":
                 bp, ip = "", prefix
             else:
                 bp, ip = "", ""
             spans.append([t, t + 1, typ, kind, bp, ip])
         else:
-            spans[-1][1] = t + 1
+            last = spans[-1]
+            last[1] = t + 1
             if kind == "I":
-                spans[-1][5] = prefix
+                last[5] = prefix
     return spans
 
 
@@ -254,13 +287,14 @@ def find_violations(labels, *, scheme=None, begin_prefixes=DEFAULT_BEGIN_PREFIXE
     out = []
     coarse = np.zeros(n, dtype=bool)
     for k in range(c - 1, -1, -1):
-        info = sc.boundaries(arr[:, k].tolist())
-        for t, (start, typ, kind, prefix) in enumerate(info):
+        starts, infos = sc.boundaries(arr[:, k].tolist())
+        for t, start in enumerate(starts):
+            kind = infos[t][1]
             if start and kind == "I":
                 out.append((k, t, "begin"))
             elif coarse[t] and not start and kind != "O":
                 out.append((k, t, "hierarchy"))
-        coarse |= np.fromiter((b[0] for b in info), dtype=bool, count=n)
+        coarse |= np.array(starts, dtype=bool)
     out.sort()
     return out
 
