@@ -82,6 +82,14 @@ def test_lenient_parsing_splits_and_round_trips():
     assert [(s.label, s.start, s.end) for s in root.children] == [("Plan", 0, 2), ("Diagnosis", 2, 4)]
     assert root.children[1].begin_prefix == ""
     assert (segments_to_chains(root) == labs).all()
+    # the same with BIO labels, and a chain starting with I-
+    bio = _arr([("B-NP", "B-S"), ("I-NP", "I-S"), ("I-NP", "B-S"), ("I-VP", "I-S")])
+    root = chains_to_segments(None, bio)
+    assert [(s.label, s.start, s.end) for s in root.iter(level=0)] == [
+        ("NP", 0, 2), ("NP", 2, 3), ("VP", 3, 4)]
+    assert (segments_to_chains(root) == bio).all()
+    assert segments_to_chains(chains_to_segments(None, ["I-X", "I-X", "O"]))[:, 0].tolist() == [
+        "I-X", "I-X", "O"]
 
 
 def test_segments_to_chains_rejects_bad_trees():
@@ -255,6 +263,8 @@ def garbage(draw):
 @settings(max_examples=200, deadline=None)
 @given(garbage(), st.booleans())
 def test_repair_property(labs, with_rules):
+    # lenient parsing keeps even inconsistent labels
+    assert (segments_to_chains(chains_to_segments(None, labs)) == labs).all()
     rules = (DICTATION_RULES + (merge_unless_starts_with(1, ["Sentence"]),
                                 long_headings_to_sentences(max_tokens=2))) if with_rules else ()
     out = repair(labs, rules)

@@ -51,8 +51,9 @@ class Segment:
         Segments of chain ``level - 1`` covering ``[start, end)`` in order (empty at
         level 0).
     begin_prefix : str
-        Prefix of the label on the first token: ``"Begin"``, ``"B-"``, or ``""`` when
-        the segment starts without one (single-token labels, inconsistent input).
+        Prefix of the label on the first token: ``"Begin"`` or ``"B-"``; ``""`` for
+        single-token labels; the continuation prefix (``""``, ``"I-"``) when the
+        segment starts without a Begin label (inconsistent input, kept as is).
     inside_prefix : str
         Prefix of the continuation labels (``""`` or ``"I-"``).
     tokens : list or None
@@ -242,8 +243,8 @@ def _chain_spans(col, scheme):
         if start:
             if kind == "B":
                 bp, ip = prefix, scheme._inside_for_cached(prefix)
-            elif kind == "I":
-                bp, ip = "", prefix
+            elif kind == "I":  # inconsistent start: keep the continuation label as it is
+                bp, ip = prefix, prefix
             else:
                 bp, ip = "", ""
             spans.append([t, t + 1, typ, kind, bp, ip])
@@ -319,8 +320,9 @@ def chains_to_segments(tokens, labels, *, scheme=None, begin_prefixes=DEFAULT_BE
     strict : bool, default=False
         Raise ``ValueError`` on any formal violation (see :func:`find_violations`)
         instead of parsing leniently.  Leniently, a segment that a coarser boundary
-        cuts is split in two; the second part keeps its continuation label as
-        ``begin_prefix=""``, so :func:`segments_to_chains` still gives back the input.
+        cuts is split in two; the second part keeps its continuation label (its
+        ``begin_prefix`` is the inside prefix), so :func:`segments_to_chains` still
+        gives back the input.
 
     Returns
     -------
@@ -365,11 +367,11 @@ def chains_to_segments(tokens, labels, *, scheme=None, begin_prefixes=DEFAULT_BE
             pos = s
             first = True
             while ci < len(cuts) and cuts[ci] < e:
-                segs.append(_new(k, typ, pos, cuts[ci], bp if first else "", ip, tokens))
+                segs.append(_new(k, typ, pos, cuts[ci], bp if first else ip, ip, tokens))
                 first = False
                 pos = cuts[ci]
                 ci += 1
-            segs.append(_new(k, typ, pos, e, bp if first else "", ip, tokens))
+            segs.append(_new(k, typ, pos, e, bp if first else ip, ip, tokens))
         pi = 0
         for seg in segs:
             while parents[pi].end <= seg.start:
