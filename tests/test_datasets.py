@@ -210,6 +210,19 @@ def test_conll_blank_lines_and_tabs():
     assert X == [["a"]] and y is None
 
 
+def test_conll_gzip_and_binary_files(tmp_path):
+    X, y = [["a", "b"], ["c"]], [["X", "Y"], ["Z"]]
+    p = tmp_path / "x.conll.gz"
+    write_conll(p, X, y)
+    X2, y2 = read_conll(p)
+    assert X2 == X and [s.tolist() for s in y2] == y
+    with open(p.with_suffix(".bin"), "wb") as f:
+        write_conll(f, X, y)
+    with open(p.with_suffix(".bin"), "rb") as f:
+        X3, _ = read_conll(f)
+    assert X3 == X
+
+
 def test_conll_write_rejects_ambiguous_values():
     with pytest.raises(ValueError, match="separator"):
         write_conll(io.StringIO(), [["a b"]], [["X"]])

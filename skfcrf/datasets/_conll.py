@@ -1,4 +1,6 @@
 """CoNLL-style column files: one token per line, blank line between sequences."""
+import gzip
+import io
 import os
 
 import numpy as np
@@ -9,18 +11,35 @@ __all__ = ["read_conll", "write_conll"]
 
 
 def _open(path_or_file, mode, encoding):
-    """Return (file object, display name, whether we opened it)."""
+    """Return (text file object, display name, whether to close it).
+
+    Paths ending in ``.gz`` are (de)compressed; binary file objects are wrapped.
+    """
     if isinstance(path_or_file, (str, bytes, os.PathLike)):
         name = os.fsdecode(path_or_file)
+        if name.endswith(".gz"):
+            return gzip.open(path_or_file, mode + "t", encoding=encoding, newline=""), name, True
         return open(path_or_file, mode, encoding=encoding, newline=""), name, True
     if not hasattr(path_or_file, "read" if "r" in mode else "write"):
         raise TypeError(
-            f"path_or_file must be a path or a text file object, got {type(path_or_file).__name__}"
+            f"path_or_file must be a path or a file object, got {type(path_or_file).__name__}"
         )
     name = getattr(path_or_file, "name", None)
     if not isinstance(name, str):
         name = "<file>"
+    if isinstance(path_or_file, (io.RawIOBase, io.BufferedIOBase)) or "b" in str(
+            getattr(path_or_file, "mode", "")):
+        wrapped = io.TextIOWrapper(path_or_file, encoding=encoding, newline="")
+        return wrapped, name, "detach"
     return path_or_file, name, False
+
+
+def _close(f, how):
+    if how == "detach":
+        f.flush()
+        f.detach()
+    elif how:
+        f.close()
 
 
 def _check_attributes(attributes):
@@ -43,7 +62,8 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
 
     Parameters
     ----------
-    path_or_file : str, path-like or text file object
+    path_or_file : str, path-like or file object
+        A path (``.gz`` files are decompressed) or an open text or binary file.
     n_label_columns : int, default=1
         Number of trailing label columns (one per label chain, chain 0 first).
         ``0`` reads an unlabelled file.
@@ -126,8 +146,7 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
                 labs.append(cols[n_attr:])
         flush()
     finally:
-        if close:
-            f.close()
+        _close(f, close)
     if not n_label_columns:
         return X, None
     # lists of equal-length lists of str become 2-D object arrays, lists of str 1-D
@@ -161,7 +180,8 @@ def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encodi
 
     Parameters
     ----------
-    path_or_file : str, path-like or text file object
+    path_or_file : str, path-like or file object
+        A path (``.gz`` compresses) or an open text or binary file.
     X_tokens : list of list of (str or dict)
         Tokens as returned by :func:`read_conll` (``str`` tokens need a single
         attribute; dict tokens must hold every attribute).
@@ -234,5 +254,4 @@ def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encodi
     try:
         f.write(text)
     finally:
-        if close:
-            f.close()
+        _close(f, close)
