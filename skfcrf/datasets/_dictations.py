@@ -249,18 +249,14 @@ class _Speaker:
         self.ros_subsections = rng.random() < 0.6
         self.neuro_section = rng.random() < 0.25
         self.late = [(t, j(rng, p, 0.1)) for t, p in _LATE]
-        if rng.random() < 0.5:  # diagnostic studies before the examination for some
-            self.studies_first = True
-        else:
-            self.studies_first = False
+        self.studies_first = rng.random() < 0.5  # diagnostic studies before the examination
         self.combined_dp = rng.random() < 0.3
         self.plan_first = rng.random() < 0.1
         self.closing = [(t, j(rng, p, 0.15)) for t, p in _CLOSING]
         self.enum_p = {t: j(rng, p, 0.3) for t, p in _ENUM_P.items()}
         self.pe_p = {t: j(rng, p, 0.1) for t, p in _PE_P.items()}
         self.ros_p = {t: j(rng, p, 0.15) for t, p in _ROS_P.items()}
-        heads = dict(V.SECTION_HEADINGS)
-        self.heading = {t: rng.randrange(len(v)) for t, v in heads.items()}
+        self.heading = {t: rng.randrange(len(v)) for t, v in V.SECTION_HEADINGS.items()}
         self.subheading = {t: rng.randrange(len(v)) for t, v in V.SUBSECTION_HEADINGS.items()}
         self.verbosity = rng.uniform(0.7, 1.4)
         self.borrow = rng.uniform(0.05, 0.4)  # how loosely the speaker keeps sections apart
