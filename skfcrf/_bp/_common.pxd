@@ -19,6 +19,7 @@ cdef struct Links:
     const long long* tied_off      # per link: start in tied_log / tied_exp
     const double* tied_log         # sum of the link's tied template matrices
     const double* tied_exp         # exp(tied_log - tied_shift)
+    const double* tied_expT        # its transpose (L_b x L_a), same offsets
     const double* tied_shift
     const int* unt_ptr             # per link: range into unt_off
     const long long* unt_off       # edge_offset of each untied template
@@ -44,6 +45,7 @@ cdef inline Links links_from(dict d, object pair):
     lk.tied_off = <const long long*> _addr(d["tied_off"])
     lk.tied_log = <const double*> _addr(d["tied_log"])
     lk.tied_exp = <const double*> _addr(d["tied_exp"])
+    lk.tied_expT = <const double*> _addr(d["tied_expT"])
     lk.tied_shift = <const double*> _addr(d["tied_shift"])
     lk.unt_ptr = <const int*> _addr(d["unt_ptr"])
     lk.unt_off = <const long long*> _addr(d["unt_off"])
@@ -127,3 +129,87 @@ cdef inline void write_pair(const Links* lk, int k, Py_ssize_t g, const double* 
             dst = out + lk.tmpl_out_off[q] + g * sz
             for i in range(sz):
                 dst[i] = P[i]
+
+
+cdef inline void matvec(const double* x, int nin, const double* P, int nout, double* out,
+                        int use_max) noexcept nogil:
+    """``out[j] = sum_i x[i] * P[i, j]`` (or ``max_i`` when ``use_max``), P row-major.
+
+    Output entries are kept in registers in blocks of 8 so the inner loop only
+    loads ``P`` (SIMD-friendly, no store per multiply-add).  Products are
+    non-negative, so max starts from 0.
+    """
+    cdef int i, j, j0 = 0
+    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi, v
+    cdef const double* Pi
+    if use_max:
+        while j0 + 8 <= nout:
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+            for i in range(nin):
+                xi = x[i]
+                Pi = P + i * nout + j0
+                v = xi * Pi[0]
+                a0 = v if v > a0 else a0
+                v = xi * Pi[1]
+                a1 = v if v > a1 else a1
+                v = xi * Pi[2]
+                a2 = v if v > a2 else a2
+                v = xi * Pi[3]
+                a3 = v if v > a3 else a3
+                v = xi * Pi[4]
+                a4 = v if v > a4 else a4
+                v = xi * Pi[5]
+                a5 = v if v > a5 else a5
+                v = xi * Pi[6]
+                a6 = v if v > a6 else a6
+                v = xi * Pi[7]
+                a7 = v if v > a7 else a7
+            out[j0] = a0
+            out[j0 + 1] = a1
+            out[j0 + 2] = a2
+            out[j0 + 3] = a3
+            out[j0 + 4] = a4
+            out[j0 + 5] = a5
+            out[j0 + 6] = a6
+            out[j0 + 7] = a7
+            j0 += 8
+        for j in range(j0, nout):
+            out[j] = 0.0
+        if j0 < nout:
+            for i in range(nin):
+                xi = x[i]
+                Pi = P + i * nout
+                for j in range(j0, nout):
+                    v = xi * Pi[j]
+                    out[j] = v if v > out[j] else out[j]
+        return
+    while j0 + 8 <= nout:
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        for i in range(nin):
+            xi = x[i]
+            Pi = P + i * nout + j0
+            a0 += xi * Pi[0]
+            a1 += xi * Pi[1]
+            a2 += xi * Pi[2]
+            a3 += xi * Pi[3]
+            a4 += xi * Pi[4]
+            a5 += xi * Pi[5]
+            a6 += xi * Pi[6]
+            a7 += xi * Pi[7]
+        out[j0] = a0
+        out[j0 + 1] = a1
+        out[j0 + 2] = a2
+        out[j0 + 3] = a3
+        out[j0 + 4] = a4
+        out[j0 + 5] = a5
+        out[j0 + 6] = a6
+        out[j0 + 7] = a7
+        j0 += 8
+    for j in range(j0, nout):
+        out[j] = 0.0
+    if j0 < nout:
+        for i in range(nin):
+            xi = x[i]
+            Pi = P + i * nout
+            for j in range(j0, nout):
+                out[j] += xi * Pi[j]

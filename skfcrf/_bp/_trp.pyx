@@ -29,7 +29,7 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr
+from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec
 
 
 cdef struct Trp:
@@ -107,6 +107,13 @@ cdef inline const double* _psi(const Trp* tp, const Links* lk, const double* psi
     if tp.psi_off[k] >= 0:
         return psi + t * tp.PS + tp.psi_off[k]
     return lk.tied_exp + lk.tied_off[k]
+
+
+cdef inline const double* _psiT(const Trp* tp, const Links* lk, const double* psi, int k,
+                                Py_ssize_t t) noexcept nogil:
+    if tp.psi_off[k] >= 0:
+        return psi + t * tp.PS + tp.psi_off[k] + lk.la[k] * lk.lb[k]
+    return lk.tied_expT + lk.tied_off[k]
 
 
 cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double* msg,
@@ -189,41 +196,10 @@ cdef double _send(const Trp* tp, const Links* lk, Work* wk, Py_ssize_t T, int k,
         tgt = mo + Lb
         Lout = La
     _gather(tp, lk, wk.phi, wk.msg, T, csrc, tsrc, excl, h)
-    P = _psi(tp, lk, wk.psi, k, t)
     if fwd:
-        for j in range(Lb):
-            out[j] = 0.0
-        if tp.maxprod:
-            for i in range(La):
-                hi = h[i]
-                if hi == 0.0:
-                    continue
-                Pi = P + i * Lb
-                for j in range(Lb):
-                    v = hi * Pi[j]
-                    if v > out[j]:
-                        out[j] = v
-        else:
-            for i in range(La):
-                hi = h[i]
-                if hi == 0.0:
-                    continue
-                Pi = P + i * Lb
-                for j in range(Lb):
-                    out[j] += hi * Pi[j]
+        matvec(h, La, _psi(tp, lk, wk.psi, k, t), Lb, out, tp.maxprod)
     else:
-        for i in range(La):
-            Pi = P + i * Lb
-            acc = 0.0
-            if tp.maxprod:
-                for j in range(Lb):
-                    v = Pi[j] * h[j]
-                    if v > acc:
-                        acc = v
-            else:
-                for j in range(Lb):
-                    acc += Pi[j] * h[j]
-            out[i] = acc
+        matvec(h, Lb, _psiT(tp, lk, wk.psi, k, t), La, out, tp.maxprod)
     tot = 0.0
     for j in range(Lout):
         tot += out[j]
@@ -383,7 +359,13 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             for k in range(K):
                 if tp.psi_off[k] < 0 or (lk.kind[k] == 0 and t == 0):
                     continue
-                link_exp(lk, k, g0 + t, wk.psi + t * tp.PS + tp.psi_off[k], &sh)
+                ph = wk.psi + t * tp.PS + tp.psi_off[k]
+                link_exp(lk, k, g0 + t, ph, &sh)
+                La = lk.la[k]
+                Lb = lk.lb[k]
+                for i in range(La):
+                    for j in range(Lb):
+                        ph[La * Lb + j * La + i] = ph[i * Lb + j]
     # messages start uniform; edge list
     for t in range(T):
         for k in range(K):

@@ -149,7 +149,7 @@ def _prepare_links(graph, pair, edge_offset, virtual_inchain):
     link_lb = np.zeros(K, np.int32)
     tied_off = np.zeros(K, np.int64)
     tied_shift = np.zeros(K, np.float64)
-    tied_log_parts, tied_exp_parts = [], []
+    tied_log_parts, tied_exp_parts, tied_expT_parts = [], [], []
     unt_ptr = [0]
     unt_off = []
     tmpl_ptr = [0]
@@ -189,6 +189,7 @@ def _prepare_links(graph, pair, edge_offset, virtual_inchain):
         pos += sz
         tied_log_parts.append(tl)
         tied_exp_parts.append(te)
+        tied_expT_parts.append(te.reshape(la, lb).T.ravel())
 
     def cat(parts, dtype):
         return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(1), dtype=dtype)
@@ -204,6 +205,7 @@ def _prepare_links(graph, pair, edge_offset, virtual_inchain):
         link_la=arr(link_la, np.int32), link_lb=arr(link_lb, np.int32),
         tied_off=arr(tied_off, np.int64),
         tied_log=cat(tied_log_parts, np.float64), tied_exp=cat(tied_exp_parts, np.float64),
+        tied_expT=cat(tied_expT_parts, np.float64),
         tied_shift=arr(tied_shift, np.float64),
         unt_ptr=arr(unt_ptr, np.int32), unt_off=arr(unt_off, np.int64),
         tmpl_ptr=arr(tmpl_ptr, np.int32),
@@ -250,7 +252,7 @@ def _trp_info(graph, lkd):
     for k in range(K):
         if unt_ptr[k + 1] > unt_ptr[k]:
             psi_off[k] = ps
-            ps += int(la[k]) * int(lb[k])
+            ps += 2 * int(la[k]) * int(lb[k])   # matrix and its transpose
     cpl_ptr = [0]
     cpl_k = []
     for c in range(C):
