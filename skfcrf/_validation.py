@@ -71,11 +71,11 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
             raise ValueError(f"{name}[{i}] must be 1-D or 2-D (n_tokens, n_chains), got {arr.ndim}-D")
         if arr.shape[0] == 0 and not allow_empty_sequences:
             raise ValueError(f"{name}[{i}] is an empty sequence")
-        for t in range(arr.shape[0]):
-            for c in range(arr.shape[1]):
-                lab = arr[t, c]
-                if lab is None or (isinstance(lab, float) and lab != lab):
-                    raise ValueError(f"{name}[{i}] token {t} chain {c}: missing label ({lab!r})")
+        flat = arr.ravel().tolist()
+        if None in flat or any(lab != lab for lab in flat if isinstance(lab, float)):
+            k = next(k for k, lab in enumerate(flat) if lab is None or lab != lab)
+            t, c = divmod(k, arr.shape[1])
+            raise ValueError(f"{name}[{i}] token {t} chain {c}: missing label ({flat[k]!r})")
         out.append(arr)
     widths = {a.shape[1] for a in out if a.shape[0] > 0} or {out[0].shape[1]}
     if len(widths) != 1:

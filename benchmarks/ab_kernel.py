@@ -1,0 +1,91 @@
+"""A/B timing of one Cython kernel: the working tree's against an earlier commit's.
+
+Compiles ``skfcrf/_bp/<kernel>.pyx`` as of ``--rev`` under another module name
+in a temporary directory, then times the two on the same inputs, alternating
+A and B, in one process.  Prints medians and the ratio.
+
+    python benchmarks/ab_kernel.py pseudolikelihood --rev b0c27e5 --workload conll2 --repeat 5
+"""
+import argparse
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_old(kernel, rev):
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/_{kernel}.pyx"],
+                         check=True, capture_output=True, text=True).stdout
+    tmp = tempfile.mkdtemp(prefix="skfcrf_ab_")
+    name = f"_{kernel}_old"
+    with open(os.path.join(tmp, f"{name}.pyx"), "w") as fh:
+        fh.write(src)
+    for pxd in ("_common.pxd",):
+        path = os.path.join(ROOT, "skfcrf", "_bp", pxd)
+        if os.path.exists(path):
+            with open(path) as fi, open(os.path.join(tmp, pxd), "w") as fo:
+                fo.write(fi.read())
+    setup = f"""
+import numpy as np
+from setuptools import setup, Extension
+from Cython.Build import cythonize
+setup(ext_modules=cythonize([Extension("{name}", ["{name}.pyx"], include_dirs=[np.get_include()],
+      extra_compile_args=["-O3", "-fopenmp"], extra_link_args=["-fopenmp"])],
+      compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
+                               cdivision=True, initializedcheck=False)))
+"""
+    with open(os.path.join(tmp, "setup.py"), "w") as fh:
+        fh.write(setup)
+    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp, check=True,
+                   capture_output=True)
+    sys.path.insert(0, tmp)
+    return importlib.import_module(name)
+
+
+def conll2_workload(n_jobs):
+    """Potentials of a two-chain (POS 44, chunk 23) FCRF over CoNLL-2000 train, random weights."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _conll import load, word_observations
+    from skfcrf import FactorialCRF
+    X, y = load("train")
+    est = FactorialCRF(n_jobs=n_jobs)
+    batch, theta0, seeds, _ = est._prepare_fit(word_observations(X), y)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+    unary, pair, eo = est.layout_.potentials(theta, batch.X, n_jobs, est.forbidden_)
+    return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernel", choices=["pseudolikelihood"])
+    ap.add_argument("--rev", required=True)
+    ap.add_argument("--workload", default="conll2")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--n-jobs", type=int, default=1)
+    args = ap.parse_args()
+    old = build_old(args.kernel, args.rev)
+    new = importlib.import_module(f"skfcrf._bp._{args.kernel}")
+    work = conll2_workload(args.n_jobs)
+    fn_old, fn_new = getattr(old, args.kernel), getattr(new, args.kernel)
+    la, _, _ = fn_old(*work, n_threads=args.n_jobs)
+    lb, _, _ = fn_new(*work, n_threads=args.n_jobs)
+    print(f"loss old {la.sum():.6f} new {lb.sum():.6f}")
+    times = {"old": [], "new": []}
+    for _ in range(args.repeat):
+        for label, fn in (("old", fn_old), ("new", fn_new)):
+            t = time.perf_counter()
+            fn(*work, n_threads=args.n_jobs)
+            times[label].append(time.perf_counter() - t)
+    mo, mn = np.median(times["old"]), np.median(times["new"])
+    print(f"{args.kernel} on {args.workload}, n_jobs={args.n_jobs}: old ({args.rev}) median {mo:.3f} s, "
+          f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}")
+
+
+if __name__ == "__main__":
+    main()

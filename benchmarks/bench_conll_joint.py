@@ -1,0 +1,94 @@
+"""Target 2 / issue 2: joint POS + chunking from words (two chains) vs a CRFsuite cascade.
+
+The cascade trains a CRFsuite POS tagger on word observations and a CRFsuite
+chunker on word observations plus the POS n-grams of the chunking example (gold
+POS in training, predicted POS at test).  skfcrf trains one two-chain FCRF
+(chain 0 POS, chain 1 chunks, coupled) by pseudolikelihood on the word
+observations only.  Same process, same machine load; prints times, ratios and
+F1.
+
+    python benchmarks/bench_conll_joint.py [--iterations 100] [--fcrf-iterations 100] [--n-jobs 1]
+"""
+import argparse
+import math
+import warnings
+
+import numpy as np
+import sklearn_crfsuite
+from sklearn.exceptions import ConvergenceWarning
+
+from skfcrf import FactorialCRF
+from skfcrf.transformers import NGramWindow, make_sequence_union
+
+from _conll import Timer, chunk_f1, load, word_observations
+
+
+def merge(a, b):
+    return [[{**ta, **tb} for ta, tb in zip(sa, sb)] for sa, sb in zip(a, b)]
+
+
+def pos_ngrams(tokens_with_pos):
+    return make_sequence_union(NGramWindow("pos", ngram_range=(1, 3))).fit_transform(tokens_with_pos)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--fcrf-iterations", type=int, default=100)
+    ap.add_argument("--sigma", type=float, default=1 / math.sqrt(2))
+    ap.add_argument("--n-jobs", type=int, default=1)
+    args = ap.parse_args()
+
+    X_train, y_train = load("train")
+    X_test, y_test = load("test")
+    W_train, W_test = word_observations(X_train), word_observations(X_test)
+    pos_train = [[p for p, _ in s] for s in y_train]
+    chunk_train = [[c for _, c in s] for s in y_train]
+    pos_test = [[p for p, _ in s] for s in y_test]
+    chunk_test = [[c for _, c in s] for s in y_test]
+
+    def crfsuite():
+        return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=1.0 / (2 * args.sigma ** 2),
+                                    max_iterations=args.iterations, num_memories=6,
+                                    epsilon=1e-12, delta=1e-12, all_possible_transitions=True)
+
+    # cascade
+    tagger, chunker = crfsuite(), crfsuite()
+    C_train = merge(W_train, pos_ngrams(X_train))
+    with Timer() as t_tag:
+        tagger.fit(W_train, pos_train)
+    with Timer() as t_chunk:
+        chunker.fit(C_train, chunk_train)
+    with Timer() as t_cascade_pred:
+        pred_pos = tagger.predict(W_test)
+        X_test_pred = [[{"word": tok["word"], "pos": p} for tok, p in zip(s, ps)]
+                       for s, ps in zip(X_test, pred_pos)]
+        pred_chunk_cascade = chunker.predict(merge(W_test, pos_ngrams(X_test_pred)))
+    pos_acc_cascade = np.mean([a == b for s, t in zip(pred_pos, pos_test) for a, b in zip(s, t)])
+    f1_cascade = chunk_f1(chunk_test, pred_chunk_cascade)
+
+    # joint FCRF
+    fcrf = FactorialCRF(objective="pseudolikelihood", sigma=args.sigma, max_iter=args.fcrf_iterations,
+                        lbfgs_memory=6, tol=1e-12, n_jobs=args.n_jobs)
+    y_joint = [list(zip(p, c)) for p, c in zip(pos_train, chunk_train)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with Timer() as t_fcrf:
+            fcrf.fit(W_train, y_joint)
+    with Timer() as t_fcrf_pred:
+        pred = fcrf.predict(W_test)
+    pos_acc = np.mean([a == b for s, t in zip(pred, pos_test) for a, b in zip(s[:, 0], t)])
+    f1 = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
+
+    print(f"{'':22s} {'train s':>8s} {'predict s':>10s} {'POS acc':>8s} {'chunk F1':>9s}")
+    print(f"{'CRFsuite cascade':22s} {t_tag.seconds + t_chunk.seconds:8.1f} {t_cascade_pred.seconds:10.2f} "
+          f"{pos_acc_cascade:8.4f} {f1_cascade:9.4f}   (tagger {t_tag.seconds:.1f} s + chunker {t_chunk.seconds:.1f} s)")
+    print(f"{'skfcrf 2-chain PL':22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
+          f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations, TRP converged "
+          f"{fcrf.inference_stats_['converged_fraction']:.3f}, mean {fcrf.inference_stats_['mean_iterations']:.1f} trees)")
+    print(f"ratio skfcrf/cascade training time: {t_fcrf.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
+          f"chunk F1 difference {f1 - f1_cascade:+.4f}")
+
+
+if __name__ == "__main__":
+    main()
