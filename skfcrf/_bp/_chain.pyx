@@ -17,21 +17,24 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair
+from ._common cimport Links, links_from, link_exp, link_log, write_pair, matvec, gemm_tn_acc, maxplus
 
 
 cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
                     Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
                     double* beta, double* nbeta, double* w, double* xi, double* mbuf,
-                    double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+                    double* node, double* pout, double* tacc, double* rawacc,
+                    double* logz) noexcept nogil:
     cdef Py_ssize_t t, g, i, j
     cdef double mx, s, sh, ai, acc, v, lz = 0.0
     cdef const double* row
     cdef const double* M
-    cdef const double* Mi
     cdef double* at
     cdef double* ap
     cdef double* ut
+    cdef double* raw
+    cdef const double* Mi
+    cdef bint tied
     for t in range(T):
         g = g0 + t
         row = unary + g * ldu
@@ -52,15 +55,7 @@ cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize
         else:
             M = link_exp(lk, k, g, mbuf, &sh)
             lz += sh
-            ap = alpha + (t - 1) * L
-            for j in range(L):
-                at[j] = 0.0
-            for i in range(L):
-                ai = ap[i]
-                if ai != 0.0:
-                    Mi = M + i * L
-                    for j in range(L):
-                        at[j] += ai * Mi[j]
+            matvec(alpha + (t - 1) * L, L, M, L, at, 0)
             for j in range(L):
                 at[j] *= ut[j]
         s = 0.0
@@ -80,27 +75,42 @@ cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize
     at = alpha + (T - 1) * L
     for j in range(L):
         node[(g0 + T - 1) * ldu + j] = at[j]
+    tied = lk.unt_ptr[k] == lk.unt_ptr[k + 1]
+    if tied and lk.tmpl_ptr[k] < lk.tmpl_ptr[k + 1]:
+        raw = rawacc
+    else:
+        raw = NULL
     for t in range(T - 1, 0, -1):
         g = g0 + t
-        M = link_exp(lk, k, g, mbuf, &sh)
         s = 1.0 / scale[t]
         ut = u + t * L
         for j in range(L):
             w[j] = ut[j] * beta[j] * s
         ap = alpha + (t - 1) * L
-        for i in range(L):
-            ai = ap[i]
-            Mi = M + i * L
-            acc = 0.0
+        if tied:
+            # beta_{t-1} = M w via the transposed matrix; the tied pair
+            # marginal sum_t a_{t-1}(i) M(i,j) w_t(j) is M * (sum_t a ⊗ w),
+            # so only the outer products are accumulated (M applied by the caller)
+            matvec(w, L, lk.tied_expT + lk.tied_off[k], L, nbeta, 0)
             for j in range(L):
-                v = Mi[j] * w[j]
-                acc += v
-                xi[i * L + j] = ai * v
-            nbeta[i] = acc
-        write_pair(lk, k, g, xi, pout, tacc)
+                ut[j] = w[j]        # u_t is no longer needed: keep w_t there
+        else:
+            M = link_exp(lk, k, g, mbuf, &sh)
+            for i in range(L):
+                ai = ap[i]
+                Mi = M + i * L
+                acc = 0.0
+                for j in range(L):
+                    v = Mi[j] * w[j]
+                    acc += v
+                    xi[i * L + j] = ai * v
+                nbeta[i] = acc
+            write_pair(lk, k, g, xi, pout, tacc)
         for i in range(L):
             beta[i] = nbeta[i]
             node[(g - 1) * ldu + i] = ap[i] * nbeta[i]
+    if tied and raw != NULL and T > 1:
+        gemm_tn_acc(alpha, u + L, T - 1, L, L, raw)   # sum_t alpha_{t-1} (x) w_t
     return 0
 
 
@@ -203,19 +213,17 @@ cdef void _viterbi(const Links* lk, int k, int L, const double* unary, Py_ssize_
         row = unary + g * ldu
         P = link_log(lk, k, g, mbuf)
         bpt = bp + t * L
+        # max in registers first, then the first index reaching it (the same
+        # additions are recomputed, so the equality test is exact)
+        maxplus(delta, L, P, L, nd)
         for j in range(L):
-            nd[j] = -INFINITY
+            v = nd[j]
             bpt[j] = 0
-        for i in range(L):
-            di = delta[i]
-            if di == -INFINITY:
-                continue
-            Pi = P + i * L
-            for j in range(L):
-                v = di + Pi[j]
-                if v > nd[j]:
-                    nd[j] = v
-                    bpt[j] = <int> i
+            if v > -INFINITY:
+                for i in range(L):
+                    if delta[i] + P[i * L + j] == v:
+                        bpt[j] = <int> i
+                        break
         for j in range(L):
             delta[j] = nd[j] + row[j]
     best = 0
@@ -232,8 +240,14 @@ cdef void _viterbi(const Links* lk, int k, int L, const double* unary, Py_ssize_
 
 def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] unary,
                     object pair, double[:, ::1] node, double[::1] pout, double[::1] logz,
-                    double[:, ::1] tacc, int n_threads):
-    """Forward-backward for every sequence (one chain); fills the output arrays."""
+                    double[:, ::1] tacc, double[:, ::1] rawacc, int n_threads):
+    """Forward-backward for every sequence (one chain); fills the output arrays.
+
+    For a tied in-chain link, ``rawacc[thread]`` receives ``sum_t alpha_{t-1}
+    (x) w_t`` (L x L) of the scaled passes; the caller multiplies it by the
+    link's ``tied_exp`` matrix.  Log-space fallbacks write exact marginals
+    to ``tacc`` / ``pout`` as usual.
+    """
     cdef Links lk = links_from(lkd, pair)
     cdef int k = lkd["inlink"][0]
     cdef int L = lkd["link_la"][k]
@@ -247,6 +261,8 @@ def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1]
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
     cdef double* tacc_p = &tacc[0, 0]
     cdef Py_ssize_t ldt = tacc.shape[1]
+    cdef double* raw_p = &rawacc[0, 0]
+    cdef Py_ssize_t ldr = rawacc.shape[1]
     cdef Py_ssize_t per
     for s in range(n_seq):
         if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
@@ -266,7 +282,7 @@ def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1]
                             buf + 2 * Tmax * L + Tmax + L, buf + 2 * Tmax * L + Tmax + 2 * L,
                             buf + 2 * Tmax * L + Tmax + 3 * L,
                             buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
-                            node_p, pout_p, tacc_p + tid * ldt, &logz[s])
+                            node_p, pout_p, tacc_p + tid * ldt, raw_p + tid * ldr, &logz[s])
             if rc != 0:
                 _fb_log(&lk, k, L, unary_p, ldu, g0, T, buf,
                         buf + 2 * Tmax * L + Tmax, buf + 2 * Tmax * L + Tmax + L,

@@ -173,15 +173,13 @@ cdef inline void matvec(const double* x, int nin, const double* P, int nout, dou
             out[j0 + 6] = a6
             out[j0 + 7] = a7
             j0 += 8
-        for j in range(j0, nout):
-            out[j] = 0.0
-        if j0 < nout:
+        while j0 < nout:
+            a0 = 0.0
             for i in range(nin):
-                xi = x[i]
-                Pi = P + i * nout
-                for j in range(j0, nout):
-                    v = xi * Pi[j]
-                    out[j] = v if v > out[j] else out[j]
+                v = x[i] * P[i * nout + j0]
+                a0 = v if v > a0 else a0
+            out[j0] = a0
+            j0 += 1
         return
     while j0 + 8 <= nout:
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
@@ -205,11 +203,141 @@ cdef inline void matvec(const double* x, int nin, const double* P, int nout, dou
         out[j0 + 6] = a6
         out[j0 + 7] = a7
         j0 += 8
-    for j in range(j0, nout):
-        out[j] = 0.0
-    if j0 < nout:
+    while j0 + 4 <= nout:
+        a0 = a1 = a2 = a3 = 0.0
         for i in range(nin):
             xi = x[i]
-            Pi = P + i * nout
-            for j in range(j0, nout):
-                out[j] += xi * Pi[j]
+            Pi = P + i * nout + j0
+            a0 += xi * Pi[0]
+            a1 += xi * Pi[1]
+            a2 += xi * Pi[2]
+            a3 += xi * Pi[3]
+        out[j0] = a0
+        out[j0 + 1] = a1
+        out[j0 + 2] = a2
+        out[j0 + 3] = a3
+        j0 += 4
+    while j0 < nout:
+        a0 = 0.0
+        for i in range(nin):
+            a0 += x[i] * P[i * nout + j0]
+        out[j0] = a0
+        j0 += 1
+
+
+cdef inline void gemm_tn_acc(const double* A, const double* B, Py_ssize_t K, int M, int N,
+                             double* C) noexcept nogil:
+    """``C[i, j] += sum_k A[k, i] * B[k, j]`` (A: K x M, B: K x N, C: M x N, row-major)."""
+    cdef int i, j0
+    cdef Py_ssize_t kk
+    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi
+    cdef const double* Bk
+    cdef double* Ci
+    for i in range(M):
+        Ci = C + i * N
+        j0 = 0
+        while j0 + 8 <= N:
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+            for kk in range(K):
+                xi = A[kk * M + i]
+                Bk = B + kk * N + j0
+                a0 += xi * Bk[0]
+                a1 += xi * Bk[1]
+                a2 += xi * Bk[2]
+                a3 += xi * Bk[3]
+                a4 += xi * Bk[4]
+                a5 += xi * Bk[5]
+                a6 += xi * Bk[6]
+                a7 += xi * Bk[7]
+            Ci[j0] += a0
+            Ci[j0 + 1] += a1
+            Ci[j0 + 2] += a2
+            Ci[j0 + 3] += a3
+            Ci[j0 + 4] += a4
+            Ci[j0 + 5] += a5
+            Ci[j0 + 6] += a6
+            Ci[j0 + 7] += a7
+            j0 += 8
+        while j0 + 4 <= N:
+            a0 = a1 = a2 = a3 = 0.0
+            for kk in range(K):
+                xi = A[kk * M + i]
+                Bk = B + kk * N + j0
+                a0 += xi * Bk[0]
+                a1 += xi * Bk[1]
+                a2 += xi * Bk[2]
+                a3 += xi * Bk[3]
+            Ci[j0] += a0
+            Ci[j0 + 1] += a1
+            Ci[j0 + 2] += a2
+            Ci[j0 + 3] += a3
+            j0 += 4
+        while j0 < N:
+            a0 = 0.0
+            for kk in range(K):
+                a0 += A[kk * M + i] * B[kk * N + j0]
+            Ci[j0] += a0
+            j0 += 1
+
+
+cdef inline void maxplus(const double* x, int nin, const double* P, int nout,
+                         double* out) noexcept nogil:
+    """``out[j] = max_i x[i] + P[i, j]`` (log-domain max-product), register-blocked."""
+    cdef int i, j0 = 0
+    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi, v
+    cdef const double* Pi
+    while j0 + 8 <= nout:
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = -INFINITY
+        for i in range(nin):
+            xi = x[i]
+            Pi = P + i * nout + j0
+            v = xi + Pi[0]
+            a0 = v if v > a0 else a0
+            v = xi + Pi[1]
+            a1 = v if v > a1 else a1
+            v = xi + Pi[2]
+            a2 = v if v > a2 else a2
+            v = xi + Pi[3]
+            a3 = v if v > a3 else a3
+            v = xi + Pi[4]
+            a4 = v if v > a4 else a4
+            v = xi + Pi[5]
+            a5 = v if v > a5 else a5
+            v = xi + Pi[6]
+            a6 = v if v > a6 else a6
+            v = xi + Pi[7]
+            a7 = v if v > a7 else a7
+        out[j0] = a0
+        out[j0 + 1] = a1
+        out[j0 + 2] = a2
+        out[j0 + 3] = a3
+        out[j0 + 4] = a4
+        out[j0 + 5] = a5
+        out[j0 + 6] = a6
+        out[j0 + 7] = a7
+        j0 += 8
+    while j0 + 4 <= nout:
+        a0 = a1 = a2 = a3 = -INFINITY
+        for i in range(nin):
+            xi = x[i]
+            Pi = P + i * nout + j0
+            v = xi + Pi[0]
+            a0 = v if v > a0 else a0
+            v = xi + Pi[1]
+            a1 = v if v > a1 else a1
+            v = xi + Pi[2]
+            a2 = v if v > a2 else a2
+            v = xi + Pi[3]
+            a3 = v if v > a3 else a3
+        out[j0] = a0
+        out[j0 + 1] = a1
+        out[j0 + 2] = a2
+        out[j0 + 3] = a3
+        j0 += 4
+    while j0 < nout:
+        a0 = -INFINITY
+        for i in range(nin):
+            v = x[i] + P[i * nout + j0]
+            a0 = v if v > a0 else a0
+        out[j0] = a0
+        j0 += 1

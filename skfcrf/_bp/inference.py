@@ -354,7 +354,20 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     tacc = np.zeros((n_threads, max(lkd["tacc_size"], 1)), np.float64)
     if method == "exact":
         if graph.n_chains == 1:
-            _chain.chain_marginals(lkd, seq_ptr, unary, pair, node, pout, log_z, tacc, n_threads)
+            k = int(lkd["inlink"][0])
+            L = int(lkd["link_la"][k])
+            rawacc = np.zeros((n_threads, L * L), np.float64)
+            _chain.chain_marginals(lkd, seq_ptr, unary, pair, node, pout, log_z, tacc, rawacc,
+                                   n_threads)
+            q0, q1 = int(lkd["tmpl_ptr"][k]), int(lkd["tmpl_ptr"][k + 1])
+            if lkd["unt_ptr"][k] == lkd["unt_ptr"][k + 1] and q1 > q0:
+                # scaled passes accumulated sum_t alpha_{t-1} (x) w_t; times the
+                # shifted potential matrix this is the expected count matrix
+                Mexp = lkd["tied_exp"][lkd["tied_off"][k]:lkd["tied_off"][k] + L * L]
+                add = rawacc.sum(axis=0) * Mexp
+                for q in range(q0, q1):
+                    o = int(lkd["tmpl_tacc_off"][q])
+                    tacc[0, o:o + L * L] += add
         else:
             pdd = _product_info(graph, lkd)
             _exact.product_marginals(lkd, pdd, seq_ptr, unary, pair, node, pout, log_z, tacc,
