@@ -197,9 +197,9 @@ cdef double _send(const Trp* tp, const Links* lk, Work* wk, Py_ssize_t T, int k,
         Lout = La
     _gather(tp, lk, wk.phi, wk.msg, T, csrc, tsrc, excl, h)
     if fwd:
-        matvec(h, La, _psi(tp, lk, wk.psi, k, t), Lb, out, tp.maxprod)
+        matvec(h, La, _psi(tp, lk, wk.psi, k, t), Lb, out, tp.maxprod == 1)
     else:
-        matvec(h, Lb, _psiT(tp, lk, wk.psi, k, t), La, out, tp.maxprod)
+        matvec(h, Lb, _psiT(tp, lk, wk.psi, k, t), La, out, tp.maxprod == 1)
     tot = 0.0
     for j in range(Lout):
         tot += out[j]

@@ -90,7 +90,8 @@ def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_t
         )
     pair = np.ascontiguousarray(pair, dtype=np.float64)
     for name, arr in (("unary", unary), ("pair", pair)):
-        if np.isnan(arr).any() or np.isposinf(arr).any():
+        # one pass: max() is NaN if any entry is NaN and +inf if any is +inf
+        if arr.size and not np.max(arr) < np.inf:
             raise ValueError(f"{name} contains NaN or +inf (only -inf, meaning forbidden, is allowed)")
 
     if not isinstance(max_iter, numbers.Integral) or max_iter < 1:
