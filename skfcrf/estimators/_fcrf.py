@@ -8,6 +8,7 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood
 from skfcrf._bp.graph import IN_CHAIN
@@ -412,30 +413,28 @@ class FactorialCRF(BaseEstimator):
         batch, theta0, seeds_all, rng = self._prepare_fit(X, y)
         n_threads = effective_n_jobs(self.n_jobs)
         self._train_stats = []
-
-        def data_loss(theta, b, seeds):
-            return self._loss_grad(theta, b, seeds, n_threads)
-
-        inv_var = self._inv_var()
         self.loss_curve_ = []
         start = time.perf_counter()
-        if self.solver == "lbfgs":
-            def fun(theta):
-                return self._penalized(theta, batch, seeds_all, n_threads)
+        # the kernels parallelise over sequences themselves; BLAS threads inside
+        # their small dgemm calls only add contention
+        with threadpool_limits(limits=1, user_api="blas"):
+            if self.solver == "lbfgs":
+                def fun(theta):
+                    return self._penalized(theta, batch, seeds_all, n_threads)
 
-            def callback(theta, loss):
-                self.loss_curve_.append(loss)
-                if self.verbose:
-                    print(f"iteration {len(self.loss_curve_)}: loss {loss:.6g} "
-                          f"({time.perf_counter() - start:.1f} s)", flush=True)
+                def callback(theta, loss):
+                    self.loss_curve_.append(loss)
+                    if self.verbose:
+                        print(f"iteration {len(self.loss_curve_)}: loss {loss:.6g} "
+                              f"({time.perf_counter() - start:.1f} s)", flush=True)
 
-            res = lbfgs(fun, theta0, self.lbfgs_memory, self.max_iter, self.tol, callback)
-            self.coef_ = res.x
-            self.n_iter_ = int(res.nit)
-            hit_limit = self.n_iter_ >= self.max_iter
-        else:
-            self.coef_, self.n_iter_, hit_limit = self._fit_olbfgs(
-                theta0, batch, seeds_all, inv_var, data_loss, rng, start)
+                res = lbfgs(fun, theta0, self.lbfgs_memory, self.max_iter, self.tol, callback)
+                self.coef_ = res.x
+                self.n_iter_ = int(res.nit)
+                hit_limit = self.n_iter_ >= self.max_iter
+            else:
+                self.coef_, self.n_iter_, hit_limit = self._fit_olbfgs(
+                    theta0, batch, seeds_all, n_threads, rng, start)
         if hit_limit:
             warnings.warn(
                 f"{self.solver} stopped at max_iter={self.max_iter} before converging; "
@@ -498,9 +497,10 @@ class FactorialCRF(BaseEstimator):
         inv_var = self._inv_var()
         return loss + 0.5 * inv_var * (theta @ theta), grad + inv_var * theta
 
-    def _fit_olbfgs(self, theta, batch, seeds_all, inv_var, data_loss, rng, start):
+    def _fit_olbfgs(self, theta, batch, seeds_all, n_threads, rng, start):
         n_seq = len(batch.seq_ptr) - 1
         size = min(self.batch_size, n_seq)
+        inv_var = self._inv_var()
         opt = OnlineLBFGS(memory=self.lbfgs_memory, eta0=self.eta0, tau=self.tau)
         best = np.inf
         stalls = 0
@@ -513,7 +513,8 @@ class FactorialCRF(BaseEstimator):
                 scale = n_seq / len(idx)
 
                 def batch_fun(th, sub=sub, seeds=seeds_all[idx], scale=scale):
-                    loss, grad = data_loss(th, sub, seeds)
+                    # unbiased estimate of the full penalised objective
+                    loss, grad = self._loss_grad(th, sub, seeds, n_threads)
                     return (scale * loss + 0.5 * inv_var * (th @ th),
                             scale * grad + inv_var * th)
 

@@ -174,9 +174,13 @@ class ObservationEncoder:
         row_seq = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
         nnz_seq = np.repeat(row_seq, np.diff(indptr))
         # instance frequency: number of sequences in which an observation occurs
+        # (a sequence x observation incidence matrix with duplicates summed)
         active = data != 0
-        pairs = np.unique(nnz_seq[active] * np.int64(max(n_columns, 1)) + indices[active])
-        inst_freq = np.bincount(pairs % max(n_columns, 1), minlength=n_columns)
+        incidence = sp.csr_matrix(
+            (np.ones(int(active.sum()), dtype=np.int32), (nnz_seq[active], indices[active])),
+            shape=(n_seq, n_columns))
+        incidence.sum_duplicates()
+        inst_freq = np.bincount(incidence.indices, minlength=n_columns)
         keep = inst_freq >= threshold
         new_index = np.cumsum(keep) - 1
         self.kept_columns = np.flatnonzero(keep)
