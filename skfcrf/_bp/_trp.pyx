@@ -77,6 +77,7 @@ cdef struct Work:
     int* vis
     int* dec
     double* vd
+    double* pshift
     int* vbp
     int* vlab
 
@@ -114,6 +115,14 @@ cdef inline const double* _psiT(const Trp* tp, const Links* lk, const double* ps
     if tp.psi_off[k] >= 0:
         return psi + t * tp.PS + tp.psi_off[k] + lk.la[k] * lk.lb[k]
     return lk.tied_expT + lk.tied_off[k]
+
+
+cdef inline double tp_shift(const Trp* tp, const Links* lk, Work* wk, int k,
+                           Py_ssize_t t) noexcept nogil:
+    """Shift subtracted from link ``k``'s scores at instance ``t`` before exp."""
+    if tp.psi_off[k] >= 0:
+        return wk.pshift[t * tp.K + k]
+    return lk.tied_shift[k]
 
 
 cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double* msg,
@@ -361,6 +370,7 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
                     continue
                 ph = wk.psi + t * tp.PS + tp.psi_off[k]
                 link_exp(lk, k, g0 + t, ph, &sh)
+                wk.pshift[t * K + k] = sh
                 La = lk.la[k]
                 Lb = lk.lb[k]
                 for i in range(La):
@@ -565,15 +575,24 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
         if not (tot > 0.0):
             infeasible = 1
             continue
+        # E_b[score] + H(b) with log b = log psi_exp + log h_u + log h_v - log tot
+        # and score = log psi_exp + shift wherever b > 0: only La + Lb logs
+        lz += log(tot) + (tp_shift(tp, lk, wk, k, t))
         tot = 1.0 / tot
-        for i in range(La * Lb):
-            wk.pb[i] *= tot
-        write_pair(lk, k, g0 + t, wk.pb, pout, tacc)
-        P = link_log(lk, k, g0 + t, wk.lbuf)
-        for i in range(La * Lb):
-            bv = wk.pb[i]
+        for j in range(Lb):
+            wk.mt[j] = 0.0
+        for i in range(La):
+            bv = 0.0
+            for j in range(Lb):
+                wk.pb[i * Lb + j] *= tot
+                bv += wk.pb[i * Lb + j]
+                wk.mt[j] += wk.pb[i * Lb + j]
             if bv > 0.0:
-                lz += bv * (P[i] - log(bv))
+                lz -= bv * log(wk.h[i])
+        for j in range(Lb):
+            if wk.mt[j] > 0.0:
+                lz -= wk.mt[j] * log(wk.h2[j])
+        write_pair(lk, k, g0 + t, wk.pb, pout, tacc)
     logz[0] = -INFINITY if infeasible else lz
 
 
@@ -624,6 +643,7 @@ cdef void _carve(Work* wk, double* dbuf, int* ibuf, Py_ssize_t Tmax, Py_ssize_t 
     wk.vbp = wk.dec + Vmax
     wk.vlab = wk.vbp + Tmax * tp.maxL
     wk.vd = wk.lbuf + tp.maxsz
+    wk.pshift = wk.vd + 3 * tp.maxL
 
 
 def trp(dict lkd, dict tpd, const long long[::1] seq_ptr, const double[:, ::1] unary,
@@ -656,7 +676,7 @@ def trp(dict lkd, dict tpd, const long long[::1] seq_ptr, const double[:, ::1] u
             Tmax = seq_ptr[s + 1] - seq_ptr[s]
     Emax = Tmax * tp.K + 1
     Vmax = Tmax * tp.C + 1
-    nd = Tmax * (tp.Ltot + tp.MS + tp.PS) + 6 * tp.maxL + 2 * tp.maxsz
+    nd = Tmax * (tp.Ltot + tp.MS + tp.PS + tp.K) + 6 * tp.maxL + 2 * tp.maxsz
     ni = 6 * Emax + 10 * Vmax + Tmax * tp.maxL + Tmax + 2
     works = <Work*> malloc(n_threads * sizeof(Work))
     if works == NULL:
