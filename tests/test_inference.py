@@ -395,3 +395,18 @@ def test_empty_sequences_and_batch():
         assert logz[0] == 0.0 and logz[2] == 0.0 and conv.all()
         labels, _, _ = map_assign(graph, seq_ptr, unary, pair, method=method)
         assert labels.shape == (3, 2)
+
+
+def test_trp_convergence_needs_every_edge_recomputed():
+    """Regression: a spanning tree drawn twice in a row reproduces its own messages
+    exactly; that must not count as convergence while other edges are stale."""
+    rng = np.random.default_rng(16)
+    n_labels, edges = [3, 2], [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1), (0, 1, COUPLING, 1)]
+    graph, seq_ptr, unary, pair = random_model(rng, n_labels, edges, [2] * 20)  # 4-cycles
+    ref = marginals(graph, seq_ptr, unary, pair, method="trp", tol=1e-12, seeds=np.arange(20))
+    assert ref[3].all()
+    for shift in (100, 200):
+        other = marginals(graph, seq_ptr, unary, pair, method="trp", tol=1e-12,
+                          seeds=np.arange(20) + shift)
+        np.testing.assert_allclose(other[0], ref[0], atol=1e-9)
+        np.testing.assert_allclose(other[2], ref[2], atol=1e-9)

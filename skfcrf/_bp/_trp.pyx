@@ -17,11 +17,14 @@ multiplies the unary of ``i`` with the messages from *all* neighbours of
 ``i`` in the full graph except ``j``.  Messages are normalised to sum 1; an
 all-zero (underflowed) message is replaced by a uniform one.
 
-Stopping: after an iteration, converged when every edge has been on some tree
-and the largest absolute change of the messages sent in that iteration is
-below ``tol``; a graph that is a forest is solved exactly by its first
-iteration and stops there.  Otherwise, after ``max_iter`` iterations,
-reported as not converged.
+Stopping: an iteration is *calm* when the largest absolute change of the
+messages it sent is below ``tol``.  Converged when every edge has been on the
+tree of a calm iteration since the last non-calm one, so every message has
+been recomputed without moving (a single calm iteration is not enough: a
+tree drawn twice in a row reproduces its own messages exactly while the
+other edges are stale).  This implies every edge was updated at least once.
+A graph that is a forest is solved exactly by its first iteration and stops
+there.  Otherwise, after ``max_iter`` iterations, reported as not converged.
 """
 import numpy as np
 
@@ -334,7 +337,7 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
                    unsigned char* conv, int* niter, int* labels, Py_ssize_t ldl) noexcept nogil:
     cdef int C = tp.C, K = tp.K
     cdef int V = <int> (T * C)
-    cdef int E = 0, e, k, c, t, i, j, y, it, n_upd = 0, n_acc, r, q, v, w, head, n_ord
+    cdef int E = 0, e, k, c, t, i, j, y, it, n_calm = 0, gen = 0, n_acc, r, q, v, w, head, n_ord
     cdef int ru, rv, a, L, La, Lb, deg, best, kc, cu, cv, tu, tv
     cdef long long mo
     cdef unsigned long long rng = seed
@@ -397,7 +400,7 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             wk.ek[E] = k
             wk.et[E] = t
             wk.perm[E] = E
-            wk.upd[E] = 0
+            wk.upd[E] = -1
             E += 1
     for it in range(tp.max_iter):
         # random spanning forest: Kruskal on a shuffled edge order
@@ -474,16 +477,23 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.ev[e] == v)
             if mx > delta:
                 delta = mx
-            if not wk.upd[e]:
-                wk.upd[e] = 1
-                n_upd += 1
         n_it = it + 1
         if n_acc == E:
             converged = 1   # a forest: two sweeps are exact
             break
-        if n_upd == E and delta < tp.tol:
-            converged = 1
-            break
+        if delta < tp.tol:
+            # wk.upd[e] == gen marks edges re-sent calmly since the last change
+            for i in range(n_acc):
+                e = wk.tre[i]
+                if wk.upd[e] != gen:
+                    wk.upd[e] = gen
+                    n_calm += 1
+            if n_calm == E:
+                converged = 1
+                break
+        else:
+            gen += 1
+            n_calm = 0
     conv[0] = converged
     niter[0] = n_it
     if tp.maxprod:

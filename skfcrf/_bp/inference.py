@@ -330,7 +330,9 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
         For ``"trp"`` this is the Bethe approximation (minus the Bethe free
         energy at the final beliefs), which is exact on trees.
     converged : bool ndarray of shape (n_seq,)
-        Always True for ``"exact"``.
+        Always True for ``"exact"``.  For ``"trp"``: every edge's messages
+        were recomputed (on some tree) since the last iteration in which a
+        message moved by ``tol`` or more, and none moved by ``tol``.
     n_iter : int32 ndarray of shape (n_seq,)
         TRP iterations used (1 for exact; 0 for empty sequences).
 
@@ -394,9 +396,18 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     chains).  ``"trp"`` runs max-product with the TRP schedule and then
     decodes the variables in token-major order: each takes the label
     maximising its unary, the potentials to its already decoded neighbours
-    and the max-product messages from the others (ties: smallest label).
-    On a single chain this is exact Viterbi; decoded neighbours never receive
-    a forbidden pair as long as the messages leave an allowed choice.
+    and the max-product messages from the others (ties: smallest label) --
+    on a tree with converged messages this is the argmax of the max-marginal
+    beliefs made consistent, and on a single chain it is exact Viterbi.  With
+    several chains the labelling is then improved by block coordinate ascent:
+    each chain in turn is re-decoded by exact Viterbi given the other chains'
+    labels, and replaced only when its score strictly improves (at most 20
+    sweeps), so the joint score never decreases and a forbidden pair is
+    left only if no chain-wise move can remove it.
+
+    Loopy max-product need not converge (it often cycles on strongly coupled
+    models); then ``max_iter`` iterations are run, ``converged`` is False and
+    the decoding above still yields a labelling.
 
     Returns
     -------
