@@ -328,7 +328,8 @@ def _cmd_train(args):
     Xf = build_features(config).fit_transform(X)
     crf = FactorialCRF(sigma=args.sigma, objective=args.objective, solver=args.solver,
                        max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
-                       n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose)
+                       bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
+                       random_state=args.seed, verbose=args.verbose)
     _progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
               args.quiet)
     with warnings.catch_warnings(record=True) as caught:
@@ -487,8 +488,8 @@ def _cmd_demo(args):
                                          RelativePosition(n_bins=8))),
         ("crf", FactorialCRF(objective="pseudolikelihood", sigma=args.sigma,
                              max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
-                             n_jobs=args.n_jobs, random_state=args.seed,
-                             verbose=args.verbose)),
+                             bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
+                             random_state=args.seed, verbose=args.verbose)),
     ])
     chains = list(DICTATION_CHAINS)
     n_chains = len(chains)
@@ -532,7 +533,7 @@ def _cmd_demo(args):
     print(f"skfcrf demo: {args.n_reports} synthetic dictations (recognizer style, seed "
           f"{args.seed}, {n_tokens} tokens), {n_folds}-fold cross-validation")
     print("FactorialCRF(objective='pseudolikelihood', "
-          f"sigma={args.sigma:g}, max_iter={args.max_iter}, "
+          f"sigma={args.sigma:g}, max_iter={args.max_iter}, bp_max_iter={args.bp_max_iter}, "
           f"min_instance_freq={args.min_instance_freq}) on n-gram window, bag-of-concepts "
           "(window 10) and relative-position (8 bins) observations")
     print()
@@ -609,6 +610,8 @@ def build_parser():
                    help="number of synthetic reports (default: %(default)s)")
     d.add_argument("--max-iter", type=_positive_int, default=DEMO_MAX_ITER,
                    help="L-BFGS iterations per fold (default: %(default)s)")
+    d.add_argument("--bp-max-iter", type=_positive_int, default=DEMO_BP_MAX_ITER,
+                   help="TRP iterations per report when decoding (default: %(default)s)")
     d.add_argument("--sigma", type=_positive_float, default=10.0,
                    help="Gaussian prior standard deviation (default: %(default)s)")
     d.add_argument("--min-instance-freq", type=_instance_freq, default=2,
@@ -657,6 +660,9 @@ def build_parser():
                    help="optimiser (default: %(default)s)")
     t.add_argument("--max-iter", type=_positive_int, default=800,
                    help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
+    t.add_argument("--bp-max-iter", type=_positive_int, default=1000,
+                   help="TRP iterations per sequence when decoding several chains "
+                   "(default: %(default)s; stored in the model)")
     t.add_argument("--min-instance-freq", type=_instance_freq, default=1,
                    help="pre-pruning: minimum number (int) or fraction (float) of training "
                    "sequences an observation occurs in (default: %(default)s)")
@@ -693,8 +699,9 @@ def build_parser():
 
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
-DEMO_N_REPORTS = 150
+DEMO_N_REPORTS = 60
 DEMO_MAX_ITER = 100
+DEMO_BP_MAX_ITER = 200
 
 
 def main(argv=None):

@@ -1,0 +1,204 @@
+"""The ``skfcrf`` command line, run as a subprocess (``python -m skfcrf``)."""
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skfcrf.datasets import read_conll
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# a toy corpus with two chains (POS, chunks) from words only
+_NPS = [
+    (("the", "DT"), ("cat", "NN")),
+    (("a", "DT"), ("dog", "NN")),
+    (("the", "DT"), ("old", "JJ"), ("man", "NN")),
+    (("she", "PRP"),),
+    (("mary", "NNP"),),
+    (("the", "DT"), ("mat", "NN")),
+]
+_VERBS = [("sat", "VBD"), ("saw", "VBD"), ("likes", "VBZ"), ("ran", "VBD")]
+_PREPS = [("on", "IN"), ("near", "IN"), ("with", "IN")]
+
+
+def _chunk(words, tag):
+    return [(w, p, ("B-" if i == 0 else "I-") + tag) for i, (w, p) in enumerate(words)]
+
+
+def toy_corpus(n_sentences=30, seed=0):
+    rng = random.Random(seed)
+    sents = []
+    for _ in range(n_sentences):
+        s = _chunk(rng.choice(_NPS), "NP") + _chunk([rng.choice(_VERBS)], "VP")
+        if rng.random() < 0.5:
+            s += _chunk(rng.choice(_NPS), "NP")
+        else:
+            s += _chunk([rng.choice(_PREPS)], "PP") + _chunk(rng.choice(_NPS), "NP")
+        s.append((".", ".", "O"))
+        sents.append(s)
+    return sents
+
+
+def write_toy(path, sents, columns=(0, 1, 2)):
+    with open(path, "w", encoding="utf-8") as fh:
+        for s in sents:
+            for tok in s:
+                fh.write(" ".join(tok[c] for c in columns) + "\n")
+            fh.write("\n")
+
+
+def run(*args, cwd=None, timeout=300):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    return subprocess.run([sys.executable, "-m", "skfcrf", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(res, *fragments, status=None):
+    assert res.returncode != 0, res.stdout + res.stderr
+    if status is not None:
+        assert res.returncode == status
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("skfcrf: error: "), lines[0]
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- demo
+def test_demo_prints_tables_and_writes_report(tmp_path):
+    res = run("demo", "--n-reports", 9, "--max-iter", 8, "--bp-max-iter", 30, "--seed", 1,
+              "--output-dir", tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Table 1. Accuracy" in out and "Table 3. WindowDiff" in out
+    for row in ("sentence", "subsection", "section", "average", "joint"):
+        assert any(line.split()[:1] == [row] and "±" in line for line in out.splitlines()), row
+    assert "TRP max-product decoding: converged on" in out
+    # progress on stderr, fold by fold
+    for k in (1, 2, 3):
+        assert f"fold {k}/3" in res.stderr
+    html = (tmp_path / "skfcrf_demo_report.html").read_text(encoding="utf-8")
+    md = (tmp_path / "skfcrf_demo_report.md").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "<section" in html and html.rstrip().endswith("</html>")
+    assert md.startswith("# skfcrf demo") and "\n## " in md
+
+
+# --------------------------------------------------------------------------- train / tag / evaluate
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    sents = toy_corpus(30)
+    write_toy(d / "train.txt", sents)
+    model = d / "toy.model"
+    res = run("train", d / "train.txt", "--model", model, "--label-columns", 2,
+              "--features", "ngram,shape,position", "--max-iter", 40, "--min-instance-freq", 1)
+    assert res.returncode == 0, res.stderr
+    return d, model, sents
+
+
+def test_train_writes_model_and_feature_config(trained):
+    d, model, _ = trained
+    assert model.is_file()
+    config = json.loads(Path(str(model) + ".features.json").read_text())
+    assert config["attributes"] == ["word"]
+    assert config["label_columns"] == 2
+    assert config["features"] == ["ngram", "shape", "position"]
+    # the model file is pickle-free
+    import numpy as np
+
+    with np.load(model, allow_pickle=False) as data:
+        assert "coef" in data.files
+
+
+def test_tag_columns_round_trip(trained):
+    d, model, sents = trained
+    # unlabelled input: words only
+    write_toy(d / "words.txt", sents, columns=(0,))
+    out = d / "tagged.txt"
+    res = run("tag", d / "words.txt", "--model", model, "--output", out)
+    assert res.returncode == 0, res.stderr
+    X, y = read_conll(out, n_label_columns=2)
+    assert X == [[t[0] for t in s] for s in sents]
+    assert all(yy.shape == (len(s), 2) for yy, s in zip(y, sents))
+    gold = [[(t[1], t[2]) for t in s] for s in sents]
+    right = sum(tuple(a) == b for yy, g in zip(y, gold) for a, b in zip(yy.tolist(), g))
+    assert right / sum(map(len, gold)) > 0.9
+    # labelled input: the gold columns are ignored, the output goes to stdout
+    res2 = run("tag", d / "train.txt", "--model", model)
+    assert res2.returncode == 0, res2.stderr
+    assert res2.stdout == out.read_text(encoding="utf-8")
+
+
+def test_tag_renders_html_and_markdown(trained):
+    d, model, _ = trained
+    res = run("tag", d / "train.txt", "--model", model, "--format", "html")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("<!DOCTYPE html>") and res.stdout.count("<article") == 30
+    res = run("tag", d / "train.txt", "--model", model, "--format", "markdown",
+              "--output", d / "out.md")
+    assert res.returncode == 0, res.stderr
+    assert "cat" in (d / "out.md").read_text(encoding="utf-8")
+
+
+def test_evaluate_prints_scores(trained):
+    d, model, _ = trained
+    res = run("evaluate", d / "train.txt", "--model", model)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "accuracy" in out and "segment F1" in out and "WindowDiff" in out
+    rows = {line.split()[0] + " " + line.split()[1]: line.split()
+            for line in out.splitlines() if line.startswith("chain ")}
+    assert float(rows["chain 0"][2]) > 0.9 and float(rows["chain 1"][2]) > 0.9
+    joint = next(line for line in out.splitlines() if line.startswith("joint"))
+    assert float(joint.split()[1]) > 0.8
+    assert "Chain 0" in out and "Chain 1" in out  # per-label reports
+    assert "B-NP" in out and "VBD" in out
+
+
+# --------------------------------------------------------------------------- errors
+def test_error_missing_data_file(tmp_path):
+    res = run("train", tmp_path / "nope.txt", "--model", tmp_path / "m")
+    assert_one_line_error(res, "not found", "nope.txt")
+
+
+def test_error_malformed_file_names_line(trained, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("the DT B-NP\ncat NN\n\n", encoding="utf-8")
+    res = run("train", bad, "--model", tmp_path / "m", "--label-columns", 2)
+    line = assert_one_line_error(res, "bad.txt", "line 2")
+    assert "expected 3 columns" in line
+    # the same with a fitted model: evaluate needs 1 word + 2 label columns
+    d, model, _ = trained
+    res = run("evaluate", bad, "--model", model)
+    assert_one_line_error(res, "line 2")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["train", "x.txt", "--model", "m", "--max-iter", "0"], "--max-iter"),
+    (["train", "x.txt", "--model", "m", "--features", "ngram,magic"], "magic"),
+    (["train", "x.txt"], "--model"),
+    (["tag", "x.txt", "--model", "m", "--format", "pdf"], "--format"),
+    (["demo", "--n-reports", "two"], "--n-reports"),
+])
+def test_error_bad_options(args, fragment):
+    res = run(*args)
+    assert_one_line_error(res, fragment, status=2)
+
+
+def test_error_model_not_found_or_invalid(trained, tmp_path):
+    d, _, _ = trained
+    res = run("tag", d / "train.txt", "--model", tmp_path / "none.model")
+    assert_one_line_error(res, "model file not found")
+    fake = tmp_path / "fake.model"
+    fake.write_text("not a model\n")
+    Path(str(fake) + ".features.json").write_text("{}")
+    res = run("evaluate", d / "train.txt", "--model", fake)
+    assert_one_line_error(res, "invalid model file", "fake.model")
