@@ -19,7 +19,7 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr
+from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec, maxplus
 
 
 cdef struct Prod:
@@ -39,9 +39,22 @@ cdef void _apply(const double* x, double* y, const double* M, int L,
                  Py_ssize_t outer, Py_ssize_t inner, int transpose) noexcept nogil:
     """y[o, j, r] = sum_i x[o, i, r] M[i, j]   (transpose: sum_j M[i, j] x[o, j, r])."""
     cdef Py_ssize_t o, i, j, r
-    cdef double m
+    cdef double m, acc
     cdef double* yr
     cdef const double* xr
+    if inner == 1:
+        # the fastest-varying chain: one small mat-vec per outer index
+        for o in range(outer):
+            if transpose:
+                xr = x + o * L
+                for i in range(L):
+                    acc = 0.0
+                    for j in range(L):
+                        acc += M[i * L + j] * xr[j]
+                    y[o * L + i] = acc
+            else:
+                matvec(x + o * L, L, M, L, y + o * L, 0)
+        return
     for o in range(outer * L * inner):
         y[o] = 0.0
     for o in range(outer):
@@ -63,6 +76,10 @@ cdef void _apply_max(const double* x, double* y, const double* P, int L,
     cdef double m, v
     cdef double* yr
     cdef const double* xr
+    if inner == 1:
+        for o in range(outer):
+            maxplus(x + o * L, L, P, L, y + o * L)
+        return
     for o in range(outer * L * inner):
         y[o] = -INFINITY
     for o in range(outer):
