@@ -427,7 +427,12 @@ def _cmd_evaluate(args):
     print(f"{'':<{width}}  accuracy  segment F1  WindowDiff")
     for c in range(n_chains):
         f1 = segment_f1(yt, yp, chain=c)
-        wd = windowdiff(yt, yp, chain=c) if _has_boundaries(yt, c) else None
+        wd = None
+        if _has_boundaries(yt, c):
+            try:
+                wd = windowdiff(yt, yp, chain=c)
+            except ValueError:  # no sequence longer than the window
+                wd = None
         wd_s = f"{wd:10.4f}" if wd is not None else f"{'-':>10}"
         print(f"{names[c]:<{width}}  {acc[c]:8.4f}  {f1:10.4f}  {wd_s}")
     print(f"{'joint':<{width}}  {joint_accuracy(yt, yp):8.4f}")
