@@ -557,7 +557,8 @@ def _cmd_demo(args):
     print()
     conv = np.array(scores["conv"])
     its = np.array(scores["bp_iter"])
-    print(f"TRP max-product decoding: converged on {100 * conv.mean():.1f}% of the test reports "
+    print(f"TRP max-product decoding (at most {args.bp_max_iter} iterations): converged on "
+          f"{100 * conv.mean():.1f}% of the test reports "
           f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
           f"mean {its.mean():.1f} iterations")
     n_it = [f[0] for f in fits]

@@ -81,7 +81,7 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
     assert "Table 1. Accuracy" in out and "Table 3. WindowDiff" in out
     for row in ("sentence", "subsection", "section", "average", "joint"):
         assert any(line.split()[:1] == [row] and "±" in line for line in out.splitlines()), row
-    assert "TRP max-product decoding: converged on" in out
+    assert "TRP max-product decoding (at most 30 iterations): converged on" in out
     # progress on stderr, fold by fold
     for k in (1, 2, 3):
         assert f"fold {k}/3" in res.stderr
