@@ -722,34 +722,38 @@ def main(argv=None):
             return 2
         return args.func(args)
     except CLIError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        _error(exc)
         return exc.status
     except KeyboardInterrupt:
-        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        _error("interrupted")
         return 130
     except BrokenPipeError:
-        # output piped into e.g. `head`: not an error worth a message
+        # output piped into e.g. `head`: stop quietly, without a second error at exit
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
             pass
         return 1
     except MemoryError:
-        print(f"{PROG}: error: out of memory", file=sys.stderr)
+        _error("out of memory")
         return 1
     except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
         if show_tb:
             raise
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        _error(exc if str(exc).strip() else type(exc).__name__)
         return 1
     except Exception as exc:  # a bug: still one line, the traceback on request
         if show_tb:
             raise
-        msg = " ".join(str(exc).split())
-        print(f"{PROG}: error: internal error ({type(exc).__name__}: {msg}); "
-              "rerun with --traceback to see where", file=sys.stderr)
+        _error(f"internal error ({type(exc).__name__}: {exc}); rerun with --traceback to see where")
         return 1
+
+
+def _error(message):
+    """Print ``skfcrf: error: message`` as exactly one line on stderr."""
+    text = " ".join(str(message).splitlines()).strip()
+    print(f"{PROG}: error: {text}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":  # pragma: no cover
