@@ -705,8 +705,8 @@ def build_parser():
 
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
-DEMO_N_REPORTS = 60
-DEMO_MAX_ITER = 100
+DEMO_N_REPORTS = 90
+DEMO_MAX_ITER = 60
 DEMO_BP_MAX_ITER = 200
 
 
