@@ -576,13 +576,18 @@ def _cmd_demo(args):
             f"factorial CRF and repaired; joint token accuracy {100 * doc_acc:.1f}%.")
     md_path = os.path.join(out_dir, DEMO_REPORT + ".md")
     html_path = os.path.join(out_dir, DEMO_REPORT + ".html")
+    ref_title = "Reference structure (gold labels), for comparison"
     try:
         with open(md_path, "w", encoding="utf-8") as fh:
             fh.write(f"# {title}\n\n_{note}_\n\n")
             fh.write(render_markdown(tokens, fixed, **opts))
+            fh.write(f"\n---\n\n# {ref_title}\n\n")
+            fh.write(render_markdown(tokens, gold, **opts))
         with open(html_path, "w", encoding="utf-8") as fh:
             body = (f"<h1>{html.escape(title)}</h1>\n<p><em>{html.escape(note)}</em></p>\n"
-                    + render_html(tokens, fixed, **opts))
+                    f"<main>\n{render_html(tokens, fixed, **opts)}</main>\n<hr>\n"
+                    f"<h1>{html.escape(ref_title)}</h1>\n"
+                    f"<aside>\n{render_html(tokens, gold, **opts)}</aside>")
             fh.write(_html_document(title, body))
     except OSError as exc:
         raise CLIError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from None
