@@ -14,7 +14,7 @@ Python callers: :mod:`skfcrf._bp.inference`.
 import numpy as np
 
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport exp, log, INFINITY, NAN
 from libc.stdlib cimport malloc, free
 
 from ._common cimport Links, links_from, link_exp, link_log, write_pair, matvec, gemm_tn_acc, maxplus
@@ -277,6 +277,9 @@ def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1]
             if T == 0:
                 logz[s] = 0.0
                 continue
+            if buf == NULL:
+                logz[s] = NAN     # scratch allocation failed: reported by the caller
+                continue
             rc = _fb_scaled(&lk, k, L, unary_p, ldu, g0, T, buf, buf + Tmax * L,
                             buf + 2 * Tmax * L, buf + 2 * Tmax * L + Tmax,
                             buf + 2 * Tmax * L + Tmax + L, buf + 2 * Tmax * L + Tmax + 2 * L,
@@ -317,6 +320,9 @@ def chain_viterbi(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] u
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
+                continue
+            if buf == NULL or ibuf == NULL:
+                lab_p[g0 * ldl] = -1   # scratch allocation failed: reported by the caller
                 continue
             _viterbi(&lk, k, L, unary_p, ldu, g0, T, buf, buf + L, ibuf, buf + 2 * L,
                      lab_p, ldl)

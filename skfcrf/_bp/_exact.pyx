@@ -16,7 +16,7 @@ backtracks by re-maximising over the previous token's stored deltas.
 import numpy as np
 
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport exp, log, INFINITY, NAN
 from libc.stdlib cimport malloc, free
 
 from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec, maxplus
@@ -354,6 +354,9 @@ def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
             if T == 0:
                 logz[s] = 0.0
                 continue
+            if buf == NULL or Ms == NULL:
+                logz[s] = NAN     # scratch allocation failed: reported by the caller
+                continue
             rc = _fb(&lk, &pd, unary_p, ldu, g0, T,
                      buf, buf + Tmax * S, buf + 2 * Tmax * S,
                      buf + 2 * Tmax * S + Tmax,
@@ -399,6 +402,9 @@ def product_viterbi(dict lkd, dict pdd, const long long[::1] seq_ptr,
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
+                continue
+            if buf == NULL or Ps == NULL:
+                lab_p[g0 * ldl] = -1   # scratch allocation failed: reported by the caller
                 continue
             _viterbi(&lk, &pd, unary_p, ldu, g0, T, buf, buf + Tmax * S,
                      buf + Tmax * S + S, buf + Tmax * S + 2 * S, buf + Tmax * S + 3 * S,

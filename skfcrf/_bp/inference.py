@@ -380,6 +380,9 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
         labels = np.zeros((1, graph.n_chains), np.int32)
         _trp.trp(lkd, tpd, seq_ptr, unary, pair, seeds, 0, int(max_iter), float(tol), node,
                  pout, log_z, tacc, converged, n_iter, labels, n_threads)
+    if method == "exact" and np.isnan(log_z).any():
+        raise MemoryError("could not allocate the forward-backward scratch buffers "
+                          "(longest sequence too long for this state space?)")
     if tied:
         total = tacc.sum(axis=0)
         for off, toff, sz in tied:
@@ -433,6 +436,9 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
         else:
             pdd = _product_info(graph, lkd)
             _exact.product_viterbi(lkd, pdd, seq_ptr, unary, pair, labels, n_threads)
+        if (labels < 0).any():
+            raise MemoryError("could not allocate the Viterbi scratch buffers "
+                              "(longest sequence too long for this state space?)")
     else:
         tpd = _trp_info(graph, lkd)
         dummy = np.zeros((1, 1), np.float64)
