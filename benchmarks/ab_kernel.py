@@ -61,17 +61,34 @@ def conll2_workload(n_jobs):
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
 
 
+def dictations_workload(n_jobs, n_reports=300):
+    """Potentials of the three-chain dictation FCRF (7, 72, 44 labels), random weights."""
+    from skfcrf import FactorialCRF
+    from skfcrf.datasets import make_dictations
+    from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+    X, y = make_dictations(n_reports=n_reports, style="rcg", random_state=0)
+    F = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10),
+                            RelativePosition()).fit_transform(X)
+    est = FactorialCRF(min_instance_freq=2, n_jobs=n_jobs)
+    batch, theta0, seeds, _ = est._prepare_fit(F, y)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+    unary, pair, eo = est.layout_.potentials(theta, batch.X, n_jobs, est.forbidden_)
+    return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kernel", choices=["pseudolikelihood"])
     ap.add_argument("--rev", required=True)
-    ap.add_argument("--workload", default="conll2")
+    ap.add_argument("--workload", default="conll2", choices=["conll2", "dictations"])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=1)
     args = ap.parse_args()
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
     old = build_old(args.kernel, args.rev)
     new = importlib.import_module(f"skfcrf._bp._{args.kernel}")
-    work = conll2_workload(args.n_jobs)
+    work = (conll2_workload if args.workload == "conll2" else dictations_workload)(args.n_jobs)
     fn_old, fn_new = getattr(old, args.kernel), getattr(new, args.kernel)
     la, _, _ = fn_old(*work, n_threads=args.n_jobs)
     lb, _, _ = fn_new(*work, n_threads=args.n_jobs)

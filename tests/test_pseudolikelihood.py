@@ -68,3 +68,16 @@ def test_threads_agree_and_loss_nonnegative(seed, n_threads):
     np.testing.assert_allclose(l1, l2, rtol=1e-12)
     np.testing.assert_allclose(u1, u2, atol=1e-12)
     np.testing.assert_allclose(p1, p2, atol=1e-10)
+
+
+@pytest.mark.parametrize("scale", [30.0, 400.0])
+def test_extreme_potentials_use_the_log_domain_fallback(scale):
+    """Products of exponentials under/overflow here; results must still be exact."""
+    rng = np.random.default_rng(5)
+    graph, seq_ptr, unary, pair, edge_offset, gold = make_problem(rng, (3, 2), [4, 3], [(0, 1)], 1)
+    unary *= scale
+    pair *= scale
+    loss, _, _ = pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold)
+    assert np.all(np.isfinite(loss))
+    np.testing.assert_allclose(loss, brute_pl(graph, seq_ptr, unary, pair, edge_offset, gold),
+                               rtol=1e-9)

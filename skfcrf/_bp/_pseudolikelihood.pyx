@@ -7,19 +7,30 @@ with every other variable clamped to its gold label (Sanner et al. 2007; thesis
 eq. 4.14).  The conditional of a factor over variables ``V_f`` is proportional to
 the product of all factors touching ``V_f``.
 
+Tied pairwise templates (one matrix ``Psi`` for all positions) are evaluated for
+a chunk of factor instances at once: with ``eu_t = exp(su_t - max)``,
+``ew_t = exp(sw_t - max)`` and ``E = exp(Psi - max)``, the conditional of
+instance ``t`` is ``eu_t[l] ew_t[k] E[l, k] / Z_t``, whose marginals need
+``E @ ew_t`` and ``E.T @ eu_t``, and whose expected counts sum to
+``E * sum_t (eu_t / Z_t) ew_t^T``: three dgemm calls per chunk, no ``exp`` per
+entry.  Untied templates, and instances whose product under/overflows, take
+the log-domain path.
+
 The gradient is returned w.r.t. the log-potentials, laid out as in
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
-from libc.stdlib cimport malloc, free, calloc
+from libc.stdlib cimport malloc, free
 from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 cdef enum:
     IN_CHAIN = 0
     COUPLING = 1
+    CHUNK = 256     # factor instances of one tied edge evaluated together
 
 
 cdef struct Model:
@@ -39,35 +50,23 @@ cdef struct Model:
     const int* gold
     double* dunary
     double* dpair
-    double* dtied          # this thread's accumulator for tied edges
+    double* dtied          # this thread's direct gradient of tied edges, at tied_offset[e]
+    double* outer          # this thread's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
     const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
     const double* tied_max # that max, per edge
-    double* acc            # this thread's sum of outer products a_t b_t^T, at tied_offset[e]
-    double* abuf           # this thread's chunk of a_t / b_t rows per tied edge, at ab_offset[e]
-    const long long* ab_offset
-    int* fill              # rows used in each edge's chunk
 
 
-cdef enum:
-    CHUNK = 128     # rows of a_t / b_t buffered per dgemm
-
-
-cdef void flush(const Model* m, int e) noexcept nogil:
-    """acc_e += A^T B over the buffered rows (one dgemm), then empty the chunk."""
-    cdef int la = m.n_labels[m.edge_a[e]], lb = m.n_labels[m.edge_b[e]]
-    cdef int k = m.fill[e]
-    cdef double one = 1.0
-    cdef double* A
-    cdef double* B
-    cdef char tn = b'N'
-    cdef char tt = b'T'
-    if k == 0:
-        return
-    A = m.abuf + m.ab_offset[e]
-    B = A + CHUNK * la
-    # row-major acc (la x lb) is column-major acc^T (lb x la) = B^T A
-    dgemm(&tn, &tt, &lb, &la, &k, &one, B, &lb, A, &la, &one, m.acc + m.tied_offset[e], &lb)
-    m.fill[e] = 0
+cdef struct Scratch:
+    double* su      # Lmax
+    double* sw      # Lmax
+    double* qu      # Lmax
+    double* qw      # Lmax
+    double* q       # Lmax * Lmax
+    double* EU      # CHUNK * Lmax
+    double* EW      # CHUNK * Lmax
+    double* R       # CHUNK * Lmax
+    double* CM      # CHUNK * Lmax
+    double* shift   # CHUNK: mu + mw - gold score
 
 
 cdef inline long long pos_base(const Model* m, int e, Py_ssize_t g) noexcept nogil:
@@ -76,6 +75,21 @@ cdef inline long long pos_base(const Model* m, int e, Py_ssize_t g) noexcept nog
     if m.edge_tied[e]:
         return m.edge_offset[e]
     return m.edge_offset[e] + g * k
+
+
+cdef inline void factor_ends(const Model* m, int e, Py_ssize_t t, Py_ssize_t* tu,
+                             Py_ssize_t* tw, int* side_u, int* side_w) noexcept nogil:
+    """Positions of the two variables of edge ``e``'s factor at ``t``, and the sides excluded."""
+    if m.edge_kind[e] == IN_CHAIN:
+        tu[0] = t - 1
+        tw[0] = t
+        side_u[0] = 1
+        side_w[0] = 0
+    else:
+        tu[0] = t
+        tw[0] = t
+        side_u[0] = 2
+        side_w[0] = 2
 
 
 cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_ssize_t T,
@@ -188,9 +202,9 @@ cdef inline double softmax_inplace(double* s, int n) noexcept nogil:
     return mx + log(tot)
 
 
-cdef double pair_factor(const Model* m, int e, Py_ssize_t start, Py_ssize_t t, Py_ssize_t T,
-                        double* su, double* sw, double* q, double* qu, double* qw) noexcept nogil:
-    """One pairwise factor instance: loss term and gradient scatter."""
+cdef double pair_factor_log(const Model* m, int e, Py_ssize_t start, Py_ssize_t t,
+                            Py_ssize_t T, Scratch* w) noexcept nogil:
+    """One pairwise factor instance in the log domain: loss term and gradient scatter."""
     cdef int ca = m.edge_a[e], cb = m.edge_b[e]
     cdef int La = m.n_labels[ca], Lb = m.n_labels[cb]
     cdef Py_ssize_t g = start + t
@@ -198,137 +212,116 @@ cdef double pair_factor(const Model* m, int e, Py_ssize_t start, Py_ssize_t t, P
     cdef int side_u, side_w, yu, yw, l, k
     cdef long long base = pos_base(m, e, g)
     cdef double lse, gold_score
-    if m.edge_kind[e] == IN_CHAIN:
-        tu = t - 1
-        tw = t
-        side_u = 1
-        side_w = 0
-    else:
-        tu = t
-        tw = t
-        side_u = 2
-        side_w = 2
-    var_scores(m, ca, start, tu, T, e, side_u, su)
-    var_scores(m, cb, start, tw, T, e, side_w, sw)
+    cdef double* q = w.q
+    cdef double* dst
+    factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+    var_scores(m, ca, start, tu, T, e, side_u, w.su)
+    var_scores(m, cb, start, tw, T, e, side_w, w.sw)
     yu = m.gold[(start + tu) * m.n_chains + ca]
     yw = m.gold[(start + tw) * m.n_chains + cb]
-    gold_score = su[yu] + sw[yw] + m.pair[base + yu * Lb + yw]
-    if m.edge_tied[e] and tied_fast(m, e, La, Lb, su, sw, q, qu, qw, &lse):
-        m.dtied[m.tied_offset[e] + yu * Lb + yw] -= 1.0
-        scatter_var(m, ca, start, tu, T, e, side_u, qu)
-        scatter_var(m, cb, start, tw, T, e, side_w, qw)
-        return lse - gold_score
+    gold_score = w.su[yu] + w.sw[yw] + m.pair[base + yu * Lb + yw]
     for l in range(La):
         for k in range(Lb):
-            q[l * Lb + k] = su[l] + sw[k] + m.pair[base + l * Lb + k]
+            q[l * Lb + k] = w.su[l] + w.sw[k] + m.pair[base + l * Lb + k]
     lse = softmax_inplace(q, La * Lb)
     for l in range(La):
-        qu[l] = 0.0
+        w.qu[l] = 0.0
     for k in range(Lb):
-        qw[k] = 0.0
+        w.qw[k] = 0.0
     for l in range(La):
         for k in range(Lb):
-            qu[l] += q[l * Lb + k]
-            qw[k] += q[l * Lb + k]
-    return pair_scatter(m, e, g, start, tu, tw, T, side_u, side_w, yu, yw,
-                        La, Lb, q, qu, qw, lse - gold_score)
-
-
-cdef double pair_scatter(const Model* m, int e, Py_ssize_t g, Py_ssize_t start, Py_ssize_t tu,
-                         Py_ssize_t tw, Py_ssize_t T, int side_u, int side_w, int yu, int yw,
-                         int La, int Lb, double* q, double* qu, double* qw,
-                         double loss) noexcept nogil:
-    """Scatter a pair factor's conditional ``q`` (and its marginals) into the gradient."""
-    cdef int l
-    cdef double* dst
+            w.qu[l] += q[l * Lb + k]
+            w.qw[k] += q[l * Lb + k]
     q[yu * Lb + yw] -= 1.0
     dst = grad_block(m, e, g)
     for l in range(La * Lb):
         dst[l] += q[l]
-    scatter_var(m, m.edge_a[e], start, tu, T, e, side_u, qu)
-    scatter_var(m, m.edge_b[e], start, tw, T, e, side_w, qw)
+    scatter_var(m, ca, start, tu, T, e, side_u, w.qu)
+    scatter_var(m, cb, start, tw, T, e, side_w, w.qw)
+    return lse - gold_score
+
+
+cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, Py_ssize_t n,
+                       Py_ssize_t T, Scratch* w) noexcept nogil:
+    """Factor instances ``t0 .. t0+n-1`` of tied edge ``e`` by three dgemm calls."""
+    cdef int ca = m.edge_a[e], cb = m.edge_b[e]
+    cdef int La = m.n_labels[ca], Lb = m.n_labels[cb]
+    cdef const double* E = m.tied_exp + m.tied_offset[e]
+    cdef const double* P = m.pair + m.edge_offset[e]
+    cdef Py_ssize_t i, t, tu, tw
+    cdef int side_u, side_w, yu, yw, l, k, nn = <int> n
+    cdef double mu, mw, z, inv, loss = 0.0
+    cdef double* eu
+    cdef double* ew
+    cdef double* r
+    cdef double* cm
+    cdef double one = 1.0, zero = 0.0
+    cdef char tn = b'N'
+    cdef char tt = b'T'
+    # 1. conditional scores of both ends, shifted and exponentiated
+    for i in range(n):
+        t = t0 + i
+        factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+        var_scores(m, ca, start, tu, T, e, side_u, w.su)
+        var_scores(m, cb, start, tw, T, e, side_w, w.sw)
+        yu = m.gold[(start + tu) * m.n_chains + ca]
+        yw = m.gold[(start + tw) * m.n_chains + cb]
+        mu = -INFINITY
+        mw = -INFINITY
+        for l in range(La):
+            if w.su[l] > mu:
+                mu = w.su[l]
+        for k in range(Lb):
+            if w.sw[k] > mw:
+                mw = w.sw[k]
+        eu = w.EU + i * La
+        ew = w.EW + i * Lb
+        for l in range(La):
+            eu[l] = exp(w.su[l] - mu)
+        for k in range(Lb):
+            ew[k] = exp(w.sw[k] - mw)
+        w.shift[i] = mu + mw + m.tied_max[e] - (w.su[yu] + w.sw[yw] + P[yu * Lb + yw])
+    # 2. R = EW @ E^T (n x La), CM = EU @ E (n x Lb)  [row-major, see module doc]
+    dgemm(&tt, &tn, &La, &nn, &Lb, &one, E, &Lb, w.EW, &Lb, &zero, w.R, &La)
+    dgemm(&tn, &tn, &Lb, &nn, &La, &one, E, &Lb, w.EU, &La, &zero, w.CM, &Lb)
+    # 3. per instance: normaliser, marginals, loss, scatter
+    for i in range(n):
+        t = t0 + i
+        factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+        eu = w.EU + i * La
+        ew = w.EW + i * Lb
+        r = w.R + i * La
+        cm = w.CM + i * Lb
+        z = 0.0
+        for l in range(La):
+            z += eu[l] * r[l]
+        if not (z > 1e-280) or z == INFINITY:
+            # underflow/overflow of the product form: redo this one in the log domain
+            loss += pair_factor_log(m, e, start, t, T, w)
+            for l in range(La):
+                eu[l] = 0.0
+            continue
+        inv = 1.0 / z
+        for l in range(La):
+            w.qu[l] = eu[l] * r[l] * inv
+            eu[l] *= inv
+        for k in range(Lb):
+            w.qw[k] = ew[k] * cm[k] * inv
+        loss += log(z) + w.shift[i]
+        yu = m.gold[(start + tu) * m.n_chains + ca]
+        yw = m.gold[(start + tw) * m.n_chains + cb]
+        m.dtied[m.tied_offset[e] + yu * Lb + yw] -= 1.0
+        scatter_var(m, ca, start, tu, T, e, side_u, w.qu)
+        scatter_var(m, cb, start, tw, T, e, side_w, w.qw)
+    # 4. expected counts: outer += (EU / Z)^T EW  (E * outer is added at the end)
+    dgemm(&tn, &tt, &Lb, &La, &nn, &one, w.EW, &Lb, w.EU, &La, &one, m.outer + m.tied_offset[e], &Lb)
     return loss
 
 
-cdef bint tied_fast(const Model* m, int e, int La, int Lb, const double* su, const double* sw,
-                    double* q, double* qu, double* qw, double* lse) noexcept nogil:
-    """Marginals of a tied pair factor's conditional without an exp per entry.
-
-    With ``eu = exp(su - max)``, ``ew = exp(sw - max)`` and the matrix
-    exponentiated once per call (``E``), the conditional is
-    ``eu[l] ew[k] E[l, k] / Z``; its marginals need only ``E @ ew`` and
-    ``E.T @ eu`` (one fused pass).  Its contribution to the expected counts,
-    ``E * (a b^T)`` with ``a = eu / Z``, ``b = ew``, is buffered and summed by
-    dgemm.  Returns False (caller uses the log domain) if ``Z`` under/overflows.
-    """
-    cdef double mu = -INFINITY, mw = -INFINITY, tot = 0.0, el, rl, v, inv
-    cdef const double* E = m.tied_exp + m.tied_offset[e]
-    cdef double* arow = m.abuf + m.ab_offset[e] + m.fill[e] * La
-    cdef double* brow = m.abuf + m.ab_offset[e] + CHUNK * La + m.fill[e] * Lb
-    cdef int l, k
-    for l in range(La):
-        if su[l] > mu:
-            mu = su[l]
-    for k in range(Lb):
-        if sw[k] > mw:
-            mw = sw[k]
-    for k in range(Lb):
-        brow[k] = exp(sw[k] - mw)
-        qw[k] = 0.0
-    for l in range(La):
-        el = exp(su[l] - mu)
-        arow[l] = el
-        rl = 0.0
-        for k in range(Lb):
-            v = E[l * Lb + k]
-            rl = rl + v * brow[k]
-            qw[k] += el * v
-        qu[l] = el * rl
-        tot += qu[l]
-    if not (tot > 1e-280) or tot == INFINITY:
-        return False
-    inv = 1.0 / tot
-    for l in range(La):
-        qu[l] *= inv
-        arow[l] *= inv
-    for k in range(Lb):
-        qw[k] *= brow[k] * inv
-    lse[0] = log(tot) + mu + mw + m.tied_max[e]
-    m.fill[e] += 1
-    if m.fill[e] == CHUNK:
-        flush(m, e)
-    return True
-
-
-def pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
+def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
                      const double[::1] pair, const long long[::1] edge_offset,
                      const int[:, ::1] gold, int n_threads=1):
-    """Negative log-pseudolikelihood of a batch and its gradient w.r.t. the potentials.
-
-    Parameters
-    ----------
-    graph : skfcrf._bp.graph.Graph
-    seq_ptr : int64 ndarray (n_seq + 1,)
-    unary : float64 ndarray (N, Ltot)
-        Unary log-potentials.
-    pair : float64 ndarray
-        Pairwise log-potentials laid out by ``pair_layout(graph, N)``.
-    edge_offset : int64 ndarray (E + 1,)
-        That layout.
-    gold : int32 ndarray (N, C)
-        Gold label index of each chain at each token.  Gold assignments must have
-        finite potentials.
-    n_threads : int
-
-    Returns
-    -------
-    loss : ndarray (n_seq,)
-        Per-sequence negative log-pseudolikelihood.
-    dunary : ndarray (N, Ltot)
-        Gradient w.r.t. ``unary``.
-    dpair : ndarray like ``pair``
-        Gradient w.r.t. ``pair`` (tied edges: one matrix).
-    """
+    """Kernel of :func:`pseudolikelihood` (see there)."""
     cdef int C = graph.n_chains, E = graph.n_edges
     cdef Py_ssize_t n = unary.shape[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
@@ -366,12 +359,8 @@ def pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] u
             mx = float(finite.max()) if finite.size else 0.0
             tied_max_arr[ei] = mx
             tied_exp_arr[tied_offset[ei]:tied_offset[ei] + tied_sizes[ei]] = np.exp(block - mx)
-    ab_sizes = [CHUNK * (graph.n_labels[graph.edge_a[ei]] + graph.n_labels[graph.edge_b[ei]])
-                if graph.edge_tied[ei] else 0 for ei in range(E)]
-    cdef long long[::1] ab_offset = np.concatenate([[0], np.cumsum(ab_sizes)]).astype(np.int64)
-    cdef Py_ssize_t ab_total = max(ab_offset[E], 1)
-    acc_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
-    cdef double[:, ::1] outer = acc_arr
+    outer_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
+    cdef double[:, ::1] outer = outer_arr
     cdef double[::1] tied_exp = tied_exp_arr
     cdef double[::1] tied_max = tied_max_arr
     cdef int lmax = max(graph.n_labels) if C else 1
@@ -392,63 +381,96 @@ def pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] u
     base_model.gold = &gold[0, 0] if n else NULL
     base_model.dunary = &dunary[0, 0] if n else NULL
     base_model.dpair = &dpair[0] if pair.shape[0] else NULL
-    base_model.ab_offset = &ab_offset[0]
     base_model.tied_exp = &tied_exp[0]
     base_model.tied_max = &tied_max[0]
 
-    cdef Py_ssize_t s, t, T, start
-    cdef int c, e, ef, y, L, l
+    cdef Py_ssize_t s, t, T, start, t0, first
+    cdef int c, e, ef, y, L
     cdef double* buf
-    cdef double* su
-    cdef double* sw
-    cdef double* q
-    cdef double* qu
-    cdef double* qw
     cdef double acc, lse
     cdef Model m
+    cdef Scratch w
+    cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc(sizeof(double) * (4 * lmax + lmax * lmax))
-        su = buf
-        sw = buf + lmax
-        qu = buf + 2 * lmax
-        qw = buf + 3 * lmax
-        q = buf + 4 * lmax
+        buf = <double*> malloc(sizeof(double) * scratch)
+        w.su = buf
+        w.sw = buf + lmax
+        w.qu = buf + 2 * lmax
+        w.qw = buf + 3 * lmax
+        w.q = buf + 4 * lmax
+        w.EU = w.q + lmax * lmax
+        w.EW = w.EU + CHUNK * lmax
+        w.R = w.EW + CHUNK * lmax
+        w.CM = w.R + CHUNK * lmax
+        w.shift = w.CM + CHUNK * lmax
         m = base_model
         m.dtied = &dtied[threadid(), 0]
-        m.acc = &outer[threadid(), 0]
-        m.abuf = <double*> malloc(sizeof(double) * ab_total)
-        m.fill = <int*> calloc(E + 1, sizeof(int))
+        m.outer = &outer[threadid(), 0]
         for s in prange(n_seq, schedule="dynamic"):
             start = seq_ptr[s]
             T = seq_ptr[s + 1] - start
             acc = 0.0
+            # unary factors
             for t in range(T):
-                # unary factors
                 for c in range(C):
                     L = m.n_labels[c]
-                    var_scores(&m, c, start, t, T, -1, -1, su)
+                    var_scores(&m, c, start, t, T, -1, -1, w.su)
                     y = m.gold[(start + t) * C + c]
-                    acc = acc - su[y]
-                    lse = softmax_inplace(su, L)
+                    acc = acc - w.su[y]
+                    lse = softmax_inplace(w.su, L)
                     acc = acc + lse
-                    scatter_var(&m, c, start, t, T, -1, -1, su)
-                # pairwise factors ending at t
-                for e in range(E):
-                    if m.edge_kind[e] == IN_CHAIN and t == 0:
-                        continue
-                    acc = acc + pair_factor(&m, e, start, t, T, su, sw, q, qu, qw)
+                    scatter_var(&m, c, start, t, T, -1, -1, w.su)
+            # pairwise factors: tied edges chunk by chunk, untied one by one
+            for e in range(E):
+                first = 1 if m.edge_kind[e] == IN_CHAIN else 0
+                if m.edge_tied[e]:
+                    t0 = first
+                    while t0 < T:
+                        acc = acc + tied_chunk(&m, e, start, t0, min(CHUNK, T - t0), T, &w)
+                        t0 = t0 + CHUNK
+                else:
+                    for t in range(first, T):
+                        acc = acc + pair_factor_log(&m, e, start, t, T, &w)
             loss[s] = acc
-        for ef in range(E):
-            if m.edge_tied[ef]:
-                flush(&m, ef)
-        free(m.abuf)
-        free(m.fill)
         free(buf)
 
     if n_tied:
-        tied_sum = dtied_arr.sum(axis=0) + tied_exp_arr[:max(n_tied, 1)] * acc_arr.sum(axis=0)
+        tied_sum = dtied_arr.sum(axis=0) + tied_exp_arr[:max(n_tied, 1)] * outer_arr.sum(axis=0)
         for e in range(E):
             if graph.edge_tied[e]:
                 dpair_arr[edge_offset[e]:edge_offset[e] + tied_sizes[e]] += (
                     tied_sum[tied_offset[e]:tied_offset[e] + tied_sizes[e]])
     return loss_arr, dunary_arr, dpair_arr
+
+
+def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1):
+    """Negative log-pseudolikelihood of a batch and its gradient w.r.t. the potentials.
+
+    Parameters
+    ----------
+    graph : skfcrf._bp.graph.Graph
+    seq_ptr : int64 ndarray (n_seq + 1,)
+    unary : float64 ndarray (N, Ltot)
+        Unary log-potentials.
+    pair : float64 ndarray
+        Pairwise log-potentials laid out by ``pair_layout(graph, N)``.
+    edge_offset : int64 ndarray (E + 1,)
+        That layout.
+    gold : int32 ndarray (N, C)
+        Gold label index of each chain at each token.  Gold assignments must have
+        finite potentials.
+    n_threads : int
+        Threads over sequences.  BLAS runs single-threaded inside (its small
+        products are issued from every thread).
+
+    Returns
+    -------
+    loss : ndarray (n_seq,)
+        Per-sequence negative log-pseudolikelihood.
+    dunary : ndarray (N, Ltot)
+        Gradient w.r.t. ``unary``.
+    dpair : ndarray like ``pair``
+        Gradient w.r.t. ``pair`` (tied edges: one matrix).
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads)
