@@ -170,9 +170,9 @@ cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double
                 h[y] *= m[y]
     mx = 0.0
     for y in range(L):
-        if h[y] > mx:
-            mx = h[y]
-    if mx > 0.0 and mx < INFINITY:
+        mx = h[y] if h[y] > mx else mx
+    if mx > 0.0 and mx < 1e-100:
+        # rescale only when the product drifts towards underflow
         mx = 1.0 / mx
         for y in range(L):
             h[y] *= mx
