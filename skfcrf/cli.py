@@ -247,7 +247,8 @@ def _read(path, attributes, n_label_columns, sep):
         X, y = read_conll(path, n_label_columns=n_label_columns, attributes=tuple(attributes),
                           sep=_SEPARATORS[sep])
     except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                       f"{exc.start})") from None
     except ValueError as exc:
         raise CLIError(f"malformed data file {exc}") from None
     if not X:
@@ -268,7 +269,8 @@ def _count_columns(path, sep):
                     s = _SEPARATORS[sep]
                     return len(line.split() if s is None else line.split(s))
     except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                       f"{exc.start})") from None
     except OSError as exc:
         raise CLIError(f"cannot read {path}: {exc.strerror}") from None
     return 0
@@ -615,23 +617,24 @@ def build_parser():
                        "and write one rendered report",
                        description="Structure recognition on the embedded synthetic dictations: "
                        "3-fold cross-validation of a factorial CRF (pseudolikelihood), per-chain "
-                       "accuracy and WindowDiff with 95%% confidence intervals, TRP convergence, "
+                       "accuracy and WindowDiff with 95% confidence intervals, TRP convergence, "
                        "and one recognised report rendered as HTML and Markdown.")
-    d.add_argument("--n-reports", type=_positive_int, default=DEMO_N_REPORTS,
+    d.add_argument("--n-reports", type=_positive_int, metavar="N", default=DEMO_N_REPORTS,
                    help="number of synthetic reports (default: %(default)s)")
-    d.add_argument("--max-iter", type=_positive_int, default=DEMO_MAX_ITER,
+    d.add_argument("--max-iter", type=_positive_int, metavar="N", default=DEMO_MAX_ITER,
                    help="L-BFGS iterations per fold (default: %(default)s)")
-    d.add_argument("--bp-max-iter", type=_positive_int, default=DEMO_BP_MAX_ITER,
+    d.add_argument("--bp-max-iter", type=_positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
-    d.add_argument("--sigma", type=_positive_float, default=10.0,
+    d.add_argument("--sigma", type=_positive_float, metavar="S", default=10.0,
                    help="Gaussian prior standard deviation (default: %(default)s)")
-    d.add_argument("--min-instance-freq", type=_instance_freq, default=2,
+    d.add_argument("--min-instance-freq", type=_instance_freq, metavar="F", default=2,
                    help="pre-pruning: minimum number of reports an observation occurs in "
                    "(default: %(default)s)")
-    d.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    d.add_argument("--n-jobs", type=_n_jobs, default=2,
+    d.add_argument("--seed", type=int, metavar="N", default=0,
+                   help="random seed (default: %(default)s)")
+    d.add_argument("--n-jobs", type=_n_jobs, metavar="N", default=2,
                    help="threads for the CRF kernels (default: %(default)s; -1: all cores)")
-    d.add_argument("--output-dir", default=".",
+    d.add_argument("--output-dir", default=".", metavar="DIR",
                    help="where to write skfcrf_demo_report.html/.md (default: current directory)")
     d.add_argument("-v", "--verbose", action="count", default=0,
                    help="print the training loss at every iteration")
@@ -663,23 +666,24 @@ def build_parser():
                    help="bag-of-concepts window +-W (default: 10)")
     t.add_argument("--position-bins", type=_positive_int, default=8, metavar="N",
                    help="relative-position bins (default: 8)")
-    t.add_argument("--sigma", type=_positive_float, default=10.0,
+    t.add_argument("--sigma", type=_positive_float, metavar="S", default=10.0,
                    help="Gaussian prior standard deviation (default: 10)")
     t.add_argument("--objective", choices=("pseudolikelihood", "likelihood"),
                    default="pseudolikelihood", help="training objective (default: %(default)s)")
     t.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
                    help="optimiser (default: %(default)s)")
-    t.add_argument("--max-iter", type=_positive_int, default=800,
+    t.add_argument("--max-iter", type=_positive_int, metavar="N", default=800,
                    help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
-    t.add_argument("--bp-max-iter", type=_positive_int, default=1000,
+    t.add_argument("--bp-max-iter", type=_positive_int, metavar="N", default=1000,
                    help="TRP iterations per sequence when decoding several chains "
                    "(default: %(default)s; stored in the model)")
-    t.add_argument("--min-instance-freq", type=_instance_freq, default=1,
+    t.add_argument("--min-instance-freq", type=_instance_freq, metavar="F", default=1,
                    help="pre-pruning: minimum number (int) or fraction (float) of training "
                    "sequences an observation occurs in (default: %(default)s)")
-    t.add_argument("--n-jobs", type=_n_jobs, default=2,
+    t.add_argument("--n-jobs", type=_n_jobs, metavar="N", default=2,
                    help="threads (default: %(default)s; -1: all cores)")
-    t.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    t.add_argument("--seed", type=int, metavar="N", default=0,
+                   help="random seed (default: %(default)s)")
     t.add_argument("-v", "--verbose", action="count", default=0,
                    help="print the training loss at every iteration")
     common(t)

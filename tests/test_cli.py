@@ -87,7 +87,8 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
         assert f"fold {k}/3" in res.stderr
     html = (tmp_path / "skfcrf_demo_report.html").read_text(encoding="utf-8")
     md = (tmp_path / "skfcrf_demo_report.md").read_text(encoding="utf-8")
-    assert html.startswith("<!DOCTYPE html>") and "<section" in html and html.rstrip().endswith("</html>")
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert "<section" in html and "Reference structure" in html
     assert md.startswith("# skfcrf demo") and "\n## " in md
 
 
