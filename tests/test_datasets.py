@@ -23,7 +23,7 @@ from skfcrf.datasets import (
     write_conll,
 )
 
-CONLL2000 = "/work/shared/data/conll2000/train.txt"
+from datapaths import CONLL2000, needs_conll2000
 
 
 # --------------------------------------------------------------------------------------
@@ -176,6 +176,7 @@ def test_speed():
 # CoNLL
 # --------------------------------------------------------------------------------------
 
+@needs_conll2000
 def test_conll2000_read_and_round_trip(tmp_path):
     X, y = read_conll(CONLL2000, attributes=("word", "pos"))
     assert len(X) == 8936

@@ -22,7 +22,7 @@ from skfcrf.structure import (
     segments_to_chains,
 )
 
-CONLL2000 = "/work/shared/data/conll2000/train.txt"
+from datapaths import CONLL2000, needs_conll2000
 
 
 def _arr(rows):
@@ -119,6 +119,7 @@ def test_dictations_are_valid_and_round_trip():
             assert secs[0].start == 0 and secs[-1].end == len(toks)
 
 
+@needs_conll2000
 def test_conll_chunks_round_trip():
     X, y = read_conll(CONLL2000, attributes=("word", "pos"))
     for toks, lab in zip(X[:300], y[:300]):
