@@ -21,6 +21,10 @@ try:
 except ImportError:  # running from a source checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import os
+
+from _conll import DATA
+from skfcrf.datasets import read_conll
 from skfcrf.transformers import (
     BagOfConcepts,
     NGramWindow,
@@ -28,24 +32,7 @@ from skfcrf.transformers import (
     SequenceFeatureUnion,
 )
 
-DEFAULT = "/work/shared/data/conll2000/train.txt"
-
-
-def read_columns(path):
-    """Tiny CoNLL reader: ``word POS chunk`` lines, blank line between sentences."""
-    X, seq = [], []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if not parts:
-                if seq:
-                    X.append(seq)
-                    seq = []
-                continue
-            seq.append({"word": parts[0], "pos": parts[1]})
-    if seq:
-        X.append(seq)
-    return X
+DEFAULT = os.path.join(DATA, "train.txt")
 
 
 def make_union():
@@ -66,7 +53,7 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true", help="cProfile one run")
     args = ap.parse_args(argv)
 
-    X = read_columns(args.path)
+    X, _ = read_conll(args.path, attributes=("word", "pos"))
     n_tokens = sum(map(len, X))
     print(f"{len(X)} sequences, {n_tokens} tokens from {args.path}")
     if args.profile:
