@@ -81,3 +81,15 @@ def test_extreme_potentials_use_the_log_domain_fallback(scale):
     assert np.all(np.isfinite(loss))
     np.testing.assert_allclose(loss, brute_pl(graph, seq_ptr, unary, pair, edge_offset, gold),
                                rtol=1e-9)
+
+
+def test_threads_agree_on_a_busy_batch():
+    """Both threads work at once on long sequences (regression: scratch buffers shared)."""
+    rng = np.random.default_rng(11)
+    prob = make_problem(rng, (4, 9, 6), [700] * 12, [(0, 1), (1, 2)], 1)
+    l1, u1, p1 = pseudolikelihood(*prob, n_threads=1)
+    for _ in range(3):
+        l2, u2, p2 = pseudolikelihood(*prob, n_threads=2)
+        np.testing.assert_allclose(l1, l2, rtol=1e-12)
+        np.testing.assert_allclose(u1, u2, atol=1e-10)
+        np.testing.assert_allclose(p1, p2, rtol=1e-10, atol=1e-8)

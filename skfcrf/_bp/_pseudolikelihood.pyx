@@ -69,6 +69,22 @@ cdef struct Scratch:
     double* shift   # CHUNK: mu + mw - gold score
 
 
+cdef inline Scratch make_scratch(double* buf, int lmax) noexcept nogil:
+    """Carve one thread's scratch arrays out of ``buf`` (see the sizes in :class:`Scratch`)."""
+    cdef Scratch w
+    w.su = buf
+    w.sw = buf + lmax
+    w.qu = buf + 2 * lmax
+    w.qw = buf + 3 * lmax
+    w.q = buf + 4 * lmax
+    w.EU = w.q + lmax * lmax
+    w.EW = w.EU + CHUNK * lmax
+    w.R = w.EW + CHUNK * lmax
+    w.CM = w.R + CHUNK * lmax
+    w.shift = w.CM + CHUNK * lmax
+    return w
+
+
 cdef inline long long pos_base(const Model* m, int e, Py_ssize_t g) noexcept nogil:
     """Start of edge ``e``'s potential matrix at global token ``g``."""
     cdef long long k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
@@ -393,16 +409,8 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
     with nogil, parallel(num_threads=n_threads):
         buf = <double*> malloc(sizeof(double) * scratch)
-        w.su = buf
-        w.sw = buf + lmax
-        w.qu = buf + 2 * lmax
-        w.qw = buf + 3 * lmax
-        w.q = buf + 4 * lmax
-        w.EU = w.q + lmax * lmax
-        w.EW = w.EU + CHUNK * lmax
-        w.R = w.EW + CHUNK * lmax
-        w.CM = w.R + CHUNK * lmax
-        w.shift = w.CM + CHUNK * lmax
+        # whole-struct assignments make w and m private to each thread
+        w = make_scratch(buf, lmax)
         m = base_model
         m.dtied = &dtied[threadid(), 0]
         m.outer = &outer[threadid(), 0]
