@@ -278,6 +278,10 @@ def _save(est, tmp_path):
 
 
 def test_load_rejects_foreign_file(tmp_path):
+    text = tmp_path / "model.txt"
+    text.write_text("not a model")
+    with pytest.raises(ValueError, match="not an skfcrf model"):
+        FactorialCRF.load(text)
     path = tmp_path / "x.npz"
     np.savez(path, header=np.frombuffer(b'{"format": "other"}', dtype=np.uint8))
     with pytest.raises(ValueError, match="not an skfcrf model"):

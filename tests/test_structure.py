@@ -341,3 +341,14 @@ def test_render_fewer_chains_and_heading_for():
     assert heading_for("VitalSigns", subsection=True) == "VITAL SIGNS"
     assert heading_for("SomeNewSectionType") == "SOME NEW SECTION TYPE"
     assert heading_for("Plan", {"Plan": "RECOMMENDATIONS"}) == "RECOMMENDATIONS"
+
+
+def test_render_drops_empty_sentence_text():
+    from skfcrf.structure import render_html, render_markdown
+    toks = ["new", "paragraph", "he", "is", "fine"]
+    labels = [("BeginSentence", "BeginParagraph", "BeginPlan"), ("Sentence", "Paragraph", "Plan"),
+              ("BeginSentence", "Paragraph", "Plan"), ("Sentence", "Paragraph", "Plan"),
+              ("Sentence", "Paragraph", "Plan")]
+    md = render_markdown(toks, labels, dictated_punctuation=True)
+    html = render_html(toks, labels, dictated_punctuation=True)
+    assert "\n He" not in md and "<p> " not in html

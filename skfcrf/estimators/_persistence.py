@@ -4,6 +4,7 @@ Loading uses ``np.load(allow_pickle=False)`` and ``json.loads`` only, so a model
 file cannot execute code.
 """
 import json
+import zipfile
 
 import numpy as np
 
@@ -106,6 +107,8 @@ def save(est, path):
 
 
 def load(cls, path):
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not an skfcrf model file (expected a .npz written by save)")
     with np.load(path, allow_pickle=False) as data:
         try:
             header = json.loads(bytes(data["header"]).decode("utf-8"))

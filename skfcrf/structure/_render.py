@@ -181,7 +181,7 @@ def _render(tokens, labels, opts, scheme, fmt):
             if b.label == "Enumelement":
                 k += 1
                 leaves = [c for c in b.children if c.label != "Enummarker"] or b.children
-                text = " ".join(_sentence_text(c, opts) for c in leaves)
+                text = " ".join(t for t in (_sentence_text(c, opts) for c in leaves) if t)
                 if fmt == "html":
                     if not in_list:
                         out.append("<ol>")
@@ -196,7 +196,7 @@ def _render(tokens, labels, opts, scheme, fmt):
                 k = 0
             subs = [c for c in b.children if c.label == "Subheading"]
             leaves = [c for c in b.children if c.label != "Subheading"]
-            text = " ".join(_sentence_text(c, opts) for c in leaves)
+            text = " ".join(t for t in (_sentence_text(c, opts) for c in leaves) if t)
             sub = None
             if subs:
                 sub = _title_text(subs, opts)
