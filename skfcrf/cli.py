@@ -714,8 +714,8 @@ def build_parser():
 
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
-DEMO_N_REPORTS = 90
-DEMO_MAX_ITER = 60
+DEMO_N_REPORTS = 120
+DEMO_MAX_ITER = 100
 DEMO_BP_MAX_ITER = 200
 
 
