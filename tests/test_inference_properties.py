@@ -1,6 +1,5 @@
 """Property tests (hypothesis) of the inference kernels over random potentials."""
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,7 +91,6 @@ def _score(graph, seq_ptr, unary, pair, labels):
     N = unary.shape[0]
     off = pair_layout(graph, N)
     lo = graph.label_offset
-    out = []
     starts = seq_ptr[:-1]
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
     total = np.zeros(len(seq_ptr) - 1)

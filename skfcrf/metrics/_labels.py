@@ -4,7 +4,6 @@ import numpy as np
 from skfcrf.metrics._common import (
     chain_pair,
     check_y_pair,
-    label_equal,
     resolve_chain,
     sort_labels,
 )
