@@ -54,34 +54,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ----------------------------------------------------------------------------- option types
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+def _bounded(convert, ok, what):
+    """An argparse type: ``convert`` the text, then require ``ok(value)``."""
+    def parse(text):
+        try:
+            v = convert(text)
+        except ValueError:
+            v = None
+        if v is None or not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return v
+    return parse
 
 
-def _nonnegative_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return v
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
+_positive_int = _bounded(int, lambda v: v >= 1, "a positive integer")
+_nonnegative_int = _bounded(int, lambda v: v >= 0, "a non-negative integer")
+_positive_float = _bounded(float, lambda v: v > 0, "a positive number")
 
 
 def _n_jobs(text):
