@@ -49,6 +49,19 @@ def word_observations(X):
     return union.fit_transform(suffix)
 
 
+def merge_observations(a, b):
+    """Per-token union of two observation sets (lists of lists of dicts)."""
+    return [[{**ta, **tb} for ta, tb in zip(sa, sb)] for sa, sb in zip(a, b)]
+
+
+def crfsuite(c2=1.0, max_iterations=100):
+    """The CRFsuite peer every CoNLL benchmark uses: L-BFGS, L2 only, no early stop."""
+    import sklearn_crfsuite
+    return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=max_iterations,
+                                num_memories=6, epsilon=1e-12, delta=1e-12,
+                                all_possible_transitions=True)
+
+
 def chunk_f1(y_true_chunks, y_pred_chunks):
     return segment_f1([list(s) for s in y_true_chunks], [list(s) for s in y_pred_chunks], chain=0)
 

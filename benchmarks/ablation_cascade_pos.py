@@ -12,20 +12,10 @@ would give roughly the "-1, 0, 1" information.
 """
 import time
 
-import sklearn_crfsuite
-
 from skfcrf.transformers import NGramWindow, make_sequence_union
 
-from _conll import chunk_f1, load, word_observations
-
-
-def merge(a, b):
-    return [[{**ta, **tb} for ta, tb in zip(sa, sb)] for sa, sb in zip(a, b)]
-
-
-def crfsuite():
-    return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=1.0, max_iterations=100, num_memories=6,
-                                epsilon=1e-12, delta=1e-12, all_possible_transitions=True)
+from _conll import chunk_f1, crfsuite, load, word_observations
+from _conll import merge_observations as merge
 
 
 def main():

@@ -19,17 +19,13 @@ import math
 import warnings
 
 import numpy as np
-import sklearn_crfsuite
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.transformers import NGramWindow, make_sequence_union
 
-from _conll import Timer, chunk_f1, load, word_observations
-
-
-def merge(a, b):
-    return [[{**ta, **tb} for ta, tb in zip(sa, sb)] for sa, sb in zip(a, b)]
+from _conll import Timer, chunk_f1, crfsuite, load, word_observations
+from _conll import merge_observations as merge
 
 
 def pos_ngrams(tokens_with_pos):
@@ -56,13 +52,9 @@ def main():
     pos_test = [[p for p, _ in s] for s in y_test]
     chunk_test = [[c for _, c in s] for s in y_test]
 
-    def crfsuite():
-        return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=1.0 / (2 * args.sigma ** 2),
-                                    max_iterations=args.iterations, num_memories=6,
-                                    epsilon=1e-12, delta=1e-12, all_possible_transitions=True)
-
     # cascade
-    tagger, chunker = crfsuite(), crfsuite()
+    c2 = 1.0 / (2 * args.sigma ** 2)
+    tagger, chunker = crfsuite(c2, args.iterations), crfsuite(c2, args.iterations)
     C_train = merge(W_train, pos_ngrams(X_train))
     with Timer() as t_tag:
         tagger.fit(W_train, pos_train)
