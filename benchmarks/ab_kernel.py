@@ -57,7 +57,7 @@ def conll2_workload(n_jobs):
     est = FactorialCRF(n_jobs=n_jobs)
     batch, theta0, seeds, _ = est._prepare_fit(word_observations(X), y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
-    unary, pair, eo = est.layout_.potentials(theta, batch.X, n_jobs, est.forbidden_)
+    unary, pair, eo = est.layout_.potentials(theta, batch.obs, n_jobs, est.forbidden_)
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
 
 
@@ -72,7 +72,7 @@ def dictations_workload(n_jobs, n_reports=300):
     est = FactorialCRF(min_instance_freq=2, n_jobs=n_jobs)
     batch, theta0, seeds, _ = est._prepare_fit(F, y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
-    unary, pair, eo = est.layout_.potentials(theta, batch.X, n_jobs, est.forbidden_)
+    unary, pair, eo = est.layout_.potentials(theta, batch.obs, n_jobs, est.forbidden_)
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
 
 

@@ -88,7 +88,7 @@ def test_likelihood_loss_equals_enumeration(n_chains):
     batch, theta0, seeds, _ = est._prepare_fit(X, y)
     theta = np.random.default_rng(0).normal(size=theta0.shape)
     loss, _ = est._penalized(theta, batch, seeds, 1)
-    unary, pair, eo = est.layout_.potentials(theta, batch.X, 1, est.forbidden_)
+    unary, pair, eo = est.layout_.potentials(theta, batch.obs, 1, est.forbidden_)
     ref = 0.0
     from scipy.special import logsumexp
     for s in range(len(batch.seq_ptr) - 1):

@@ -34,12 +34,13 @@ def _inference():
 class _Batch:
     """Training data of a set of sequences in the form the kernels need."""
 
-    def __init__(self, X, seq_ptr, gold, graph):
+    def __init__(self, X, seq_ptr, gold, layout):
         self.X = X
-        self.XT = X.T.tocsr()
         self.seq_ptr = seq_ptr
         self.gold = np.ascontiguousarray(gold, dtype=np.int32)
-        self.graph = graph
+        self.layout = layout
+        self.graph = layout.graph
+        self.obs = layout.observation_rows(X, seq_ptr)
         self._gold_stats = None
 
     def gold_stats(self, edge_offset):
@@ -52,7 +53,7 @@ class _Batch:
         lengths = np.diff(self.seq_ptr)[seq_index]
         rows = np.concatenate([np.arange(self.seq_ptr[s], self.seq_ptr[s + 1]) for s in seq_index])
         seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return _Batch(self.X[rows], seq_ptr, self.gold[rows], self.graph)
+        return _Batch(self.X[rows], seq_ptr, self.gold[rows], self.layout)
 
 
 class FactorialCRF(BaseEstimator):
@@ -483,7 +484,7 @@ class FactorialCRF(BaseEstimator):
         self.forbidden_ = self._forbidden_masks()
         check_gold_allowed(self.graph_, seq_ptr, gold, self.forbidden_, self._edge_name)
         rng = check_random_state(self.random_state)
-        batch = _Batch(Xm.tocsr(), seq_ptr, gold, self.graph_)
+        batch = _Batch(Xm.tocsr(), seq_ptr, gold, self.layout_)
         theta0 = self.coef_.copy() if warm else np.zeros(self.layout_.n_params)
         seeds = rng.randint(0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
         return batch, theta0, seeds, rng
@@ -541,7 +542,7 @@ class FactorialCRF(BaseEstimator):
     def _loss_grad(self, theta, batch, seeds, n_threads):
         """Unpenalised negative log-(pseudo)likelihood of a batch and its gradient."""
         layout = self.layout_
-        unary, pair, edge_offset = layout.potentials(theta, batch.X, n_threads, self.forbidden_)
+        unary, pair, edge_offset = layout.potentials(theta, batch.obs, n_threads, self.forbidden_)
         if self.objective == "pseudolikelihood":
             losses, dunary, dpair = pseudolikelihood(
                 self.graph_, batch.seq_ptr, unary, pair, edge_offset, batch.gold, n_threads)
@@ -558,7 +559,7 @@ class FactorialCRF(BaseEstimator):
             dunary.ravel()[stats.unary_index] -= 1.0
             dpair = pmarg - stats.pair_counts
             dpair[~np.isfinite(pair)] = 0.0
-        grad = layout.gradient(dunary, dpair, edge_offset, batch.XT, n_threads)
+        grad = layout.gradient(dunary, dpair, edge_offset, batch.obs, n_threads)
         return loss, grad
 
     # ------------------------------------------------------------------ prediction
@@ -573,7 +574,8 @@ class FactorialCRF(BaseEstimator):
         self._check_fitted()
         Xm, seq_ptr = self.encoder_.transform(X)
         n_threads = effective_n_jobs(self.n_jobs)
-        unary, pair, _ = self.layout_.potentials(self.coef_, Xm.tocsr(), n_threads, self.forbidden_)
+        obs = self.layout_.observation_rows(Xm, seq_ptr)
+        unary, pair, _ = self.layout_.potentials(self.coef_, obs, n_threads, self.forbidden_)
         # predictions are repeatable: without a random_state the trees come from seed 0
         state = 0 if self.random_state is None else self.random_state
         seeds = check_random_state(state).randint(

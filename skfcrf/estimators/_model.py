@@ -28,8 +28,8 @@ each edge template's ``L_a x L_b`` biases.
 """
 import numpy as np
 
-from skfcrf._bp._features import table_gradient, token_scores
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
 
@@ -153,20 +153,23 @@ class ParameterLayout:
         return cls(graph, n_features, feat_ptr, ent_col)
 
     # -- potentials -----------------------------------------------------------------
-    def potentials(self, theta, X, n_threads=1, forbidden=None):
-        """Unary ``(N, Ltot)`` and flat pairwise log-potentials for observations ``X``.
+    def observation_rows(self, X, seq_ptr):
+        """Observations ``X`` (N, n_features) of sequences ``seq_ptr``, ready for the products."""
+        return ObservationRows(X, seq_ptr, np.diff(self.feat_ptr), self.score_width)
 
-        ``forbidden`` maps an edge index to a boolean ``(L_a, L_b)`` mask of
-        assignments that get a ``-inf`` potential.
+    def potentials(self, theta, obs, n_threads=1, forbidden=None):
+        """Unary ``(N, Ltot)`` and flat pairwise log-potentials for observations ``obs``.
+
+        ``obs`` comes from :meth:`observation_rows`.  ``forbidden`` maps an edge
+        index to a boolean ``(L_a, L_b)`` mask of assignments that get a ``-inf``
+        potential.
         """
         graph = self.graph
-        n = X.shape[0]
+        n = obs.shape[0]
         ltot = graph.total_labels
         scores = np.zeros((n, self.score_width), dtype=np.float64)
         if self.n_table:
-            token_scores(X.indptr.astype(np.int32, copy=False), X.indices.astype(np.int32, copy=False),
-                         X.data.astype(np.float64, copy=False), self.feat_ptr, self.ent_col,
-                         theta, scores, n_threads)
+            obs.add_scores(self.feat_ptr, self.ent_col, theta, scores, n_threads)
         if self.score_width == ltot:
             unary = scores
         else:
@@ -188,10 +191,11 @@ class ParameterLayout:
                 block.reshape(-1, k)[:, mask] = -np.inf
         return unary, pair, edge_offset
 
-    def gradient(self, dunary, dpair, edge_offset, XT, n_threads=1):
+    def gradient(self, dunary, dpair, edge_offset, obs, n_threads=1):
         """Map gradients w.r.t. the potentials to gradients w.r.t. ``theta``.
 
-        ``XT`` is the observation-major CSR form of the observations (``X.T``).
+        ``obs`` are the observations the potentials came from
+        (:meth:`observation_rows`).  ``dunary`` may be overwritten.
         """
         graph = self.graph
         n, ltot = dunary.shape
@@ -213,9 +217,8 @@ class ParameterLayout:
                 grad[self.bias_edge[e]:self.bias_edge[e + 1]] = per_pos.sum(axis=0)
         grad[self.bias_unary:self.bias_unary + ltot] = dunary.sum(axis=0)
         if self.n_table:
-            table_gradient(XT.indptr.astype(np.int32, copy=False), XT.indices.astype(np.int32, copy=False),
-                           XT.data.astype(np.float64, copy=False), self.feat_ptr, self.ent_col,
-                           dscore, grad[:self.n_table], n_threads)
+            grad[:self.n_table] = 0.0
+            obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads)
         return grad
 
 

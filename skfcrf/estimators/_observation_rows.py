@@ -1,0 +1,119 @@
+"""The observation matrix of a batch, prepared for the feature-table products.
+
+Every loss/gradient evaluation computes the per-token scores ``X @ W`` and the
+weight gradient ``X.T @ dscore`` through the feature table
+(:mod:`skfcrf._bp._features`); the work is, per non-zero ``x[t, f]``, the number
+of table entries of observation ``f``.
+
+Some observations hardly change from one token to the next: a bag-of-concepts
+count over a +-10 token window changes only where a concept enters or leaves
+the window, a relative-position bin only at a bin edge.  For such a column the
+*differences* ``D[t] = X[t] - X[t-1]`` (within a sequence; a sequence's first
+row is its observations) have far fewer non-zeros than ``X``, and
+
+* ``X[t] @ W`` is the running sum of ``D[t'] @ W`` over ``t' <= t``;
+* ``X.T @ dscore = D.T @ S`` with ``S[t]`` the sum of ``dscore[t']`` over the
+  rest of the sequence, ``t' >= t``.
+
+Each column takes the cheaper form.  The difference form costs two extra passes
+over the score matrix (running sum, suffix sum), so it is used only when it
+saves more table work than that.  Both forms give the same products up to
+floating-point summation order.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from skfcrf._bp._features import running_scores, suffix_sums, table_gradient, token_scores
+
+#: Cost of the running-sum and suffix-sum passes, in table-entry updates per
+#: score-matrix entry; differencing is used when it saves more than that.
+PASS_COST = 2.0
+
+
+def _kernel_csr(M):
+    """``(indptr, indices, data)`` of a CSR matrix as the kernels take them."""
+    return (M.indptr.astype(np.int32), M.indices.astype(np.int32),
+            M.data.astype(np.float64))
+
+
+def token_differences(X, seq_ptr):
+    """``D`` with ``D[t] = X[t] - X[t-1]`` inside each sequence, ``D[start] = X[start]``."""
+    n = X.shape[0]
+    rows = np.arange(n)
+    starts = np.zeros(n, dtype=bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    inner = rows[~starts]
+    shift = sp.csr_matrix((np.ones(inner.size), (inner, inner - 1)), shape=(n, n))
+    D = (X - shift @ X).tocsr()
+    D.eliminate_zeros()
+    return D
+
+
+def _keep_columns(M, keep):
+    """``M`` with the entries of columns outside ``keep`` removed."""
+    M = M.copy()
+    M.data[~keep[M.indices]] = 0.0
+    M.eliminate_zeros()
+    return M
+
+
+class ObservationRows:
+    """A batch's observations split into directly used and differenced columns.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix (N, F)
+        Stacked observations of the batch.
+    seq_ptr : int64 ndarray (n_seq + 1,)
+        Sequence boundaries in the rows of ``X``.
+    table_counts : int ndarray (F,)
+        Number of feature-table entries of each observation (its cost per
+        non-zero).
+    width : int
+        Columns of the per-token score matrix.
+    """
+
+    def __init__(self, X, seq_ptr, table_counts, width):
+        X = sp.csr_matrix(X)
+        self.shape = X.shape
+        self.seq_ptr = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+        n, n_feat = X.shape
+        counts = np.asarray(table_counts, dtype=np.float64)
+        D = token_differences(X, self.seq_ptr)
+        nnz_x = np.bincount(X.indices, minlength=n_feat)
+        nnz_d = np.bincount(D.indices, minlength=n_feat)
+        differenced = nnz_d < nnz_x
+        saving = float((counts * (nnz_x - nnz_d))[differenced].sum())
+        if not saving > PASS_COST * n * width:
+            differenced[:] = False
+        self.differenced = differenced
+        direct = _keep_columns(X, ~differenced) if differenced.any() else X
+        self._direct = _kernel_csr(direct)
+        self._direct_t = _kernel_csr(direct.T.tocsr())
+        if differenced.any():
+            D = _keep_columns(D, differenced)
+            self._diff = _kernel_csr(D)
+            self._diff_t = _kernel_csr(D.T.tocsr())
+        else:
+            self._diff = self._diff_t = None
+
+    @property
+    def has_differences(self):
+        return self._diff is not None
+
+    def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1):
+        """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table."""
+        token_scores(*self._direct, feat_ptr, ent_col, theta, out, n_threads)
+        if self._diff is not None:
+            running_scores(self.seq_ptr, *self._diff, feat_ptr, ent_col, theta, out, n_threads)
+
+    def add_gradient(self, feat_ptr, ent_col, dscore, grad, n_threads=1):
+        """Add ``X.T @ dscore`` (mapped through the feature table) to ``grad``.
+
+        ``dscore`` is overwritten (by its suffix sums) when columns are
+        differenced.
+        """
+        table_gradient(*self._direct_t, feat_ptr, ent_col, dscore, grad, n_threads)
+        if self._diff is not None:
+            suffix_sums(self.seq_ptr, dscore, n_threads)
+            table_gradient(*self._diff_t, feat_ptr, ent_col, dscore, grad, n_threads)
