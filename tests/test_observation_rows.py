@@ -2,13 +2,13 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
-
-from skfcrf import FactorialCRF
-import skfcrf.estimators._observation_rows as rows_module
-from skfcrf.estimators._observation_rows import ObservationRows, token_differences
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_estimator import check_gradient
+
+import skfcrf.estimators._observation_rows as rows_module
+from skfcrf import FactorialCRF
+from skfcrf.estimators._observation_rows import ObservationRows, token_differences
 
 
 def window_counts(lengths, n_concepts, window, seed):

@@ -23,7 +23,12 @@ floating-point summation order.
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._bp._features import running_scores, suffix_sums, table_gradient, token_scores
+from skfcrf._bp._features import (
+    running_scores,
+    suffix_sums,
+    table_gradient,
+    token_scores,
+)
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.
