@@ -31,8 +31,12 @@ def test_loss_matches_enumeration(n_labels, lengths, couplings, tied, forbid):
 @pytest.mark.parametrize("forbid", [False, True])
 def test_gradient_finite_differences(n_labels, lengths, couplings, tied, forbid):
     rng = np.random.default_rng(1)
-    graph, seq_ptr, unary, pair, edge_offset, gold = make_problem(
-        rng, n_labels, lengths, couplings, tied, forbid)
+    _check_gradient(make_problem(rng, n_labels, lengths, couplings, tied, forbid), 1e-6)
+
+
+def _check_gradient(prob, atol):
+    """The kernel's gradients against central finite differences of its loss."""
+    graph, seq_ptr, unary, pair, edge_offset, gold = prob
     _, du, dp = pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold)
     eps = 1e-6
 
@@ -45,7 +49,7 @@ def test_gradient_finite_differences(n_labels, lengths, couplings, tied, forbid)
         up[idx] += eps
         um[idx] -= eps
         num_u[idx] = (total(up, pair) - total(um, pair)) / (2 * eps)
-    np.testing.assert_allclose(du, num_u, atol=1e-6)
+    np.testing.assert_allclose(du, num_u, atol=atol)
     finite = np.isfinite(pair)
     num_p = np.zeros_like(pair)
     for i in np.flatnonzero(finite):
@@ -53,7 +57,7 @@ def test_gradient_finite_differences(n_labels, lengths, couplings, tied, forbid)
         pp[i] += eps
         pm[i] -= eps
         num_p[i] = (total(unary, pp) - total(unary, pm)) / (2 * eps)
-    np.testing.assert_allclose(dp[finite], num_p[finite], atol=1e-6)
+    np.testing.assert_allclose(dp[finite], num_p[finite], atol=atol)
     assert np.all(dp[~finite] == 0)
 
 
@@ -93,3 +97,74 @@ def test_threads_agree_on_a_busy_batch():
         np.testing.assert_allclose(l1, l2, rtol=1e-12)
         np.testing.assert_allclose(u1, u2, atol=1e-10)
         np.testing.assert_allclose(p1, p2, rtol=1e-10, atol=1e-8)
+
+
+# Tied matrices that are finite and span at most 600 build the pairwise conditionals from the
+# cached exp(full score) of each variable; the others recompute the left-out scores.  The
+# tests below pit the two paths against each other and against enumeration.
+
+def _block(graph, pair, edge_offset, e):
+    la, lb = graph.n_labels[graph.edge_a[e]], graph.n_labels[graph.edge_b[e]]
+    return pair[edge_offset[e]:edge_offset[e] + la * lb].reshape(la, lb)
+
+
+def _with_dead_label(prob, chain, value):
+    """Make label 0 of ``chain`` impossible (unary -inf, never gold) and, in a copy, set every
+    tied entry that involves it to ``value``.  Both problems have the same pseudolikelihood;
+    with ``value`` -inf or far below the rest, every edge touching ``chain`` leaves the cached
+    path."""
+    graph, seq_ptr, unary, pair, edge_offset, gold = prob
+    unary = unary.copy()
+    unary[:, graph.label_offset[chain]] = -np.inf
+    gold = gold.copy()
+    gold[gold[:, chain] == 0, chain] = 1
+    poisoned = pair.copy()
+    for e in range(graph.n_edges):
+        blk = _block(graph, poisoned, edge_offset, e)
+        if graph.edge_a[e] == chain:
+            blk[0, :] = value
+        if graph.edge_b[e] == chain:
+            blk[:, 0] = value
+    return (graph, seq_ptr, unary, pair, edge_offset, gold), \
+        (graph, seq_ptr, unary, poisoned, edge_offset, gold)
+
+
+@pytest.mark.parametrize("value", [-np.inf, -1000.0, -5000.0])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_cached_path_equals_exact_path(value, n_threads):
+    rng = np.random.default_rng(3)
+    prob = make_problem(rng, (4, 5, 3), [9, 1, 30, 4, 2, 17], [(0, 1), (0, 2), (1, 2)], 1)
+    cached, exact = _with_dead_label(prob, 1, value)
+    l1, u1, p1 = pseudolikelihood(*cached, n_threads=n_threads)
+    l2, u2, p2 = pseudolikelihood(*exact, n_threads=n_threads)
+    assert np.all(np.isfinite(l1)) and np.all(np.isfinite(l2))
+    np.testing.assert_allclose(l1, l2, rtol=1e-12)
+    np.testing.assert_allclose(u1, u2, rtol=1e-12, atol=1e-13)
+    both = np.isfinite(exact[3])
+    np.testing.assert_allclose(p1[both], p2[both], rtol=1e-12, atol=1e-12)
+    assert np.all(p1[~both] == 0) and np.all(p2[~both] == 0)
+
+
+@pytest.mark.parametrize("spread,flat", [(300.0, False), (590.0, True), (800.0, False)])
+def test_wide_tied_matrices_match_enumeration(spread, flat):
+    """Entries far below the rest, in play: kept on the cached path up to a span of 600,
+    recomputed beyond.  ``flat``: all entries low but [0, 0] and no gold label 0, so the
+    cached conditionals' products reach ~exp(2 * spread), overflow and take the log-domain
+    fallback."""
+    rng = np.random.default_rng(7)
+    prob = make_problem(rng, (3, 2), [4, 3, 1], [(0, 1)], 1)
+    graph, seq_ptr, unary, pair, edge_offset, gold = prob
+    for e in range(graph.n_edges):
+        blk = _block(graph, pair, edge_offset, e)
+        top = blk.max()
+        if flat:
+            blk[:] = top - spread
+            blk[0, 0] = top
+        else:
+            blk[1, 1] = top - spread
+    if flat:
+        gold[gold == 0] = 1
+    loss, du, dp = pseudolikelihood(*prob)
+    assert np.all(np.isfinite(loss)) and np.all(np.isfinite(du)) and np.all(np.isfinite(dp))
+    np.testing.assert_allclose(loss, brute_pl(*prob), rtol=1e-10)
+    _check_gradient(prob, 1e-5)

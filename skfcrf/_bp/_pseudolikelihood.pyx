@@ -16,6 +16,22 @@ instance ``t`` is ``eu_t[l] ew_t[k] E[l, k] / Z_t``, whose marginals need
 entry.  Untied templates, and instances whose product under/overflows, take
 the log-domain path.
 
+On qualifying tied edges (below), a variable's scores are exponentiated once,
+in the unary pass, not again for every pairwise factor that touches it.  That pass of a sequence keeps, in a per-thread buffer,
+``F = exp(s - m)`` for every variable, where ``s`` is its *full* score (all
+neighbours at gold, nothing left out) and ``m = max s``, together with ``m``
+and ``s`` at the gold label.  A pairwise conditional needs the score of each
+end with its own factor left out, which differs from ``s`` only by that factor's
+entry at the other end's gold label: ``s_excl(l) = s(l) - Psi[l, y_w]`` (and
+``Psi[y_u, k]`` for the other end).  Hence ``eu_t[l] = F_u[l] / E[l, y_w]`` up to
+a constant factor that goes into the shift: one multiply by the precomputed
+``1 / E`` per entry instead of one ``exp``.  A tied matrix qualifies when all its
+entries are finite (a forbidden assignment would give ``1 / 0``) and span at
+most ``EXP_RANGE``: then ``1 / E`` stays finite, the largest ``eu_t`` lies in
+``[1, exp(span)]``, and entries lost to underflow of ``F`` weigh less than
+``exp(span - 745)`` of it.  Other tied matrices recompute the left-out scores
+and exponentiate them.
+
 The gradient is returned w.r.t. the log-potentials, laid out as in
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
 """
@@ -31,6 +47,10 @@ cdef enum:
     IN_CHAIN = 0
     COUPLING = 1
     CHUNK = 256     # factor instances of one tied edge evaluated together
+
+
+# widest span of a tied matrix whose conditionals are built from the cached exp(full score)
+EXP_RANGE = 600.0
 
 
 cdef struct Model:
@@ -53,7 +73,10 @@ cdef struct Model:
     double* dtied          # this thread's direct gradient of tied edges, at tied_offset[e]
     double* outer          # this thread's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
     const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
+    const double* tied_inv # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
+    const double* tied_invT  # its transpose (Lb x La), at tied_offset[e]
     const double* tied_max # that max, per edge
+    const int* tied_fast   # 1: all finite, span <= EXP_RANGE; conditionals from the cache
 
 
 cdef struct Scratch:
@@ -67,6 +90,11 @@ cdef struct Scratch:
     double* R       # CHUNK * Lmax
     double* CM      # CHUNK * Lmax
     double* shift   # CHUNK: mu + mw - gold score
+    # per sequence, filled by the unary pass (variable (c, t) at t * ltot + label_offset[c]
+    # and t * C + c):
+    double* F       # Tmax * ltot: exp(full score - its max)
+    double* mfull   # Tmax * C: that max
+    double* gfull   # Tmax * C: full score at the gold label
 
 
 cdef inline Scratch make_scratch(double* buf, int lmax) noexcept nogil:
@@ -271,32 +299,59 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
     cdef double* ew
     cdef double* r
     cdef double* cm
+    cdef const double* fu
+    cdef const double* fw
+    cdef const double* iu
+    cdef const double* iw
     cdef double one = 1.0, zero = 0.0
     cdef char tn = b'N'
     cdef char tt = b'T'
     # 1. conditional scores of both ends, shifted and exponentiated
-    for i in range(n):
-        t = t0 + i
-        factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
-        var_scores(m, ca, start, tu, T, e, side_u, w.su)
-        var_scores(m, cb, start, tw, T, e, side_w, w.sw)
-        yu = m.gold[(start + tu) * m.n_chains + ca]
-        yw = m.gold[(start + tw) * m.n_chains + cb]
-        mu = -INFINITY
-        mw = -INFINITY
-        for l in range(La):
-            if w.su[l] > mu:
-                mu = w.su[l]
-        for k in range(Lb):
-            if w.sw[k] > mw:
-                mw = w.sw[k]
-        eu = w.EU + i * La
-        ew = w.EW + i * Lb
-        for l in range(La):
-            eu[l] = exp(w.su[l] - mu)
-        for k in range(Lb):
-            ew[k] = exp(w.sw[k] - mw)
-        w.shift[i] = mu + mw + m.tied_max[e] - (w.su[yu] + w.sw[yw] + P[yu * Lb + yw])
+    if m.tied_fast[e]:
+        # from the cache: exp(s_excl - (m_full - max Psi)) = F / E at the other end's gold
+        for i in range(n):
+            t = t0 + i
+            factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+            yu = m.gold[(start + tu) * m.n_chains + ca]
+            yw = m.gold[(start + tw) * m.n_chains + cb]
+            fu = w.F + tu * m.ltot + m.label_offset[ca]
+            fw = w.F + tw * m.ltot + m.label_offset[cb]
+            iu = m.tied_invT + m.tied_offset[e] + yw * La
+            iw = m.tied_inv + m.tied_offset[e] + yu * Lb
+            eu = w.EU + i * La
+            ew = w.EW + i * Lb
+            for l in range(La):
+                eu[l] = fu[l] * iu[l]
+            for k in range(Lb):
+                ew[k] = fw[k] * iw[k]
+            # shift mu + mw + max Psi - gold score, with mu = m_u - max Psi (same for w) and
+            # gold score = s_u[yu] + s_w[yw] - Psi[yu, yw] (Psi counted in both full scores)
+            w.shift[i] = (w.mfull[tu * m.n_chains + ca] + w.mfull[tw * m.n_chains + cb]
+                          - m.tied_max[e] - (w.gfull[tu * m.n_chains + ca]
+                                             + w.gfull[tw * m.n_chains + cb] - P[yu * Lb + yw]))
+    else:
+        for i in range(n):
+            t = t0 + i
+            factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+            var_scores(m, ca, start, tu, T, e, side_u, w.su)
+            var_scores(m, cb, start, tw, T, e, side_w, w.sw)
+            yu = m.gold[(start + tu) * m.n_chains + ca]
+            yw = m.gold[(start + tw) * m.n_chains + cb]
+            mu = -INFINITY
+            mw = -INFINITY
+            for l in range(La):
+                if w.su[l] > mu:
+                    mu = w.su[l]
+            for k in range(Lb):
+                if w.sw[k] > mw:
+                    mw = w.sw[k]
+            eu = w.EU + i * La
+            ew = w.EW + i * Lb
+            for l in range(La):
+                eu[l] = exp(w.su[l] - mu)
+            for k in range(Lb):
+                ew[k] = exp(w.sw[k] - mw)
+            w.shift[i] = mu + mw + m.tied_max[e] - (w.su[yu] + w.sw[yw] + P[yu * Lb + yw])
     # 2. R = EW @ E^T (n x La), CM = EU @ E (n x Lb)  [row-major, see module doc]
     dgemm(&tt, &tn, &La, &nn, &Lb, &one, E, &Lb, w.EW, &Lb, &zero, w.R, &La)
     dgemm(&tn, &tn, &Lb, &nn, &La, &one, E, &Lb, w.EU, &La, &zero, w.CM, &Lb)
@@ -367,18 +422,35 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef double[:, ::1] dtied = dtied_arr
 
     tied_exp_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
+    tied_inv_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
+    tied_invT_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
     tied_max_arr = np.zeros(max(E, 1), dtype=np.float64)
+    tied_fast_arr = np.zeros(max(E, 1), dtype=np.int32)
     for ei in range(E):
         if graph.edge_tied[ei]:
             block = np.asarray(pair[edge_offset[ei]:edge_offset[ei] + tied_sizes[ei]])
             finite = block[np.isfinite(block)]
             mx = float(finite.max()) if finite.size else 0.0
             tied_max_arr[ei] = mx
-            tied_exp_arr[tied_offset[ei]:tied_offset[ei] + tied_sizes[ei]] = np.exp(block - mx)
+            sl = slice(tied_offset[ei], tied_offset[ei] + tied_sizes[ei])
+            tied_exp_arr[sl] = np.exp(block - mx)
+            if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
+                tied_fast_arr[ei] = 1
+                tied_inv_arr[sl] = np.exp(mx - block)
+                la, lb = graph.n_labels[graph.edge_a[ei]], graph.n_labels[graph.edge_b[ei]]
+                tied_invT_arr[sl] = tied_inv_arr[sl].reshape(la, lb).T.ravel()
     outer_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
     cdef double[:, ::1] outer = outer_arr
     cdef double[::1] tied_exp = tied_exp_arr
     cdef double[::1] tied_max = tied_max_arr
+    cdef double[::1] tied_inv = tied_inv_arr
+    cdef double[::1] tied_invT = tied_invT_arr
+    cdef int[::1] tied_fast = tied_fast_arr
+    # per-thread cache of one sequence's exp(full scores) (see Scratch.F)
+    cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
+    cdef Py_ssize_t per_seq = max(tmax * (graph.total_labels + 2 * C), 1)
+    seq_cache_arr = np.empty((n_threads, per_seq), dtype=np.float64)
+    cdef double[:, ::1] seq_cache = seq_cache_arr
     cdef int lmax = max(graph.n_labels) if C else 1
     cdef Model base_model
     base_model.n_labels = &n_labels[0]
@@ -399,11 +471,16 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     base_model.dpair = &dpair[0] if pair.shape[0] else NULL
     base_model.tied_exp = &tied_exp[0]
     base_model.tied_max = &tied_max[0]
+    base_model.tied_inv = &tied_inv[0]
+    base_model.tied_invT = &tied_invT[0]
+    base_model.tied_fast = &tied_fast[0]
 
     cdef Py_ssize_t s, t, T, start, t0, first
-    cdef int c, e, ef, y, L
+    cdef int c, e, ef, y, L, l
     cdef double* buf
-    cdef double acc, lse
+    cdef double acc, smax, tot
+    cdef double* f
+    cdef double* su
     cdef Model m
     cdef Scratch w
     cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
@@ -414,20 +491,36 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
         m = base_model
         m.dtied = &dtied[threadid(), 0]
         m.outer = &outer[threadid(), 0]
+        w.F = &seq_cache[threadid(), 0]
+        w.mfull = w.F + tmax * m.ltot
+        w.gfull = w.mfull + tmax * C
         for s in prange(n_seq, schedule="dynamic"):
             start = seq_ptr[s]
             T = seq_ptr[s + 1] - start
             acc = 0.0
-            # unary factors
+            # unary factors; keeps exp(full score - max), the max and the gold score
+            su = w.su
             for t in range(T):
                 for c in range(C):
                     L = m.n_labels[c]
-                    var_scores(&m, c, start, t, T, -1, -1, w.su)
+                    var_scores(&m, c, start, t, T, -1, -1, su)
                     y = m.gold[(start + t) * C + c]
-                    acc = acc - w.su[y]
-                    lse = softmax_inplace(w.su, L)
-                    acc = acc + lse
-                    scatter_var(&m, c, start, t, T, -1, -1, w.su)
+                    f = w.F + t * m.ltot + m.label_offset[c]
+                    smax = -INFINITY
+                    for l in range(L):
+                        if su[l] > smax:
+                            smax = su[l]
+                    tot = 0.0
+                    for l in range(L):
+                        f[l] = exp(su[l] - smax)
+                        tot = tot + f[l]
+                    w.mfull[t * C + c] = smax
+                    w.gfull[t * C + c] = su[y]
+                    acc = acc - su[y]
+                    acc = acc + (smax + log(tot))
+                    for l in range(L):
+                        su[l] = f[l] / tot
+                    scatter_var(&m, c, start, t, T, -1, -1, su)
             # pairwise factors: tied edges chunk by chunk, untied one by one
             for e in range(E):
                 first = 1 if m.edge_kind[e] == IN_CHAIN else 0
