@@ -168,3 +168,28 @@ def test_wide_tied_matrices_match_enumeration(spread, flat):
     assert np.all(np.isfinite(loss)) and np.all(np.isfinite(du)) and np.all(np.isfinite(dp))
     np.testing.assert_allclose(loss, brute_pl(*prob), rtol=1e-10)
     _check_gradient(prob, 1e-5)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_forbidden_tied_entries_get_exactly_zero_gradient(n_threads):
+    """A tied entry collects the conditionals of many factor instances; at a forbidden (-inf)
+    entry, the contributions they add and take away must leave exactly zero."""
+    rng = np.random.default_rng(13)
+    prob = make_problem(rng, (5, 4), [300, 1, 2, 250, 40], [(0, 1)], 1)
+    graph, seq_ptr, unary, pair, edge_offset, gold = prob
+    for s in range(len(seq_ptr) - 1):       # chain 0 never goes 0 -> 1 ...
+        for g in range(seq_ptr[s] + 1, seq_ptr[s + 1]):
+            if gold[g - 1, 0] == 0 and gold[g, 0] == 1:
+                gold[g, 0] = 2
+    gold[(gold[:, 0] == 3) & (gold[:, 1] == 2), 1] = 0    # ... and (3, 2) never co-occur
+    for e in range(graph.n_edges):
+        blk = _block(graph, pair, edge_offset, e)
+        if graph.edge_kind[e] == 0 and graph.edge_a[e] == 0:
+            blk[0, 1] = -np.inf
+        elif graph.edge_a[e] == 0 and graph.edge_b[e] == 1:
+            blk[3, 2] = -np.inf
+    finite = np.isfinite(pair)
+    assert np.sum(~finite) == 2
+    loss, du, dp = pseudolikelihood(*prob, n_threads=n_threads)
+    assert np.all(np.isfinite(loss)) and np.all(np.isfinite(du)) and np.all(np.isfinite(dp))
+    assert np.all(dp[~finite] == 0)

@@ -32,6 +32,18 @@ most ``EXP_RANGE``: then ``1 / E`` stays finite, the largest ``eu_t`` lies in
 ``exp(span - 745)`` of it.  Other tied matrices recompute the left-out scores
 and exponentiate them.
 
+Gradient scatter.  A conditional ``q`` of a variable ``v`` with gold label ``y`` (its
+unary factor's, or its marginal in a pairwise factor's conditional) depends on every
+potential of ``v`` except those of the factor it is taken for, and contributes
+``q - onehot(y)`` to each: to ``v``'s unary and to every other pairwise factor of ``v``,
+at the entry where the other end is at gold.  Instead of ``(1 + deg)^2`` such vector
+updates per variable with ``deg`` pairwise factors, each conditional adds ``q - onehot(y)``
+to ``v``'s unary gradient row, which after all ``1 + deg`` of them holds their sum ``D``,
+and ``-q`` to its own factor's entries; a last pass over the sequence adds ``D + onehot(y)``
+to the entries of every pairwise factor of ``v`` (``3 deg + 1`` updates).  On a tied
+matrix the entries fed from the first end form a column; they accumulate in a transposed
+per-thread copy, where they are contiguous, and are added back at the end.
+
 The gradient is returned w.r.t. the log-potentials, laid out as in
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
 """
@@ -71,6 +83,8 @@ cdef struct Model:
     double* dunary
     double* dpair
     double* dtied          # this thread's direct gradient of tied edges, at tied_offset[e]
+    double* dtiedT         # this thread's gradient of tied edges fed by their first ends'
+                           # conditionals, transposed (Lb x La), at tied_offset[e]
     double* outer          # this thread's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
     const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
     const double* tied_inv # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
@@ -189,46 +203,74 @@ cdef inline double* grad_block(const Model* m, int e, Py_ssize_t g) noexcept nog
     return m.dpair + m.edge_offset[e] + g * k
 
 
-cdef inline void axpy_minus_gold(double* dst, Py_ssize_t stride, const double* q, int L,
-                                 int y) noexcept nogil:
+cdef inline double* target_u(const Model* m, int e, Py_ssize_t g, int yw,
+                             Py_ssize_t* stride) noexcept nogil:
+    """Gradient entries of edge ``e``'s factor at ``g`` that its first end's conditionals
+    feed: column ``yw`` of the matrix (the second end at gold), ``stride`` apart; for a tied
+    edge, row ``yw`` of this thread's transposed accumulator."""
+    cdef int lb = m.n_labels[m.edge_b[e]]
+    if m.edge_tied[e]:
+        stride[0] = 1
+        return m.dtiedT + m.tied_offset[e] + yw * m.n_labels[m.edge_a[e]]
+    stride[0] = lb
+    return grad_block(m, e, g) + yw
+
+
+cdef inline double* target_w(const Model* m, int e, Py_ssize_t g, int yu) noexcept nogil:
+    """Same for the second end: row ``yu`` of the matrix, contiguous."""
+    return grad_block(m, e, g) + yu * m.n_labels[m.edge_b[e]]
+
+
+cdef inline void add_conditional(double* row, double* own, Py_ssize_t stride, const double* q,
+                                 int L, int y) noexcept nogil:
+    """One conditional ``q`` of a variable with gold label ``y``, computed with the factor whose
+    entries are at ``own`` (``stride`` apart) left out: ``q - onehot(y)`` into the variable's
+    unary gradient ``row``, ``-q`` into ``own`` (see :func:`scatter_sequence`)."""
     cdef int l
     for l in range(L):
-        dst[l * stride] += q[l]
-    dst[y * stride] -= 1.0
+        row[l] += q[l]
+        own[l * stride] -= q[l]
+    row[y] -= 1.0
 
 
-cdef void scatter_var(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_ssize_t T,
-                      int ex_e, int ex_side, const double* q) noexcept nogil:
-    """Add ``q[l] - [l == gold]`` to every potential of (c, t) seen by a conditional.
+cdef inline void add_row(double* dst, Py_ssize_t stride, const double* row, int L,
+                         int y) noexcept nogil:
+    cdef int l
+    for l in range(L):
+        dst[l * stride] += row[l]
+    dst[y * stride] += 1.0
 
-    Touches the unary of (c, t) and every pairwise factor of (c, t) except the
-    excluded one, at the entry where the other end takes its gold label.
+
+cdef void scatter_sequence(const Model* m, Py_ssize_t start, Py_ssize_t T) noexcept nogil:
+    """Gradient of every pairwise factor seen through its ends' conditionals, for one sequence.
+
+    A conditional ``q`` of variable ``v`` (gold ``y``) touches every potential of ``v``
+    except those of the factor it is taken for: ``q - onehot(y)`` goes to ``v``'s unary and
+    to every other pairwise factor of ``v`` at the other end's gold.  Summed over the
+    ``1 + deg`` conditionals of ``v``, the unary receives ``D = sum_j q_j - (1 + deg)
+    onehot(y)`` and factor ``e`` receives ``D + onehot(y) - q_e``.  By now ``v``'s unary
+    gradient row (touched by ``v``'s conditionals only) holds ``D`` and ``-q_e`` is in place
+    (:func:`add_conditional`); this adds ``D + onehot(y)`` at both ends of every factor
+    instance.  The first and last token have no left and right in-chain factor.
     """
-    cdef int L = m.n_labels[c]
-    cdef int e, lb, other
-    cdef Py_ssize_t g = start + t
-    cdef int y = m.gold[g * m.n_chains + c]
-    axpy_minus_gold(m.dunary + g * m.ltot + m.label_offset[c], 1, q, L, y)
+    cdef int e, ca, cb, La, yu, yw, first
+    cdef Py_ssize_t t, tu, tw, stride
+    cdef int side_u, side_w
+    cdef int C = m.n_chains
+    cdef double* dst
     for e in range(m.n_edges):
-        if m.edge_kind[e] == IN_CHAIN:
-            if m.edge_a[e] != c:
-                continue
-            if t > 0 and not (e == ex_e and ex_side == 0):
-                other = m.gold[(g - 1) * m.n_chains + c]
-                axpy_minus_gold(grad_block(m, e, g) + other * L, 1, q, L, y)
-            if t < T - 1 and not (e == ex_e and ex_side == 1):
-                other = m.gold[(g + 1) * m.n_chains + c]
-                axpy_minus_gold(grad_block(m, e, g + 1) + other, L, q, L, y)
-        else:
-            if e == ex_e:
-                continue
-            if m.edge_a[e] == c:
-                lb = m.n_labels[m.edge_b[e]]
-                other = m.gold[g * m.n_chains + m.edge_b[e]]
-                axpy_minus_gold(grad_block(m, e, g) + other, lb, q, L, y)
-            elif m.edge_b[e] == c:
-                other = m.gold[g * m.n_chains + m.edge_a[e]]
-                axpy_minus_gold(grad_block(m, e, g) + other * L, 1, q, L, y)
+        ca = m.edge_a[e]
+        cb = m.edge_b[e]
+        La = m.n_labels[ca]
+        first = 1 if m.edge_kind[e] == IN_CHAIN else 0
+        for t in range(first, T):
+            factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
+            yu = m.gold[(start + tu) * C + ca]
+            yw = m.gold[(start + tw) * C + cb]
+            dst = target_u(m, e, start + t, yw, &stride)
+            add_row(dst, stride, m.dunary + (start + tu) * m.ltot + m.label_offset[ca], La, yu)
+            add_row(target_w(m, e, start + t, yu), 1,
+                    m.dunary + (start + tw) * m.ltot + m.label_offset[cb], m.n_labels[cb], yw)
 
 
 cdef inline double softmax_inplace(double* s, int n) noexcept nogil:
@@ -258,6 +300,7 @@ cdef double pair_factor_log(const Model* m, int e, Py_ssize_t start, Py_ssize_t 
     cdef double lse, gold_score
     cdef double* q = w.q
     cdef double* dst
+    cdef Py_ssize_t stride
     factor_ends(m, e, t, &tu, &tw, &side_u, &side_w)
     var_scores(m, ca, start, tu, T, e, side_u, w.su)
     var_scores(m, cb, start, tw, T, e, side_w, w.sw)
@@ -280,8 +323,11 @@ cdef double pair_factor_log(const Model* m, int e, Py_ssize_t start, Py_ssize_t 
     dst = grad_block(m, e, g)
     for l in range(La * Lb):
         dst[l] += q[l]
-    scatter_var(m, ca, start, tu, T, e, side_u, w.qu)
-    scatter_var(m, cb, start, tw, T, e, side_w, w.qw)
+    dst = target_u(m, e, g, yw, &stride)
+    add_conditional(m.dunary + (start + tu) * m.ltot + m.label_offset[ca], dst, stride,
+                    w.qu, La, yu)
+    add_conditional(m.dunary + (start + tw) * m.ltot + m.label_offset[cb],
+                    target_w(m, e, g, yu), 1, w.qw, Lb, yw)
     return lse - gold_score
 
 
@@ -292,13 +338,14 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
     cdef int La = m.n_labels[ca], Lb = m.n_labels[cb]
     cdef const double* E = m.tied_exp + m.tied_offset[e]
     cdef const double* P = m.pair + m.edge_offset[e]
-    cdef Py_ssize_t i, t, tu, tw
+    cdef Py_ssize_t i, t, tu, tw, stride
     cdef int side_u, side_w, yu, yw, l, k, nn = <int> n
     cdef double mu, mw, z, inv, loss = 0.0
     cdef double* eu
     cdef double* ew
     cdef double* r
     cdef double* cm
+    cdef double* own
     cdef const double* fu
     cdef const double* fw
     cdef const double* iu
@@ -382,8 +429,11 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
         yu = m.gold[(start + tu) * m.n_chains + ca]
         yw = m.gold[(start + tw) * m.n_chains + cb]
         m.dtied[m.tied_offset[e] + yu * Lb + yw] -= 1.0
-        scatter_var(m, ca, start, tu, T, e, side_u, w.qu)
-        scatter_var(m, cb, start, tw, T, e, side_w, w.qw)
+        own = target_u(m, e, start + t, yw, &stride)
+        add_conditional(m.dunary + (start + tu) * m.ltot + m.label_offset[ca], own, stride,
+                        w.qu, La, yu)
+        add_conditional(m.dunary + (start + tw) * m.ltot + m.label_offset[cb],
+                        target_w(m, e, start + t, yu), 1, w.qw, Lb, yw)
     # 4. expected counts: outer += (EU / Z)^T EW  (E * outer is added at the end)
     dgemm(&tn, &tt, &Lb, &La, &nn, &one, w.EW, &Lb, w.EU, &La, &one, m.outer + m.tied_offset[e], &Lb)
     return loss
@@ -416,10 +466,12 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     dunary_arr = np.zeros((n, graph.total_labels), dtype=np.float64)
     dpair_arr = np.zeros(pair.shape[0], dtype=np.float64)
     dtied_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
+    dtiedT_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
     cdef double[::1] loss = loss_arr
     cdef double[:, ::1] dunary = dunary_arr
     cdef double[::1] dpair = dpair_arr
     cdef double[:, ::1] dtied = dtied_arr
+    cdef double[:, ::1] dtiedT = dtiedT_arr
 
     tied_exp_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
     tied_inv_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
@@ -481,6 +533,7 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef double acc, smax, tot
     cdef double* f
     cdef double* su
+    cdef double* du
     cdef Model m
     cdef Scratch w
     cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
@@ -490,6 +543,7 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
         w = make_scratch(buf, lmax)
         m = base_model
         m.dtied = &dtied[threadid(), 0]
+        m.dtiedT = &dtiedT[threadid(), 0]
         m.outer = &outer[threadid(), 0]
         w.F = &seq_cache[threadid(), 0]
         w.mfull = w.F + tmax * m.ltot
@@ -518,9 +572,11 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
                     w.gfull[t * C + c] = su[y]
                     acc = acc - su[y]
                     acc = acc + (smax + log(tot))
+                    # its conditional, q - onehot(y), into the unary gradient row
+                    du = m.dunary + (start + t) * m.ltot + m.label_offset[c]
                     for l in range(L):
-                        su[l] = f[l] / tot
-                    scatter_var(&m, c, start, t, T, -1, -1, su)
+                        du[l] += f[l] / tot
+                    du[y] -= 1.0
             # pairwise factors: tied edges chunk by chunk, untied one by one
             for e in range(E):
                 first = 1 if m.edge_kind[e] == IN_CHAIN else 0
@@ -532,15 +588,24 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
                 else:
                     for t in range(first, T):
                         acc = acc + pair_factor_log(&m, e, start, t, T, &w)
+            scatter_sequence(&m, start, T)
             loss[s] = acc
         free(buf)
 
     if n_tied:
         tied_sum = dtied_arr.sum(axis=0) + tied_exp_arr[:max(n_tied, 1)] * outer_arr.sum(axis=0)
+        tied_sumT = dtiedT_arr.sum(axis=0)
         for e in range(E):
             if graph.edge_tied[e]:
-                dpair_arr[edge_offset[e]:edge_offset[e] + tied_sizes[e]] += (
-                    tied_sum[tied_offset[e]:tied_offset[e] + tied_sizes[e]])
+                sl = slice(tied_offset[e], tied_offset[e] + tied_sizes[e])
+                la, lb = graph.n_labels[graph.edge_a[e]], graph.n_labels[graph.edge_b[e]]
+                grad = tied_sum[sl] + tied_sumT[sl].reshape(lb, la).T.ravel()
+                # at a forbidden entry, what the factor instances' own conditionals take away
+                # their ends' other conditionals add back (see scatter_sequence); summed over
+                # many instances that cancels only up to rounding, so set the exact value
+                psl = slice(edge_offset[e], edge_offset[e] + tied_sizes[e])
+                grad[~np.isfinite(np.asarray(pair)[psl])] = 0.0
+                dpair_arr[psl] += grad
     return loss_arr, dunary_arr, dpair_arr
 
 
