@@ -62,6 +62,11 @@ def crfsuite(c2=1.0, max_iterations=100):
                                 all_possible_transitions=True)
 
 
+def chain_labels(y, k):
+    """Chain ``k`` of (POS, chunk) label pairs: 0 the POS tags, 1 the chunk tags."""
+    return [[labels[k] for labels in seq] for seq in y]
+
+
 def chunk_f1(y_true_chunks, y_pred_chunks):
     return segment_f1([list(s) for s in y_true_chunks], [list(s) for s in y_pred_chunks], chain=0)
 

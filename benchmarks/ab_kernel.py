@@ -65,10 +65,10 @@ def dictations_workload(n_jobs, n_reports=300):
     """Potentials of the three-chain dictation FCRF (7, 72, 44 labels), random weights."""
     from skfcrf import FactorialCRF
     from skfcrf.datasets import make_dictations
-    from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _dictations import standard_features
     X, y = make_dictations(n_reports=n_reports, style="rcg", random_state=0)
-    F = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10),
-                            RelativePosition()).fit_transform(X)
+    F = standard_features().fit_transform(X)
     est = FactorialCRF(min_instance_freq=2, n_jobs=n_jobs)
     batch, theta0, seeds, _ = est._prepare_fit(F, y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)

@@ -16,7 +16,8 @@ import numpy as np
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictations
-from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+
+from _dictations import standard_features
 
 
 def main():
@@ -26,8 +27,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     X, y = make_dictations(n_reports=args.n_reports, style="rcg", random_state=0)
-    F = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10),
-                            RelativePosition(n_bins=8)).fit_transform(X)
+    F = standard_features().fit_transform(X)
     est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)
     batches = {}
     for name, cost in (("direct", np.inf), ("differenced", rows_module.PASS_COST)):

@@ -14,7 +14,7 @@ import time
 
 from skfcrf.transformers import NGramWindow, make_sequence_union
 
-from _conll import chunk_f1, crfsuite, load, word_observations
+from _conll import chain_labels, chunk_f1, crfsuite, load, word_observations
 from _conll import merge_observations as merge
 
 
@@ -22,9 +22,8 @@ def main():
     X_train, y_train = load("train")
     X_test, y_test = load("test")
     W_train, W_test = word_observations(X_train), word_observations(X_test)
-    pos_train = [[p for p, _ in s] for s in y_train]
-    chunk_train = [[c for _, c in s] for s in y_train]
-    chunk_test = [[c for _, c in s] for s in y_test]
+    pos_train = chain_labels(y_train, 0)
+    chunk_train, chunk_test = chain_labels(y_train, 1), chain_labels(y_test, 1)
     tagger = crfsuite()
     tagger.fit(W_train, pos_train)
     pred_pos = tagger.predict(W_test)

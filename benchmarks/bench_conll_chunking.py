@@ -12,7 +12,7 @@ import math
 
 from skfcrf import FactorialCRF
 
-from _conll import Timer, chunk_f1, chunk_observations, load
+from _conll import Timer, chain_labels, chunk_f1, chunk_observations, load
 from _conll import crfsuite as crfsuite_crf
 
 
@@ -27,8 +27,7 @@ def main():
     with Timer() as t_feat:
         F_train = chunk_observations(X_train)
         F_test = chunk_observations(X_test)
-    chunks_train = [[c for _, c in seq] for seq in y_train]
-    chunks_test = [[c for _, c in seq] for seq in y_test]
+    chunks_train, chunks_test = chain_labels(y_train, 1), chain_labels(y_test, 1)
     n_tok = sum(map(len, F_train))
     print(f"train: {len(F_train)} sentences, {n_tok} tokens; features built in {t_feat.seconds:.1f} s")
 

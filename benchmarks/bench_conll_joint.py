@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from skfcrf import FactorialCRF
 from skfcrf.transformers import NGramWindow, make_sequence_union
 
-from _conll import Timer, chunk_f1, crfsuite, load, word_observations
+from _conll import Timer, chain_labels, chunk_f1, crfsuite, load, word_observations
 from _conll import merge_observations as merge
 
 
@@ -47,10 +47,8 @@ def main():
     X_train, y_train = load("train")
     X_test, y_test = load("test")
     W_train, W_test = word_observations(X_train), word_observations(X_test)
-    pos_train = [[p for p, _ in s] for s in y_train]
-    chunk_train = [[c for _, c in s] for s in y_train]
-    pos_test = [[p for p, _ in s] for s in y_test]
-    chunk_test = [[c for _, c in s] for s in y_test]
+    pos_train, chunk_train = chain_labels(y_train, 0), chain_labels(y_train, 1)
+    pos_test, chunk_test = chain_labels(y_test, 0), chain_labels(y_test, 1)
 
     # cascade
     c2 = 1.0 / (2 * args.sigma ** 2)

@@ -19,7 +19,8 @@ from sklearn.pipeline import Pipeline
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictations
 from skfcrf.metrics import chain_accuracy, joint_accuracy, windowdiff
-from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+
+from _dictations import standard_features
 
 
 def peak_rss_gb():
@@ -47,8 +48,7 @@ def main():
     n_tok = sum(map(len, X))
     print(f"generated {len(X)} + {len(X_test)} reports ({n_tok} training tokens) in {t_gen:.1f} s")
 
-    features = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10),
-                                   RelativePosition(n_bins=8))
+    features = standard_features()
     crf = FactorialCRF(objective="pseudolikelihood", sigma=args.sigma, max_iter=args.max_iter,
                        lbfgs_memory=3, min_instance_freq=args.min_instance_freq,
                        n_jobs=args.n_jobs, random_state=0, verbose=args.verbose)

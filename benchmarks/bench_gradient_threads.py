@@ -18,10 +18,10 @@ from skfcrf import FactorialCRF
 
 def dictations(n_reports):
     from skfcrf.datasets import make_dictations
-    from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _dictations import standard_features
     X, y = make_dictations(n_reports=n_reports, style="rcg", random_state=0)
-    union = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10), RelativePosition())
-    return union.fit_transform(X), y
+    return standard_features().fit_transform(X), y
 
 
 def conll2():

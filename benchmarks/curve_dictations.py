@@ -19,7 +19,8 @@ import skfcrf.estimators._fcrf as fcrf_module
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictations
 from skfcrf.metrics import chain_accuracy, joint_accuracy, precision_recall_fscore
-from skfcrf.transformers import BagOfConcepts, NGramWindow, RelativePosition, make_sequence_union
+
+from _dictations import standard_features
 
 
 def main():
@@ -36,8 +37,7 @@ def main():
 
     X, y = make_dictations(n_reports=args.n_train, style="rcg", random_state=0)
     X_test, y_test = make_dictations(n_reports=args.n_test, style="rcg", random_state=1)
-    features = make_sequence_union(NGramWindow(lowercase=True), BagOfConcepts(window=10),
-                                   RelativePosition(n_bins=8))
+    features = standard_features()
     F = features.fit_transform(X)
     F_test = features.transform(X_test)
     crf = FactorialCRF(sigma=args.sigma, max_iter=args.max_iter, tol=1e-12,
