@@ -1,109 +1,102 @@
 # cython: language_level=3
-"""Observation-weight products through the feature table.
+"""Observation-weight products through the feature table, for whole batches.
 
 The *feature table* lists, for every observation column ``f``, the weights that
 observation carries: entries ``p`` in ``feat_ptr[f]:feat_ptr[f + 1]``, each
 adding ``x[g, f] * theta[p]`` to column ``ent_col[p]`` of the per-token score
 matrix.  This is the "supported"/"all" structure of every template at once;
 its cost is ``nnz(X) x (weights per observation)`` rather than
-``nnz(X) x (labels)`` of a dense product, and it parallelises without races.
+``nnz(X) x (labels)`` of a dense product.
 
-:func:`running_scores` and :func:`suffix_sums` serve observation columns that
-are stored as differences between consecutive tokens
-(:mod:`skfcrf.estimators._observation_rows`).
+Observations come in two CSR matrices with a row per token
+(:mod:`skfcrf.estimators._observation_rows`): ``direct`` columns as they are,
+and optionally ``diff`` columns stored as differences of consecutive tokens
+within a sequence.  Both functions run over sequences in parallel; the inner
+loops are those of :mod:`skfcrf._bp._table`.
 """
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.stdlib cimport free, malloc
 
 import numpy as np
 
-
-def token_scores(const int[::1] indptr, const int[::1] indices, const double[::1] data,
-                 const long long[::1] feat_ptr, const int[::1] ent_col,
-                 const double[::1] theta, double[:, ::1] out, int n_threads=1):
-    """Add ``X @ W`` to ``out`` (N, W) where W is given by the feature table.
-
-    ``X`` is CSR ``(N, F)`` given by ``indptr``/``indices``/``data``; ``theta``
-    holds one weight per table entry (its first ``feat_ptr[F]`` values).
-    """
-    cdef Py_ssize_t n = out.shape[0]
-    cdef Py_ssize_t g, j, p, f
-    cdef double v
-    with nogil:
-        for g in prange(n, num_threads=n_threads, schedule="static"):
-            for j in range(indptr[g], indptr[g + 1]):
-                f = indices[j]
-                v = data[j]
-                for p in range(feat_ptr[f], feat_ptr[f + 1]):
-                    out[g, ent_col[p]] += v * theta[p]
+from ._table cimport CSR, sequence_gradient, sequence_scores
 
 
-def table_gradient(const int[::1] t_indptr, const int[::1] t_indices, const double[::1] t_data,
-                   const long long[::1] feat_ptr, const int[::1] ent_col,
-                   const double[:, ::1] dscore, double[::1] grad, int n_threads=1):
-    """Add ``sum_g x[g, f] * dscore[g, ent_col[p]]`` to ``grad[p]`` for every table entry.
-
-    ``t_*`` is the CSR form of ``X.T`` (observation-major), so every
-    observation's entries are summed by one thread with no write conflicts.
-    """
-    cdef Py_ssize_t n_feat = feat_ptr.shape[0] - 1
-    cdef Py_ssize_t f, j, p, g
-    cdef double v
-    with nogil:
-        for f in prange(n_feat, num_threads=n_threads, schedule="guided"):
-            for j in range(t_indptr[f], t_indptr[f + 1]):
-                g = t_indices[j]
-                v = t_data[j]
-                for p in range(feat_ptr[f], feat_ptr[f + 1]):
-                    grad[p] += v * dscore[g, ent_col[p]]
+cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
+                       const double[::1] data) noexcept:
+    cdef CSR x
+    x.indptr = &indptr[0]
+    x.indices = &indices[0] if indices.shape[0] else NULL
+    x.data = &data[0] if data.shape[0] else NULL
+    return x
 
 
-def running_scores(const long long[::1] seq_ptr, const int[::1] indptr, const int[::1] indices,
-                   const double[::1] data, const long long[::1] feat_ptr, const int[::1] ent_col,
-                   const double[::1] theta, double[:, ::1] out, int n_threads=1):
-    """Add the running sum of ``D @ W`` within each sequence to ``out`` (N, W).
+def _csr(triple, n_rows):
+    """A kernel CSR (int32 indptr/indices, float64 data) or an empty one of ``n_rows``."""
+    if triple is None:
+        return (np.zeros(n_rows + 1, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                np.zeros(0, dtype=np.float64))
+    return triple
 
-    ``D`` (CSR, ``N`` rows) holds differences of consecutive tokens' observations
-    (a sequence's first row holds its observations), so the running sum of
-    ``D[t] @ W`` from the sequence start is ``X[t] @ W``.  Slowly varying
-    observations (bag-of-concepts windows, position bins) have far fewer
-    entries in ``D`` than in ``X``.
+
+def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
+               const int[::1] ent_col, const double[::1] theta, double[:, ::1] out,
+               int n_threads=1):
+    """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table.
+
+    ``direct`` and ``diff`` are ``(indptr, indices, data)`` triples (``diff``
+    may be None); ``theta`` holds one weight per table entry (its first
+    ``feat_ptr[-1]`` values are used).
     """
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t n = out.shape[0]
     cdef Py_ssize_t width = out.shape[1]
-    cdef Py_ssize_t s, g, j, p, f, k
-    cdef double v
+    cdef int has_diff = diff is not None
+    d_ip, d_ix, d_v = direct
+    f_ip, f_ix, f_v = _csr(diff, n)
+    cdef CSR xd = as_csr(d_ip, d_ix, d_v)
+    cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    cdef Py_ssize_t s, g0
     cdef double* acc
-    with nogil, parallel(num_threads=n_threads):
-        acc = <double*> malloc(sizeof(double) * (width if width > 0 else 1))
+    if n == 0 or width == 0:
+        return
+    with nogil, parallel(num_threads=max(n_threads, 1)):
+        acc = <double*> malloc(sizeof(double) * width)
         for s in prange(n_seq, schedule="dynamic"):
-            for k in range(width):
-                acc[k] = 0.0
-            for g in range(seq_ptr[s], seq_ptr[s + 1]):
-                for j in range(indptr[g], indptr[g + 1]):
-                    f = indices[j]
-                    v = data[j]
-                    for p in range(feat_ptr[f], feat_ptr[f + 1]):
-                        acc[ent_col[p]] += v * theta[p]
-                for k in range(width):
-                    out[g, k] += acc[k]
+            g0 = seq_ptr[s]
+            sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0,
+                            seq_ptr[s + 1] - g0, width, &out[g0, 0], acc)
         free(acc)
 
 
-def suffix_sums(const long long[::1] seq_ptr, double[:, ::1] a, int n_threads=1):
-    """Replace each row of ``a`` by the sum of it and the rows after it in its sequence.
+def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
+                 const int[::1] ent_col, double[:, ::1] dscore, double[::1] grad,
+                 int n_threads=1):
+    """Add ``X.T @ dscore``, mapped through the feature table, to ``grad``.
 
-    With ``a`` the gradient w.r.t. the per-token scores, ``D.T @ a`` afterwards is
-    the gradient of the weights reached through the differences ``D`` of
-    :func:`running_scores`.
+    ``dscore`` (N, width) is the gradient w.r.t. the per-token scores; it is
+    overwritten (by suffix sums within each sequence) when ``diff`` is given.
+    Each thread accumulates into its own copy of ``grad``.
     """
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t width = a.shape[1]
-    cdef Py_ssize_t s, g, k
-    with nogil:
-        for s in prange(n_seq, num_threads=n_threads, schedule="dynamic"):
-            g = seq_ptr[s + 1] - 2
-            while g >= seq_ptr[s]:
-                for k in range(width):
-                    a[g, k] += a[g + 1, k]
-                g = g - 1
+    cdef Py_ssize_t n = dscore.shape[0]
+    cdef Py_ssize_t width = dscore.shape[1]
+    cdef Py_ssize_t n_table = feat_ptr[feat_ptr.shape[0] - 1]
+    cdef int has_diff = diff is not None
+    n_threads = max(n_threads, 1)
+    d_ip, d_ix, d_v = direct
+    f_ip, f_ix, f_v = _csr(diff, n)
+    cdef CSR xd = as_csr(d_ip, d_ix, d_v)
+    cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    if n == 0 or width == 0 or n_table == 0:
+        return
+    acc_arr = np.zeros((n_threads, n_table), dtype=np.float64)
+    cdef double[:, ::1] acc = acc_arr
+    cdef Py_ssize_t s, g0
+    with nogil, parallel(num_threads=n_threads):
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0,
+                              seq_ptr[s + 1] - g0, width, &dscore[g0, 0],
+                              &acc[threadid(), 0])
+    np.add(grad[:n_table], acc_arr.sum(axis=0), out=np.asarray(grad[:n_table]))

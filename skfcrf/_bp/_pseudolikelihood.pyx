@@ -439,6 +439,159 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
     return loss
 
 
+cdef double sequence_loss(Model* m, Scratch* w, Py_ssize_t start,
+                          Py_ssize_t T) noexcept nogil:
+    """Negative log-pseudolikelihood of one sequence; its gradient into ``m``'s arrays."""
+    cdef Py_ssize_t t, t0, first
+    cdef int C = m.n_chains
+    cdef int c, e, y, L, l
+    cdef double acc = 0.0, smax, tot
+    cdef double* f
+    cdef double* du
+    cdef double* su = w.su
+    # unary factors; keeps exp(full score - max), the max and the gold score
+    for t in range(T):
+        for c in range(C):
+            L = m.n_labels[c]
+            var_scores(m, c, start, t, T, -1, -1, su)
+            y = m.gold[(start + t) * C + c]
+            f = w.F + t * m.ltot + m.label_offset[c]
+            smax = -INFINITY
+            for l in range(L):
+                if su[l] > smax:
+                    smax = su[l]
+            tot = 0.0
+            for l in range(L):
+                f[l] = exp(su[l] - smax)
+                tot = tot + f[l]
+            w.mfull[t * C + c] = smax
+            w.gfull[t * C + c] = su[y]
+            acc = acc - su[y] + (smax + log(tot))
+            # its conditional, q - onehot(y), into the unary gradient row
+            du = m.dunary + (start + t) * m.ltot + m.label_offset[c]
+            for l in range(L):
+                du[l] += f[l] / tot
+            du[y] -= 1.0
+    # pairwise factors: tied edges chunk by chunk, untied one by one
+    for e in range(m.n_edges):
+        first = 1 if m.edge_kind[e] == IN_CHAIN else 0
+        if m.edge_tied[e]:
+            t0 = first
+            while t0 < T:
+                acc = acc + tied_chunk(m, e, start, t0, min(CHUNK, T - t0), T, w)
+                t0 = t0 + CHUNK
+        else:
+            for t in range(first, T):
+                acc = acc + pair_factor_log(m, e, start, t, T, w)
+    scatter_sequence(m, start, T)
+    return acc
+
+
+class _Structure:
+    """The graph's arrays as the kernels take them, and the tied edges' tables.
+
+    ``tied_pair`` holds each tied edge's log-potential matrix at
+    ``tied_offset[e]`` (``-inf`` at forbidden assignments).
+    """
+
+    def __init__(self, graph, tied_pair):
+        E = graph.n_edges
+        self.C = graph.n_chains
+        self.E = E
+        self.ltot = graph.total_labels
+        self.lmax = max(graph.n_labels) if self.C else 1
+        self.n_labels = np.ascontiguousarray(graph.n_labels, dtype=np.int32)
+        self.label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
+        self.edge_a = np.ascontiguousarray(graph.edge_a, dtype=np.int32)
+        self.edge_b = np.ascontiguousarray(graph.edge_b, dtype=np.int32)
+        self.edge_kind = np.ascontiguousarray(graph.edge_kind, dtype=np.int32)
+        self.edge_tied = np.ascontiguousarray(graph.edge_tied, dtype=np.int32)
+        self.sizes = [graph.edge_size(e) for e in range(E)]
+        tied_sizes = [self.sizes[e] if graph.edge_tied[e] else 0 for e in range(E)]
+        self.tied_offset = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
+        self.n_tied = int(self.tied_offset[E])
+        size = max(self.n_tied, 1)
+        self.tied_pair = np.zeros(size, dtype=np.float64)
+        self.tied_pair[:self.n_tied] = tied_pair
+        self.tied_exp = np.zeros(size, dtype=np.float64)
+        self.tied_inv = np.zeros(size, dtype=np.float64)
+        self.tied_invT = np.zeros(size, dtype=np.float64)
+        self.tied_max = np.zeros(max(E, 1), dtype=np.float64)
+        self.tied_fast = np.zeros(max(E, 1), dtype=np.int32)
+        for e in self.tied_edges():
+            sl = self.tied_slice(e)
+            block = self.tied_pair[sl]
+            finite = block[np.isfinite(block)]
+            mx = float(finite.max()) if finite.size else 0.0
+            self.tied_max[e] = mx
+            self.tied_exp[sl] = np.exp(block - mx)
+            if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
+                self.tied_fast[e] = 1
+                self.tied_inv[sl] = np.exp(mx - block)
+                la, lb = self.shape(e)
+                self.tied_invT[sl] = self.tied_inv[sl].reshape(la, lb).T.ravel()
+
+    def tied_edges(self):
+        return [e for e in range(self.E) if self.edge_tied[e]]
+
+    def tied_slice(self, e):
+        return slice(int(self.tied_offset[e]), int(self.tied_offset[e]) + self.sizes[e])
+
+    def shape(self, e):
+        return int(self.n_labels[self.edge_a[e]]), int(self.n_labels[self.edge_b[e]])
+
+    def tied_gradient(self, dtied, dtiedT, outer):
+        """Per tied edge, its gradient from the per-thread accumulators (see the module doc)."""
+        tied_sum = dtied.sum(axis=0) + self.tied_exp * outer.sum(axis=0)
+        tied_sumT = dtiedT.sum(axis=0)
+        out = {}
+        for e in self.tied_edges():
+            sl = self.tied_slice(e)
+            la, lb = self.shape(e)
+            grad = tied_sum[sl] + tied_sumT[sl].reshape(lb, la).T.ravel()
+            # at a forbidden entry, what the factor instances' own conditionals take away
+            # their ends' other conditionals add back (see scatter_sequence); summed over
+            # many instances that cancels only up to rounding, so set the exact value
+            grad[~np.isfinite(self.tied_pair[sl])] = 0.0
+            out[e] = grad
+        return out
+
+
+cdef Model make_model(st, const long long[::1] edge_offset) except *:
+    """A :c:type:`Model` over ``st``'s arrays (data pointers are set by the caller)."""
+    cdef Model m
+    cdef int[::1] n_labels = st.n_labels
+    cdef int[::1] label_offset = st.label_offset
+    cdef int[::1] edge_a = st.edge_a
+    cdef int[::1] edge_b = st.edge_b
+    cdef int[::1] edge_kind = st.edge_kind
+    cdef int[::1] edge_tied = st.edge_tied
+    cdef long long[::1] tied_offset = st.tied_offset
+    cdef double[::1] tied_exp = st.tied_exp
+    cdef double[::1] tied_inv = st.tied_inv
+    cdef double[::1] tied_invT = st.tied_invT
+    cdef double[::1] tied_max = st.tied_max
+    cdef int[::1] tied_fast = st.tied_fast
+    cdef int E = st.E
+    m.n_labels = &n_labels[0]
+    m.label_offset = &label_offset[0]
+    m.edge_a = &edge_a[0] if E else NULL
+    m.edge_b = &edge_b[0] if E else NULL
+    m.edge_kind = &edge_kind[0] if E else NULL
+    m.edge_tied = &edge_tied[0] if E else NULL
+    m.edge_offset = &edge_offset[0]
+    m.tied_offset = &tied_offset[0]
+    m.n_edges = E
+    m.n_chains = st.C
+    m.ltot = st.ltot
+    m.tied_exp = &tied_exp[0]
+    m.tied_max = &tied_max[0]
+    m.tied_inv = &tied_inv[0]
+    m.tied_invT = &tied_invT[0]
+    m.tied_fast = &tied_fast[0]
+    return m
+
+
 def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
                      const double[::1] pair, const long long[::1] edge_offset,
                      const int[:, ::1] gold, int n_threads=1):
@@ -446,94 +599,45 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef int C = graph.n_chains, E = graph.n_edges
     cdef Py_ssize_t n = unary.shape[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef int[::1] n_labels = np.ascontiguousarray(graph.n_labels, dtype=np.int32)
-    cdef int[::1] label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
-    cdef int[::1] edge_a = np.ascontiguousarray(graph.edge_a, dtype=np.int32)
-    cdef int[::1] edge_b = np.ascontiguousarray(graph.edge_b, dtype=np.int32)
-    cdef int[::1] edge_kind = np.ascontiguousarray(graph.edge_kind, dtype=np.int32)
-    cdef int[::1] edge_tied = np.ascontiguousarray(graph.edge_tied, dtype=np.int32)
-    tied_sizes = [graph.edge_size(e) if graph.edge_tied[e] else 0 for e in range(E)]
-    cdef long long[::1] tied_offset = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
-    cdef Py_ssize_t n_tied = tied_offset[E]
     if n_threads < 1:
         n_threads = 1
     if unary.shape[1] != graph.total_labels or gold.shape[0] != n or gold.shape[1] != C:
         raise ValueError("unary/gold shapes do not match the graph")
     if pair.shape[0] != edge_offset[E]:
         raise ValueError("pair has the wrong length for this layout")
+    pair_arr = np.asarray(pair)
+    st = _Structure(graph, np.concatenate(
+        [pair_arr[edge_offset[e]:edge_offset[e] + graph.edge_size(e)]
+         for e in range(E) if graph.edge_tied[e]] or [np.zeros(0)]))
+    cdef Py_ssize_t n_tied = max(st.n_tied, 1)
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     dunary_arr = np.zeros((n, graph.total_labels), dtype=np.float64)
     dpair_arr = np.zeros(pair.shape[0], dtype=np.float64)
-    dtied_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
-    dtiedT_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
+    dtied_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
+    dtiedT_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
+    outer_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
     cdef double[::1] loss = loss_arr
     cdef double[:, ::1] dunary = dunary_arr
     cdef double[::1] dpair = dpair_arr
     cdef double[:, ::1] dtied = dtied_arr
     cdef double[:, ::1] dtiedT = dtiedT_arr
-
-    tied_exp_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
-    tied_inv_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
-    tied_invT_arr = np.zeros(max(n_tied, 1), dtype=np.float64)
-    tied_max_arr = np.zeros(max(E, 1), dtype=np.float64)
-    tied_fast_arr = np.zeros(max(E, 1), dtype=np.int32)
-    for ei in range(E):
-        if graph.edge_tied[ei]:
-            block = np.asarray(pair[edge_offset[ei]:edge_offset[ei] + tied_sizes[ei]])
-            finite = block[np.isfinite(block)]
-            mx = float(finite.max()) if finite.size else 0.0
-            tied_max_arr[ei] = mx
-            sl = slice(tied_offset[ei], tied_offset[ei] + tied_sizes[ei])
-            tied_exp_arr[sl] = np.exp(block - mx)
-            if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
-                tied_fast_arr[ei] = 1
-                tied_inv_arr[sl] = np.exp(mx - block)
-                la, lb = graph.n_labels[graph.edge_a[ei]], graph.n_labels[graph.edge_b[ei]]
-                tied_invT_arr[sl] = tied_inv_arr[sl].reshape(la, lb).T.ravel()
-    outer_arr = np.zeros((n_threads, max(n_tied, 1)), dtype=np.float64)
     cdef double[:, ::1] outer = outer_arr
-    cdef double[::1] tied_exp = tied_exp_arr
-    cdef double[::1] tied_max = tied_max_arr
-    cdef double[::1] tied_inv = tied_inv_arr
-    cdef double[::1] tied_invT = tied_invT_arr
-    cdef int[::1] tied_fast = tied_fast_arr
     # per-thread cache of one sequence's exp(full scores) (see Scratch.F)
     cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
     cdef Py_ssize_t per_seq = max(tmax * (graph.total_labels + 2 * C), 1)
     seq_cache_arr = np.empty((n_threads, per_seq), dtype=np.float64)
     cdef double[:, ::1] seq_cache = seq_cache_arr
-    cdef int lmax = max(graph.n_labels) if C else 1
-    cdef Model base_model
-    base_model.n_labels = &n_labels[0]
-    base_model.label_offset = &label_offset[0]
-    base_model.edge_a = &edge_a[0] if E else NULL
-    base_model.edge_b = &edge_b[0] if E else NULL
-    base_model.edge_kind = &edge_kind[0] if E else NULL
-    base_model.edge_tied = &edge_tied[0] if E else NULL
-    base_model.edge_offset = &edge_offset[0]
-    base_model.tied_offset = &tied_offset[0]
-    base_model.n_edges = E
-    base_model.n_chains = C
-    base_model.ltot = graph.total_labels
+    cdef int lmax = st.lmax
+    cdef Model base_model = make_model(st, edge_offset)
     base_model.unary = &unary[0, 0] if n else NULL
     base_model.pair = &pair[0] if pair.shape[0] else NULL
     base_model.gold = &gold[0, 0] if n else NULL
     base_model.dunary = &dunary[0, 0] if n else NULL
     base_model.dpair = &dpair[0] if pair.shape[0] else NULL
-    base_model.tied_exp = &tied_exp[0]
-    base_model.tied_max = &tied_max[0]
-    base_model.tied_inv = &tied_inv[0]
-    base_model.tied_invT = &tied_invT[0]
-    base_model.tied_fast = &tied_fast[0]
 
-    cdef Py_ssize_t s, t, T, start, t0, first
-    cdef int c, e, ef, y, L, l
+    cdef Py_ssize_t s, T, start
     cdef double* buf
-    cdef double acc, smax, tot
-    cdef double* f
-    cdef double* su
-    cdef double* du
     cdef Model m
     cdef Scratch w
     cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
@@ -551,61 +655,11 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
         for s in prange(n_seq, schedule="dynamic"):
             start = seq_ptr[s]
             T = seq_ptr[s + 1] - start
-            acc = 0.0
-            # unary factors; keeps exp(full score - max), the max and the gold score
-            su = w.su
-            for t in range(T):
-                for c in range(C):
-                    L = m.n_labels[c]
-                    var_scores(&m, c, start, t, T, -1, -1, su)
-                    y = m.gold[(start + t) * C + c]
-                    f = w.F + t * m.ltot + m.label_offset[c]
-                    smax = -INFINITY
-                    for l in range(L):
-                        if su[l] > smax:
-                            smax = su[l]
-                    tot = 0.0
-                    for l in range(L):
-                        f[l] = exp(su[l] - smax)
-                        tot = tot + f[l]
-                    w.mfull[t * C + c] = smax
-                    w.gfull[t * C + c] = su[y]
-                    acc = acc - su[y]
-                    acc = acc + (smax + log(tot))
-                    # its conditional, q - onehot(y), into the unary gradient row
-                    du = m.dunary + (start + t) * m.ltot + m.label_offset[c]
-                    for l in range(L):
-                        du[l] += f[l] / tot
-                    du[y] -= 1.0
-            # pairwise factors: tied edges chunk by chunk, untied one by one
-            for e in range(E):
-                first = 1 if m.edge_kind[e] == IN_CHAIN else 0
-                if m.edge_tied[e]:
-                    t0 = first
-                    while t0 < T:
-                        acc = acc + tied_chunk(&m, e, start, t0, min(CHUNK, T - t0), T, &w)
-                        t0 = t0 + CHUNK
-                else:
-                    for t in range(first, T):
-                        acc = acc + pair_factor_log(&m, e, start, t, T, &w)
-            scatter_sequence(&m, start, T)
-            loss[s] = acc
+            loss[s] = sequence_loss(&m, &w, start, T)
         free(buf)
 
-    if n_tied:
-        tied_sum = dtied_arr.sum(axis=0) + tied_exp_arr[:max(n_tied, 1)] * outer_arr.sum(axis=0)
-        tied_sumT = dtiedT_arr.sum(axis=0)
-        for e in range(E):
-            if graph.edge_tied[e]:
-                sl = slice(tied_offset[e], tied_offset[e] + tied_sizes[e])
-                la, lb = graph.n_labels[graph.edge_a[e]], graph.n_labels[graph.edge_b[e]]
-                grad = tied_sum[sl] + tied_sumT[sl].reshape(lb, la).T.ravel()
-                # at a forbidden entry, what the factor instances' own conditionals take away
-                # their ends' other conditionals add back (see scatter_sequence); summed over
-                # many instances that cancels only up to rounding, so set the exact value
-                psl = slice(edge_offset[e], edge_offset[e] + tied_sizes[e])
-                grad[~np.isfinite(np.asarray(pair)[psl])] = 0.0
-                dpair_arr[psl] += grad
+    for e, grad in st.tied_gradient(dtied_arr, dtiedT_arr, outer_arr).items():
+        dpair_arr[edge_offset[e]:edge_offset[e] + grad.size] += grad
     return loss_arr, dunary_arr, dpair_arr
 
 

@@ -23,12 +23,7 @@ floating-point summation order.
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._bp._features import (
-    running_scores,
-    suffix_sums,
-    table_gradient,
-    token_scores,
-)
+from skfcrf._bp._features import add_gradient, add_scores
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.
@@ -93,24 +88,19 @@ class ObservationRows:
             differenced[:] = False
         self.differenced = differenced
         direct = _keep_columns(X, ~differenced) if differenced.any() else X
-        self._direct = _kernel_csr(direct)
-        self._direct_t = _kernel_csr(direct.T.tocsr())
-        if differenced.any():
-            D = _keep_columns(D, differenced)
-            self._diff = _kernel_csr(D)
-            self._diff_t = _kernel_csr(D.T.tocsr())
-        else:
-            self._diff = self._diff_t = None
+        #: ``(indptr, indices, data)`` of the columns used as they are
+        self.direct = _kernel_csr(direct)
+        #: the same for the differenced columns, or None
+        self.diff = _kernel_csr(_keep_columns(D, differenced)) if differenced.any() else None
 
     @property
     def has_differences(self):
-        return self._diff is not None
+        return self.diff is not None
 
     def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1):
         """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table."""
-        token_scores(*self._direct, feat_ptr, ent_col, theta, out, n_threads)
-        if self._diff is not None:
-            running_scores(self.seq_ptr, *self._diff, feat_ptr, ent_col, theta, out, n_threads)
+        add_scores(self.seq_ptr, self.direct, self.diff, feat_ptr, ent_col, theta, out,
+                   n_threads)
 
     def add_gradient(self, feat_ptr, ent_col, dscore, grad, n_threads=1):
         """Add ``X.T @ dscore`` (mapped through the feature table) to ``grad``.
@@ -118,7 +108,5 @@ class ObservationRows:
         ``dscore`` is overwritten (by its suffix sums) when columns are
         differenced.
         """
-        table_gradient(*self._direct_t, feat_ptr, ent_col, dscore, grad, n_threads)
-        if self._diff is not None:
-            suffix_sums(self.seq_ptr, dscore, n_threads)
-            table_gradient(*self._diff_t, feat_ptr, ent_col, dscore, grad, n_threads)
+        add_gradient(self.seq_ptr, self.direct, self.diff, feat_ptr, ent_col, dscore, grad,
+                     n_threads)

@@ -1,0 +1,95 @@
+# cython: language_level=3
+"""Per-token products through the feature table (header only, no module).
+
+The *feature table* lists, for every observation column ``f``, the weights that
+observation carries: entries ``p`` in ``feat_ptr[f]:feat_ptr[f + 1]``, each
+scoring column ``ent_col[p]`` of the per-token score matrix.  A token's scores
+are ``sum_f x[g, f] * theta[p]`` over its observations' entries, and the
+weight gradient collects ``x[g, f] * dscore[g, ent_col[p]]``.
+
+These are the inner loops of :mod:`skfcrf._bp._features` (whole batches) and of
+the fused pseudolikelihood objective (one sequence at a time, in cache).
+"""
+
+
+cdef struct CSR:
+    const int* indptr
+    const int* indices
+    const double* data
+
+
+cdef inline void row_scores(CSR x, const long long* feat_ptr, const int* ent_col,
+                            const double* theta, Py_ssize_t g, double* out) noexcept nogil:
+    """Add row ``g``'s scores ``sum_f x[g, f] theta[p]`` to ``out`` (one score row)."""
+    cdef Py_ssize_t j, p
+    cdef int f
+    cdef double v
+    for j in range(x.indptr[g], x.indptr[g + 1]):
+        f = x.indices[j]
+        v = x.data[j]
+        for p in range(feat_ptr[f], feat_ptr[f + 1]):
+            out[ent_col[p]] += v * theta[p]
+
+
+cdef inline void row_gradient(CSR x, const long long* feat_ptr, const int* ent_col,
+                              Py_ssize_t g, const double* drow, double* grad) noexcept nogil:
+    """Add ``x[g, f] * drow[ent_col[p]]`` to ``grad[p]`` for row ``g``'s table entries."""
+    cdef Py_ssize_t j, p
+    cdef int f
+    cdef double v
+    for j in range(x.indptr[g], x.indptr[g + 1]):
+        f = x.indices[j]
+        v = x.data[j]
+        for p in range(feat_ptr[f], feat_ptr[f + 1]):
+            grad[p] += v * drow[ent_col[p]]
+
+
+cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long long* feat_ptr,
+                                 const int* ent_col, const double* theta, Py_ssize_t g0,
+                                 Py_ssize_t T, Py_ssize_t width, double* out,
+                                 double* acc) noexcept nogil:
+    """Add the scores of rows ``g0 .. g0+T-1`` to ``out`` (T x width, row-major).
+
+    ``direct`` holds observations used as they are; ``diff`` (when ``has_diff``)
+    differences of consecutive tokens, whose running sum within the sequence is
+    added.  ``acc`` is ``width`` doubles of scratch.
+    """
+    cdef Py_ssize_t t, k
+    for t in range(T):
+        row_scores(direct, feat_ptr, ent_col, theta, g0 + t, out + t * width)
+    if not has_diff:
+        return
+    for k in range(width):
+        acc[k] = 0.0
+    for t in range(T):
+        row_scores(diff, feat_ptr, ent_col, theta, g0 + t, acc)
+        for k in range(width):
+            out[t * width + k] += acc[k]
+
+
+cdef inline void suffix_sum_rows(double* a, Py_ssize_t T, Py_ssize_t width) noexcept nogil:
+    """Replace each row of ``a`` (T x width) by the sum of it and the rows after it."""
+    cdef Py_ssize_t t = T - 2
+    cdef Py_ssize_t k
+    while t >= 0:
+        for k in range(width):
+            a[t * width + k] += a[(t + 1) * width + k]
+        t = t - 1
+
+
+cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
+                                   const long long* feat_ptr, const int* ent_col,
+                                   Py_ssize_t g0, Py_ssize_t T, Py_ssize_t width,
+                                   double* dscore, double* grad) noexcept nogil:
+    """Add the weight gradient of rows ``g0 .. g0+T-1`` with score gradient ``dscore``.
+
+    ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff``.
+    """
+    cdef Py_ssize_t t
+    for t in range(T):
+        row_gradient(direct, feat_ptr, ent_col, g0 + t, dscore + t * width, grad)
+    if not has_diff:
+        return
+    suffix_sum_rows(dscore, T, width)
+    for t in range(T):
+        row_gradient(diff, feat_ptr, ent_col, g0 + t, dscore + t * width, grad)
