@@ -44,8 +44,11 @@ to the entries of every pairwise factor of ``v`` (``3 deg + 1`` updates).  On a 
 matrix the entries fed from the first end form a column; they accumulate in a transposed
 per-thread copy, where they are contiguous, and are added back at the end.
 
-The gradient is returned w.r.t. the log-potentials, laid out as in
+:func:`pseudolikelihood` returns the gradient w.r.t. the log-potentials, laid out as in
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
+:func:`pseudolikelihood_objective` (what training calls) does all three steps (feature
+products, pseudolikelihood, gradient mapping) one sequence at a time in per-thread buffers
+that stay in cache, so no whole-batch score, potential or gradient array is ever built.
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
@@ -54,6 +57,8 @@ from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from ._table cimport CSR, sequence_gradient, sequence_scores
 
 cdef enum:
     IN_CHAIN = 0
@@ -694,3 +699,214 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
     """
     with threadpool_limits(limits=1, user_api="blas"):
         return _pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads)
+
+
+cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
+                       const double[::1] data) noexcept:
+    cdef CSR x
+    x.indptr = &indptr[0]
+    x.indices = &indices[0] if indices.shape[0] else NULL
+    x.data = &data[0] if data.shape[0] else NULL
+    return x
+
+
+def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, direct, diff,
+               const long long[::1] feat_ptr, const int[::1] ent_col,
+               const long long[::1] edge_col, const double[::1] theta, Py_ssize_t bias_unary,
+               const long long[::1] bias_edge, const unsigned char[::1] forbid,
+               const long long[::1] forbid_offset, Py_ssize_t width, int n_threads=1):
+    """Kernel of :func:`pseudolikelihood_objective` (see there)."""
+    cdef int C = graph.n_chains, E = graph.n_edges
+    cdef Py_ssize_t n = gold.shape[0]
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t n_table = feat_ptr[feat_ptr.shape[0] - 1]
+    cdef Py_ssize_t n_params = theta.shape[0]
+    cdef int ltot = graph.total_labels
+    cdef int has_diff = diff is not None
+    if n_threads < 1:
+        n_threads = 1
+    # tied edges: one matrix each, built once; forbidden assignments at -inf
+    tied = []
+    for ei in range(E):
+        if graph.edge_tied[ei]:
+            block = np.array(theta[bias_edge[ei]:bias_edge[ei + 1]], dtype=np.float64)
+            block[np.asarray(forbid[forbid_offset[ei]:forbid_offset[ei + 1]], dtype=bool)] = -np.inf
+            tied.append(block)
+    st = _Structure(graph, np.concatenate(tied) if tied else np.zeros(0))
+    # per-thread pair layout: the tied matrices, then T x k blocks of the untied edges
+    cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
+    local_offset_arr = np.zeros(E + 1, dtype=np.int64)
+    pos = max(st.n_tied, 1)
+    for ei in range(E):
+        if graph.edge_tied[ei]:
+            local_offset_arr[ei] = st.tied_offset[ei]
+        else:
+            local_offset_arr[ei] = pos
+            pos += tmax * graph.edge_size(ei)
+    local_offset_arr[E] = pos
+    cdef long long[::1] local_offset = local_offset_arr
+    cdef Py_ssize_t n_local = pos
+    cdef Py_ssize_t n_tied = max(st.n_tied, 1)
+
+    f_ip, f_ix, f_v = diff if has_diff else (np.zeros(n + 1, dtype=np.int32),
+                                              np.zeros(0, dtype=np.int32), np.zeros(0))
+    d_ip, d_ix, d_v = direct
+    cdef CSR xd = as_csr(d_ip, d_ix, d_v)
+    cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+
+    loss_arr = np.zeros(n_seq, dtype=np.float64)
+    cdef double[::1] loss = loss_arr
+    # per-thread work arrays (see the loop below)
+    cdef double[:, ::1] S = np.empty((n_threads, max(tmax * width, 1)))
+    cdef double[:, ::1] U = np.empty((n_threads, max(tmax * ltot, 1)))
+    cdef double[:, ::1] DU = np.empty((n_threads, max(tmax * ltot, 1)))
+    P_arr = np.zeros((n_threads, n_local))
+    P_arr[:, :st.n_tied] = st.tied_pair[:st.n_tied]
+    cdef double[:, ::1] P = P_arr
+    cdef double[:, ::1] DP = np.zeros((n_threads, n_local))
+    cdef double[:, ::1] F = np.empty((n_threads, max(tmax * (ltot + 2 * C), 1)))
+    cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
+    gacc_arr = np.zeros((n_threads, n_params))
+    cdef double[:, ::1] gacc = gacc_arr
+    dtied_arr = np.zeros((n_threads, n_tied))
+    dtiedT_arr = np.zeros((n_threads, n_tied))
+    outer_arr = np.zeros((n_threads, n_tied))
+    cdef double[:, ::1] dtied = dtied_arr
+    cdef double[:, ::1] dtiedT = dtiedT_arr
+    cdef double[:, ::1] outer = outer_arr
+    cdef int lmax = st.lmax
+    cdef Model base_model = make_model(st, local_offset)
+    cdef int[::1] edge_tied = st.edge_tied
+    cdef long long[::1] sizes = np.asarray(st.sizes, dtype=np.int64) if E else np.zeros(1, np.int64)
+
+    cdef Py_ssize_t s, T, g0, t, j, k, col, lo, th
+    cdef int e, l
+    cdef double v
+    cdef double* buf
+    cdef double* srow
+    cdef double* g
+    cdef Model m
+    cdef Scratch w
+    cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
+    with nogil, parallel(num_threads=n_threads):
+        buf = <double*> malloc(sizeof(double) * scratch)
+        th = threadid()
+        w = make_scratch(buf, lmax)
+        w.F = &F[th, 0]
+        w.mfull = w.F + tmax * ltot
+        w.gfull = w.mfull + tmax * C
+        m = base_model
+        m.unary = &U[th, 0]
+        m.dunary = &DU[th, 0]
+        m.pair = &P[th, 0]
+        m.dpair = &DP[th, 0]
+        m.dtied = &dtied[th, 0]
+        m.dtiedT = &dtiedT[th, 0]
+        m.outer = &outer[th, 0]
+        g = &gacc[th, 0]
+        for s in prange(n_seq, schedule="dynamic"):
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                continue
+            # 1. scores of the sequence's tokens (T x width), then its potentials
+            for j in range(T * width):
+                S[th, j] = 0.0
+            if n_table:
+                sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0, T,
+                                width, &S[th, 0], &acc[th, 0])
+            for t in range(T):
+                for l in range(ltot):
+                    U[th, t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
+                    DU[th, t * ltot + l] = 0.0
+            for e in range(E):
+                if edge_tied[e]:
+                    continue
+                k = sizes[e]
+                col = edge_col[e]
+                lo = local_offset[e]
+                for t in range(T):
+                    for j in range(k):
+                        if forbid[forbid_offset[e] + j]:
+                            P[th, lo + t * k + j] = -INFINITY
+                        else:
+                            P[th, lo + t * k + j] = (S[th, t * width + col + j]
+                                                     + theta[bias_edge[e] + j])
+                        DP[th, lo + t * k + j] = 0.0
+            # 2. the pseudolikelihood and its gradient w.r.t. the potentials
+            m.gold = &gold[g0, 0]
+            loss[s] = sequence_loss(&m, &w, 0, T)
+            # 3. gradient w.r.t. the scores (into S), the biases, and the weights
+            for t in range(T):
+                srow = &S[th, t * width]
+                for l in range(ltot):
+                    v = DU[th, t * ltot + l]
+                    srow[l] = v
+                    g[bias_unary + l] += v
+            for e in range(E):
+                if edge_tied[e]:
+                    continue
+                k = sizes[e]
+                col = edge_col[e]
+                lo = local_offset[e]
+                for t in range(T):
+                    srow = &S[th, t * width + col]
+                    for j in range(k):
+                        # a forbidden entry's potential does not depend on the weights
+                        v = 0.0 if forbid[forbid_offset[e] + j] else DP[th, lo + t * k + j]
+                        srow[j] = v
+                        g[bias_edge[e] + j] += v
+            if n_table:
+                sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0, T, width,
+                                  &S[th, 0], g)
+        free(buf)
+
+    grad = gacc_arr.sum(axis=0)
+    for ei, tg in st.tied_gradient(dtied_arr, dtiedT_arr, outer_arr).items():
+        grad[bias_edge[ei]:bias_edge[ei + 1]] = tg
+    return loss_arr, grad
+
+
+def pseudolikelihood_objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent_col,
+                               edge_col, theta, bias_unary, bias_edge, forbid, forbid_offset,
+                               width, n_threads=1):
+    """Negative log-pseudolikelihood of a batch and its gradient w.r.t. the parameters.
+
+    The same value as :func:`pseudolikelihood` on the potentials of
+    :meth:`ParameterLayout.potentials`, mapped back by
+    :meth:`ParameterLayout.gradient`, but fused one sequence at a time: the
+    sequence's scores, potentials and their gradients live in per-thread
+    buffers (in cache) and never as whole-batch arrays.
+
+    Parameters
+    ----------
+    graph : skfcrf._bp.graph.Graph
+    seq_ptr : int64 ndarray (n_seq + 1,)
+    gold : int32 ndarray (N, C)
+    direct, diff : (indptr, indices, data) or None
+        Observations, as :class:`skfcrf.estimators._observation_rows.ObservationRows`
+        keeps them (``diff``: columns stored as token differences, or None).
+    feat_ptr, ent_col : ndarray
+        The feature table (:mod:`skfcrf.estimators._model`).
+    edge_col : int64 ndarray (E,)
+        Score column of each untied edge's first entry (-1 for tied edges).
+    theta : float64 ndarray (n_params,)
+    bias_unary : int
+        Offset of the unary biases in ``theta``.
+    bias_edge : int64 ndarray (E + 1,)
+        Offsets of each edge's biases.
+    forbid : uint8 ndarray, forbid_offset : int64 ndarray (E + 1,)
+        Forbidden assignments of each edge (1 = ``-inf`` potential), flat.
+    width : int
+        Columns of the per-token score matrix.
+    n_threads : int
+
+    Returns
+    -------
+    loss : ndarray (n_seq,)
+        Per-sequence negative log-pseudolikelihood.
+    grad : ndarray (n_params,)
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent_col, edge_col,
+                          theta, bias_unary, bias_edge, forbid, forbid_offset, width, n_threads)

@@ -10,7 +10,6 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from skfcrf._bp._pseudolikelihood import pseudolikelihood
 from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
@@ -542,23 +541,22 @@ class FactorialCRF(BaseEstimator):
     def _loss_grad(self, theta, batch, seeds, n_threads):
         """Unpenalised negative log-(pseudo)likelihood of a batch and its gradient."""
         layout = self.layout_
-        unary, pair, edge_offset = layout.potentials(theta, batch.obs, n_threads, self.forbidden_)
         if self.objective == "pseudolikelihood":
-            losses, dunary, dpair = pseudolikelihood(
-                self.graph_, batch.seq_ptr, unary, pair, edge_offset, batch.gold, n_threads)
-            loss = float(losses.sum())
-        else:
-            node, pmarg, log_z, conv, n_it = _inference().marginals(
-                self.graph_, batch.seq_ptr, unary, pair, method=self._method(),
-                max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=seeds, n_threads=n_threads)
-            if self._method() == "trp" and getattr(self, "_train_stats", None) is not None:
-                self._train_stats.append((np.asarray(conv), np.asarray(n_it)))
-            stats = batch.gold_stats(edge_offset)
-            loss = float(log_z.sum() - stats.score(unary, pair))
-            dunary = node
-            dunary.ravel()[stats.unary_index] -= 1.0
-            dpair = pmarg - stats.pair_counts
-            dpair[~np.isfinite(pair)] = 0.0
+            losses, grad = layout.pseudolikelihood(theta, batch.obs, batch.gold, n_threads,
+                                                   self.forbidden_)
+            return float(losses.sum()), grad
+        unary, pair, edge_offset = layout.potentials(theta, batch.obs, n_threads, self.forbidden_)
+        node, pmarg, log_z, conv, n_it = _inference().marginals(
+            self.graph_, batch.seq_ptr, unary, pair, method=self._method(),
+            max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=seeds, n_threads=n_threads)
+        if self._method() == "trp" and getattr(self, "_train_stats", None) is not None:
+            self._train_stats.append((np.asarray(conv), np.asarray(n_it)))
+        stats = batch.gold_stats(edge_offset)
+        loss = float(log_z.sum() - stats.score(unary, pair))
+        dunary = node
+        dunary.ravel()[stats.unary_index] -= 1.0
+        dpair = pmarg - stats.pair_counts
+        dpair[~np.isfinite(pair)] = 0.0
         grad = layout.gradient(dunary, dpair, edge_offset, batch.obs, n_threads)
         return loss, grad
 

@@ -28,6 +28,7 @@ each edge template's ``L_a x L_b`` biases.
 """
 import numpy as np
 
+from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf.estimators._observation_rows import ObservationRows
 
@@ -220,6 +221,26 @@ class ParameterLayout:
             grad[:self.n_table] = 0.0
             obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads)
         return grad
+
+    def pseudolikelihood(self, theta, obs, gold, n_threads=1, forbidden=None):
+        """Negative log-pseudolikelihood per sequence and its gradient w.r.t. ``theta``.
+
+        The same as :func:`skfcrf._bp._pseudolikelihood.pseudolikelihood` on
+        :meth:`potentials`, mapped back by :meth:`gradient`, computed one
+        sequence at a time without whole-batch score or potential arrays.
+        ``gold`` is the ``(N, C)`` int32 array of gold label indices.
+        """
+        graph = self.graph
+        sizes = [graph.edge_size(e) for e in range(graph.n_edges)]
+        forbid_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        forbid = np.zeros(max(int(forbid_offset[-1]), 1), dtype=np.uint8)
+        for e, mask in (forbidden or {}).items():
+            forbid[forbid_offset[e]:forbid_offset[e + 1]] = mask.ravel()
+        return pseudolikelihood_objective(
+            graph, obs.seq_ptr, np.ascontiguousarray(gold, dtype=np.int32), obs.direct,
+            obs.diff, self.feat_ptr, self.ent_col, self.edge_col,
+            np.ascontiguousarray(theta, dtype=np.float64), self.bias_unary, self.bias_edge,
+            forbid, forbid_offset, self.score_width, n_threads)
 
 
 class GoldStatistics:
