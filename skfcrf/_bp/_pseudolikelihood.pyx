@@ -278,6 +278,22 @@ cdef void scatter_sequence(const Model* m, Py_ssize_t start, Py_ssize_t T) noexc
                     m.dunary + (start + tw) * m.ltot + m.label_offset[cb], m.n_labels[cb], yw)
 
 
+cdef inline double dot(const double* a, const double* b, int n) noexcept nogil:
+    """``sum_i a[i] b[i]`` with four partial sums (a serial sum waits on every add)."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef int i = 0
+    while i + 4 <= n:
+        s0 += a[i] * b[i]
+        s1 += a[i + 1] * b[i + 1]
+        s2 += a[i + 2] * b[i + 2]
+        s3 += a[i + 3] * b[i + 3]
+        i += 4
+    while i < n:
+        s0 += a[i] * b[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
 cdef inline double softmax_inplace(double* s, int n) noexcept nogil:
     """Turn scores into probabilities; return log-sum-exp of the scores."""
     cdef double mx = -INFINITY, tot = 0.0
@@ -415,9 +431,7 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
         ew = w.EW + i * Lb
         r = w.R + i * La
         cm = w.CM + i * Lb
-        z = 0.0
-        for l in range(La):
-            z += eu[l] * r[l]
+        z = dot(eu, r, La)
         if not (z > 1e-280) or z == INFINITY:
             # underflow/overflow of the product form: redo this one in the log domain
             loss += pair_factor_log(m, e, start, t, T, w)
@@ -450,7 +464,7 @@ cdef double sequence_loss(Model* m, Scratch* w, Py_ssize_t start,
     cdef Py_ssize_t t, t0, first
     cdef int C = m.n_chains
     cdef int c, e, y, L, l
-    cdef double acc = 0.0, smax, tot
+    cdef double acc = 0.0, smax, tot, inv
     cdef double* f
     cdef double* du
     cdef double* su = w.su
@@ -474,8 +488,9 @@ cdef double sequence_loss(Model* m, Scratch* w, Py_ssize_t start,
             acc = acc - su[y] + (smax + log(tot))
             # its conditional, q - onehot(y), into the unary gradient row
             du = m.dunary + (start + t) * m.ltot + m.label_offset[c]
+            inv = 1.0 / tot
             for l in range(L):
-                du[l] += f[l] / tot
+                du[l] += f[l] * inv
             du[y] -= 1.0
     # pairwise factors: tied edges chunk by chunk, untied one by one
     for e in range(m.n_edges):
@@ -723,6 +738,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef Py_ssize_t n_params = theta.shape[0]
     cdef int ltot = graph.total_labels
     cdef int has_diff = diff is not None
+    cdef int unary_only = width == ltot
     if n_threads < 1:
         n_threads = 1
     # tied edges: one matrix each, built once; forbidden assignments at -inf
@@ -758,7 +774,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef double[::1] loss = loss_arr
     # per-thread work arrays (see the loop below)
     cdef double[:, ::1] S = np.empty((n_threads, max(tmax * width, 1)))
-    cdef double[:, ::1] U = np.empty((n_threads, max(tmax * ltot, 1)))
+    cdef double[:, ::1] U = np.empty((n_threads, 1 if width == ltot else max(tmax * ltot, 1)))
     cdef double[:, ::1] DU = np.empty((n_threads, max(tmax * ltot, 1)))
     P_arr = np.zeros((n_threads, n_local))
     P_arr[:, :st.n_tied] = st.tied_pair[:st.n_tied]
@@ -785,6 +801,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef double* buf
     cdef double* srow
     cdef double* g
+    cdef double* ub
     cdef Model m
     cdef Scratch w
     cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
@@ -796,7 +813,10 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
         w.mfull = w.F + tmax * ltot
         w.gfull = w.mfull + tmax * C
         m = base_model
-        m.unary = &U[th, 0]
+        # without untied edges the score rows are the unary rows: potentials in place, and
+        # the unary gradient is the score gradient
+        ub = &S[th, 0] if unary_only else &U[th, 0]
+        m.unary = ub
         m.dunary = &DU[th, 0]
         m.pair = &P[th, 0]
         m.dpair = &DP[th, 0]
@@ -817,7 +837,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
                                 width, &S[th, 0], &acc[th, 0])
             for t in range(T):
                 for l in range(ltot):
-                    U[th, t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
+                    ub[t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
                     DU[th, t * ltot + l] = 0.0
             for e in range(E):
                 if edge_tied[e]:
@@ -841,8 +861,9 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
                 srow = &S[th, t * width]
                 for l in range(ltot):
                     v = DU[th, t * ltot + l]
-                    srow[l] = v
                     g[bias_unary + l] += v
+                    if not unary_only:
+                        srow[l] = v
             for e in range(E):
                 if edge_tied[e]:
                     continue
@@ -858,7 +879,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
                         g[bias_edge[e] + j] += v
             if n_table:
                 sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0, T, width,
-                                  &S[th, 0], g)
+                                  &DU[th, 0] if unary_only else &S[th, 0], g)
         free(buf)
 
     grad = gacc_arr.sum(axis=0)
