@@ -1,0 +1,111 @@
+"""A/B timing of whole loss + gradient evaluations: the working tree against an earlier commit.
+
+Exports ``--rev`` into a temporary directory and builds its extensions there,
+then runs the same workload (one fit's training batch, random weights, repeated
+``_loss_grad`` calls) with each version in worker processes, alternating
+A (``--rev``) and B (working tree) ``--rounds`` times, so both see the same
+machine load.  Prints per-round medians, the median ratio, and each worker's
+peak RSS.  Workloads: ``dictations`` (three chains, pseudolikelihood, as target
+3), ``conll1`` (chunks, likelihood, as target 1), ``conll2`` (POS + chunks from
+words, pseudolikelihood, as target 2).
+
+    python benchmarks/ab_revisions.py --rev 3027f3d --workload dictations --n-reports 300 \\
+        --n-jobs 2 --rounds 5 --repeat 3
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def export_and_build(rev):
+    """``rev``'s tree in a temporary directory with its extensions built in place."""
+    tmp = tempfile.mkdtemp(prefix="skfcrf_rev_")
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"], cwd=tmp,
+                   check=True, capture_output=True)
+    return tmp
+
+
+WORKER = r"""
+import json, resource, sys, time
+import numpy as np
+sys.path.insert(0, {bench!r})
+args = json.loads(sys.argv[1])
+from skfcrf import FactorialCRF
+if args["workload"] == "dictations":
+    from skfcrf.datasets import make_dictations
+    from _dictations import standard_features
+    X, y = make_dictations(n_reports=args["n_reports"], style="rcg", random_state=0)
+    X = standard_features().fit_transform(X)
+    est = FactorialCRF(min_instance_freq=2, n_jobs=args["n_jobs"])
+elif args["workload"] == "conll1":
+    import math
+    from _conll import load, chunk_observations, chain_labels
+    X, y = load("train")
+    X, y = chunk_observations(X), chain_labels(y, 1)
+    est = FactorialCRF(objective="likelihood", sigma=1 / math.sqrt(2), n_jobs=args["n_jobs"])
+else:
+    from _conll import load, word_observations
+    X, y = load("train")
+    X = word_observations(X)
+    est = FactorialCRF(n_jobs=args["n_jobs"])
+batch, theta0, seeds, _ = est._prepare_fit(X, y)
+theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+est._loss_grad(theta, batch, seeds, args["n_jobs"])          # warm-up
+times = []
+for _ in range(args["repeat"]):
+    t0 = time.perf_counter()
+    loss, grad = est._loss_grad(theta, batch, seeds, args["n_jobs"])
+    times.append(time.perf_counter() - t0)
+print(json.dumps({{"times": times, "loss": loss, "grad_norm": float(np.linalg.norm(grad)),
+                  "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20}}))
+"""
+
+
+def run(tree, args):
+    env = dict(os.environ, PYTHONPATH=tree)
+    code = WORKER.format(bench=HERE)
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], env=env, check=True,
+                         capture_output=True, text=True, cwd=tree).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rev", required=True, help="commit to compare against (A)")
+    ap.add_argument("--workload", choices=["dictations", "conll1", "conll2"], default="dictations")
+    ap.add_argument("--n-reports", type=int, default=300)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3, help="timed evaluations per worker")
+    opt = ap.parse_args()
+    old_tree = export_and_build(opt.rev)
+    args = {"workload": opt.workload, "n_reports": opt.n_reports, "n_jobs": opt.n_jobs,
+            "repeat": opt.repeat}
+    a, b, ratios = [], [], []
+    for r in range(opt.rounds):
+        ra, rb = run(old_tree, args), run(ROOT, args)
+        ma, mb = float(np.median(ra["times"])), float(np.median(rb["times"]))
+        a.append(ma)
+        b.append(mb)
+        ratios.append(ma / mb)
+        print(f"round {r + 1}: A {ma:.3f} s  B {mb:.3f} s  x{ma / mb:.2f}  "
+              f"(peak RSS A {ra['rss_gb']:.2f} GB, B {rb['rss_gb']:.2f} GB; "
+              f"loss A {ra['loss']:.10g} B {rb['loss']:.10g})", flush=True)
+    print(f"{opt.workload} n_jobs={opt.n_jobs}: A ({opt.rev}) median {np.median(a):.3f} s, "
+          f"B (working tree) median {np.median(b):.3f} s, median ratio x{np.median(ratios):.2f} "
+          f"(range x{min(ratios):.2f} to x{max(ratios):.2f})")
+
+
+if __name__ == "__main__":
+    main()
