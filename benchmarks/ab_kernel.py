@@ -5,6 +5,10 @@ in a temporary directory, then times the two on the same inputs, alternating
 A and B, in one process.  Prints medians and the ratio.
 
     python benchmarks/ab_kernel.py pseudolikelihood --rev b0c27e5 --workload conll2 --repeat 5
+
+``objective`` times the fused training objective (``pseudolikelihood_objective``
+of the same module: feature products, pseudolikelihood and gradient mapping)
+through ``FactorialCRF._loss_grad``, swapping the old function in for A.
 """
 import argparse
 import importlib
@@ -24,13 +28,16 @@ def build_old(kernel, rev):
                          check=True, capture_output=True, text=True).stdout
     tmp = tempfile.mkdtemp(prefix="skfcrf_ab_")
     name = f"_{kernel}_old"
+    # the rev's headers, cimported without the package (relative cimports made absolute)
+    src = src.replace("from ._", "from _")
     with open(os.path.join(tmp, f"{name}.pyx"), "w") as fh:
         fh.write(src)
-    for pxd in ("_common.pxd",):
-        path = os.path.join(ROOT, "skfcrf", "_bp", pxd)
-        if os.path.exists(path):
-            with open(path) as fi, open(os.path.join(tmp, pxd), "w") as fo:
-                fo.write(fi.read())
+    for pxd in ("_common.pxd", "_table.pxd"):
+        got = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/{pxd}"],
+                             capture_output=True, text=True)
+        if got.returncode == 0:
+            with open(os.path.join(tmp, pxd), "w") as fo:
+                fo.write(got.stdout.replace("from ._", "from _"))
     setup = f"""
 import numpy as np
 from setuptools import setup, Extension
@@ -76,9 +83,50 @@ def dictations_workload(n_jobs, n_reports=300):
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
 
 
+def ab_objective(args):
+    """A/B of the fused pseudolikelihood objective inside ``FactorialCRF._loss_grad``."""
+    import skfcrf.estimators._model as model
+    from skfcrf import FactorialCRF
+    old = build_old("pseudolikelihood", args.rev)
+    sys.path.insert(0, os.path.dirname(__file__))
+    if args.workload == "dictations":
+        from _dictations import standard_features
+        from skfcrf.datasets import make_dictations
+        X, y = make_dictations(n_reports=300, style="rcg", random_state=0)
+        X = standard_features().fit_transform(X)
+        est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)
+    else:
+        from _conll import load, word_observations
+        X, y = load("train")
+        X = word_observations(X)
+        est = FactorialCRF(n_jobs=args.n_jobs)
+    batch, theta0, seeds, _ = est._prepare_fit(X, y)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+    fns = {"old": old.pseudolikelihood_objective, "new": model.pseudolikelihood_objective}
+
+    def evaluate(label):
+        model.pseudolikelihood_objective = fns[label]
+        try:
+            return est._loss_grad(theta, batch, seeds, args.n_jobs)
+        finally:
+            model.pseudolikelihood_objective = fns["new"]
+
+    (la, ga), (lb, gb) = evaluate("old"), evaluate("new")
+    print(f"loss old {la:.6f} new {lb:.6f}; max gradient difference {np.abs(ga - gb).max():.3g}")
+    times = {"old": [], "new": []}
+    for _ in range(args.repeat):
+        for label in ("old", "new"):
+            t = time.perf_counter()
+            evaluate(label)
+            times[label].append(time.perf_counter() - t)
+    mo, mn = np.median(times["old"]), np.median(times["new"])
+    print(f"objective on {args.workload}, n_jobs={args.n_jobs}: old ({args.rev}) median {mo:.3f} s, "
+          f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=["pseudolikelihood"])
+    ap.add_argument("kernel", choices=["pseudolikelihood", "objective"])
     ap.add_argument("--rev", required=True)
     ap.add_argument("--workload", default="conll2", choices=["conll2", "dictations"])
     ap.add_argument("--repeat", type=int, default=5)
@@ -86,6 +134,8 @@ def main():
     args = ap.parse_args()
     from threadpoolctl import threadpool_limits
     threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
+    if args.kernel == "objective":
+        return ab_objective(args)
     old = build_old(args.kernel, args.rev)
     new = importlib.import_module(f"skfcrf._bp._{args.kernel}")
     work = (conll2_workload if args.workload == "conll2" else dictations_workload)(args.n_jobs)

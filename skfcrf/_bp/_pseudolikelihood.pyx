@@ -63,7 +63,7 @@ from ._table cimport CSR, sequence_gradient, sequence_scores
 cdef enum:
     IN_CHAIN = 0
     COUPLING = 1
-    CHUNK = 256     # factor instances of one tied edge evaluated together
+    CHUNK = 128     # factor instances of one tied edge evaluated together
 
 
 # widest span of a tied matrix whose conditionals are built from the cached exp(full score)
