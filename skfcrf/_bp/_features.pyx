@@ -19,24 +19,7 @@ from libc.stdlib cimport free, malloc
 
 import numpy as np
 
-from ._table cimport CSR, sequence_gradient, sequence_scores
-
-
-cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
-                       const double[::1] data) noexcept:
-    cdef CSR x
-    x.indptr = &indptr[0]
-    x.indices = &indices[0] if indices.shape[0] else NULL
-    x.data = &data[0] if data.shape[0] else NULL
-    return x
-
-
-def _csr(triple, n_rows):
-    """A kernel CSR (int32 indptr/indices, float64 data) or an empty one of ``n_rows``."""
-    if triple is None:
-        return (np.zeros(n_rows + 1, dtype=np.int32), np.zeros(0, dtype=np.int32),
-                np.zeros(0, dtype=np.float64))
-    return triple
+from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 
 def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
@@ -53,7 +36,7 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
     cdef Py_ssize_t width = out.shape[1]
     cdef int has_diff = diff is not None
     d_ip, d_ix, d_v = direct
-    f_ip, f_ix, f_v = _csr(diff, n)
+    f_ip, f_ix, f_v = triple_or_empty(diff, n)
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
     cdef Py_ssize_t s, g0
@@ -85,7 +68,7 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
     cdef int has_diff = diff is not None
     n_threads = max(n_threads, 1)
     d_ip, d_ix, d_v = direct
-    f_ip, f_ix, f_v = _csr(diff, n)
+    f_ip, f_ix, f_v = triple_or_empty(diff, n)
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
     if n == 0 or width == 0 or n_table == 0:

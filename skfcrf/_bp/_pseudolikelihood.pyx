@@ -58,7 +58,7 @@ from scipy.linalg.cython_blas cimport dgemm
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._table cimport CSR, sequence_gradient, sequence_scores
+from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 cdef enum:
     IN_CHAIN = 0
@@ -716,15 +716,6 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
         return _pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads)
 
 
-cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
-                       const double[::1] data) noexcept:
-    cdef CSR x
-    x.indptr = &indptr[0]
-    x.indices = &indices[0] if indices.shape[0] else NULL
-    x.data = &data[0] if data.shape[0] else NULL
-    return x
-
-
 def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, direct, diff,
                const long long[::1] feat_ptr, const int[::1] ent_col,
                const long long[::1] edge_col, const double[::1] theta, Py_ssize_t bias_unary,
@@ -764,8 +755,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef Py_ssize_t n_local = pos
     cdef Py_ssize_t n_tied = max(st.n_tied, 1)
 
-    f_ip, f_ix, f_v = diff if has_diff else (np.zeros(n + 1, dtype=np.int32),
-                                              np.zeros(0, dtype=np.int32), np.zeros(0))
+    f_ip, f_ix, f_v = triple_or_empty(diff, n)
     d_ip, d_ix, d_v = direct
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)

@@ -18,6 +18,25 @@ cdef struct CSR:
     const double* data
 
 
+cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
+                       const double[::1] data) noexcept:
+    """A :c:type:`CSR` over the arrays of an ``(indptr, indices, data)`` triple."""
+    cdef CSR x
+    x.indptr = &indptr[0]
+    x.indices = &indices[0] if indices.shape[0] else NULL
+    x.data = &data[0] if data.shape[0] else NULL
+    return x
+
+
+cdef inline tuple triple_or_empty(object triple, Py_ssize_t n_rows):
+    """``triple`` itself, or an empty ``(indptr, indices, data)`` of ``n_rows`` rows if None."""
+    if triple is not None:
+        return tuple(triple)
+    import numpy as np
+    return (np.zeros(n_rows + 1, dtype=np.int32), np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.float64))
+
+
 cdef inline void row_scores(CSR x, const long long* feat_ptr, const int* ent_col,
                             const double* theta, Py_ssize_t g, double* out) noexcept nogil:
     """Add row ``g``'s scores ``sum_f x[g, f] theta[p]`` to ``out`` (one score row)."""
