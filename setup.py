@@ -14,7 +14,9 @@ extensions = [
         f"skfcrf._bp.{name}",
         [os.path.join("skfcrf", "_bp", f"{name}.pyx")],
         include_dirs=[np.get_include()],
-        extra_compile_args=["-O3"] + _openmp,
+        # -fno-trapping-math: loops with selects (e.g. _vexp.h) may be vectorised; values
+        # are unchanged, only floating-point exception flags are not kept exact
+        extra_compile_args=["-O3", "-fno-trapping-math"] + _openmp,
         extra_link_args=_openmp,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

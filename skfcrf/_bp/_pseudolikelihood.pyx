@@ -60,6 +60,10 @@ from threadpoolctl import threadpool_limits
 
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
+cdef extern from "_vexp.h" nogil:
+    # exp(s[i] - shift) over an array, vectorised (see _vexp.h)
+    void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
+
 cdef enum:
     IN_CHAIN = 0
     COUPLING = 1
@@ -92,6 +96,7 @@ cdef struct Model:
                            # conditionals, transposed (Lb x La), at tied_offset[e]
     double* outer          # this thread's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
     const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
+    const double* tied_expT  # its transpose (Lb x La), at tied_offset[e]
     const double* tied_inv # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
     const double* tied_invT  # its transpose (Lb x La), at tied_offset[e]
     const double* tied_max # that max, per edge
@@ -301,8 +306,8 @@ cdef inline double softmax_inplace(double* s, int n) noexcept nogil:
     for i in range(n):
         if s[i] > mx:
             mx = s[i]
+    exp_shifted(s, mx, s, n)
     for i in range(n):
-        s[i] = exp(s[i] - mx)
         tot += s[i]
     for i in range(n):
         s[i] /= tot
@@ -358,6 +363,7 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
     cdef int ca = m.edge_a[e], cb = m.edge_b[e]
     cdef int La = m.n_labels[ca], Lb = m.n_labels[cb]
     cdef const double* E = m.tied_exp + m.tied_offset[e]
+    cdef const double* ET = m.tied_expT + m.tied_offset[e]
     cdef const double* P = m.pair + m.edge_offset[e]
     cdef Py_ssize_t i, t, tu, tw, stride
     cdef int side_u, side_w, yu, yw, l, k, nn = <int> n
@@ -415,13 +421,12 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
                     mw = w.sw[k]
             eu = w.EU + i * La
             ew = w.EW + i * Lb
-            for l in range(La):
-                eu[l] = exp(w.su[l] - mu)
-            for k in range(Lb):
-                ew[k] = exp(w.sw[k] - mw)
+            exp_shifted(w.su, mu, eu, La)
+            exp_shifted(w.sw, mw, ew, Lb)
             w.shift[i] = mu + mw + m.tied_max[e] - (w.su[yu] + w.sw[yw] + P[yu * Lb + yw])
-    # 2. R = EW @ E^T (n x La), CM = EU @ E (n x Lb)  [row-major, see module doc]
-    dgemm(&tt, &tn, &La, &nn, &Lb, &one, E, &Lb, w.EW, &Lb, &zero, w.R, &La)
+    # 2. R = EW @ E^T (n x La), CM = EU @ E (n x Lb)  [row-major, see module doc]; both
+    # as untransposed products (E^T stored), which BLAS runs without packing copies
+    dgemm(&tn, &tn, &La, &nn, &Lb, &one, ET, &La, w.EW, &Lb, &zero, w.R, &La)
     dgemm(&tn, &tn, &Lb, &nn, &La, &one, E, &Lb, w.EU, &La, &zero, w.CM, &Lb)
     # 3. per instance: normaliser, marginals, loss, scatter
     for i in range(n):
@@ -479,9 +484,9 @@ cdef double sequence_loss(Model* m, Scratch* w, Py_ssize_t start,
             for l in range(L):
                 if su[l] > smax:
                     smax = su[l]
+            exp_shifted(su, smax, f, L)
             tot = 0.0
             for l in range(L):
-                f[l] = exp(su[l] - smax)
                 tot = tot + f[l]
             w.mfull[t * C + c] = smax
             w.gfull[t * C + c] = su[y]
@@ -534,6 +539,7 @@ class _Structure:
         self.tied_pair = np.zeros(size, dtype=np.float64)
         self.tied_pair[:self.n_tied] = tied_pair
         self.tied_exp = np.zeros(size, dtype=np.float64)
+        self.tied_expT = np.zeros(size, dtype=np.float64)
         self.tied_inv = np.zeros(size, dtype=np.float64)
         self.tied_invT = np.zeros(size, dtype=np.float64)
         self.tied_max = np.zeros(max(E, 1), dtype=np.float64)
@@ -545,10 +551,11 @@ class _Structure:
             mx = float(finite.max()) if finite.size else 0.0
             self.tied_max[e] = mx
             self.tied_exp[sl] = np.exp(block - mx)
+            la, lb = self.shape(e)
+            self.tied_expT[sl] = self.tied_exp[sl].reshape(la, lb).T.ravel()
             if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
                 self.tied_fast[e] = 1
                 self.tied_inv[sl] = np.exp(mx - block)
-                la, lb = self.shape(e)
                 self.tied_invT[sl] = self.tied_inv[sl].reshape(la, lb).T.ravel()
 
     def tied_edges(self):
@@ -588,6 +595,7 @@ cdef Model make_model(st, const long long[::1] edge_offset) except *:
     cdef int[::1] edge_tied = st.edge_tied
     cdef long long[::1] tied_offset = st.tied_offset
     cdef double[::1] tied_exp = st.tied_exp
+    cdef double[::1] tied_expT = st.tied_expT
     cdef double[::1] tied_inv = st.tied_inv
     cdef double[::1] tied_invT = st.tied_invT
     cdef double[::1] tied_max = st.tied_max
@@ -605,6 +613,7 @@ cdef Model make_model(st, const long long[::1] edge_offset) except *:
     m.n_chains = st.C
     m.ltot = st.ltot
     m.tied_exp = &tied_exp[0]
+    m.tied_expT = &tied_expT[0]
     m.tied_max = &tied_max[0]
     m.tied_inv = &tied_inv[0]
     m.tied_invT = &tied_invT[0]
