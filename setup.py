@@ -7,14 +7,14 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") else ["-fopenmp"]
-_kernels = ["_chain", "_trp", "_exact", "_features", "_pseudolikelihood"]
+_kernels = ["_chain", "_trp", "_exact", "_features", "_pseudolikelihood", "_simd"]
 
 extensions = [
     Extension(
         f"skfcrf._bp.{name}",
         [os.path.join("skfcrf", "_bp", f"{name}.pyx")],
         include_dirs=[np.get_include()],
-        # -fno-trapping-math: loops with selects (e.g. _vexp.h) may be vectorised; values
+        # -fno-trapping-math: loops with selects (e.g. in _simd.h) may be vectorised; values
         # are unchanged, only floating-point exception flags are not kept exact
         extra_compile_args=["-O3", "-fno-trapping-math"] + _openmp,
         extra_link_args=_openmp,

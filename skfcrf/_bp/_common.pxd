@@ -9,61 +9,11 @@ arrays that :func:`links_from` turns into the C struct :c:type:`Links`.
 from libc.math cimport exp, INFINITY
 
 
-cdef extern from *:
-    """
-    /* 8-wide max-product / max-plus blocks; GCC does not vectorise the
-       scalar max pattern, so SSE2 (baseline on x86-64) is used when present. */
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    static inline void skfcrf_max8(const double* x, int nin, const double* P,
-                                   int nout, int j0, double* out, int plus) {
-        __m128d a0, a1, a2, a3, xi;
-        int i;
-        if (plus) {
-            a0 = a1 = a2 = a3 = _mm_set1_pd(-__builtin_inf());
-            for (i = 0; i < nin; ++i) {
-                const double* Pi = P + (size_t)i * nout + j0;
-                xi = _mm_set1_pd(x[i]);
-                a0 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi)), a0);
-                a1 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 2)), a1);
-                a2 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 4)), a2);
-                a3 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 6)), a3);
-            }
-        } else {
-            a0 = a1 = a2 = a3 = _mm_setzero_pd();
-            for (i = 0; i < nin; ++i) {
-                const double* Pi = P + (size_t)i * nout + j0;
-                xi = _mm_set1_pd(x[i]);
-                a0 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi)), a0);
-                a1 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 2)), a1);
-                a2 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 4)), a2);
-                a3 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 6)), a3);
-            }
-        }
-        _mm_storeu_pd(out + j0, a0);
-        _mm_storeu_pd(out + j0 + 2, a1);
-        _mm_storeu_pd(out + j0 + 4, a2);
-        _mm_storeu_pd(out + j0 + 6, a3);
-    }
-    #else
-    static inline void skfcrf_max8(const double* x, int nin, const double* P,
-                                   int nout, int j0, double* out, int plus) {
-        double a[8];
-        int i, j;
-        for (j = 0; j < 8; ++j) a[j] = plus ? -__builtin_inf() : 0.0;
-        for (i = 0; i < nin; ++i) {
-            const double* Pi = P + (size_t)i * nout + j0;
-            for (j = 0; j < 8; ++j) {
-                double v = plus ? x[i] + Pi[j] : x[i] * Pi[j];
-                a[j] = v > a[j] ? v : a[j];
-            }
-        }
-        for (j = 0; j < 8; ++j) out[j0 + j] = a[j];
-    }
-    #endif
-    """
-    void skfcrf_max8(const double* x, int nin, const double* P, int nout, int j0,
-                     double* out, int plus) noexcept nogil
+cdef extern from "_simd.h" nogil:
+    # out[j] = max_i x[i] * P[i, j] (plus = 0) or max_i x[i] + P[i, j] (plus = 1), P row-major;
+    # vectorised, AVX-512/AVX2 where the CPU has them (see _simd.h)
+    void skfcrf_matmax(const double* x, int nin, const double* P, int nout, double* out,
+                       int plus)
 
 
 cdef struct Links:
@@ -200,16 +150,7 @@ cdef inline void matvec(const double* x, int nin, const double* P, int nout, dou
     cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi, v
     cdef const double* Pi
     if use_max:
-        while j0 + 8 <= nout:
-            skfcrf_max8(x, nin, P, nout, j0, out, 0)
-            j0 += 8
-        while j0 < nout:
-            a0 = 0.0
-            for i in range(nin):
-                v = x[i] * P[i * nout + j0]
-                a0 = v if v > a0 else a0
-            out[j0] = a0
-            j0 += 1
+        skfcrf_matmax(x, nin, P, nout, out, 0)
         return
     while j0 + 8 <= nout:
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
@@ -312,35 +253,5 @@ cdef inline void gemm_tn_acc(const double* A, const double* B, Py_ssize_t K, int
 
 cdef inline void maxplus(const double* x, int nin, const double* P, int nout,
                          double* out) noexcept nogil:
-    """``out[j] = max_i x[i] + P[i, j]`` (log-domain max-product), register-blocked."""
-    cdef int i, j0 = 0
-    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi, v
-    cdef const double* Pi
-    while j0 + 8 <= nout:
-        skfcrf_max8(x, nin, P, nout, j0, out, 1)
-        j0 += 8
-    while j0 + 4 <= nout:
-        a0 = a1 = a2 = a3 = -INFINITY
-        for i in range(nin):
-            xi = x[i]
-            Pi = P + i * nout + j0
-            v = xi + Pi[0]
-            a0 = v if v > a0 else a0
-            v = xi + Pi[1]
-            a1 = v if v > a1 else a1
-            v = xi + Pi[2]
-            a2 = v if v > a2 else a2
-            v = xi + Pi[3]
-            a3 = v if v > a3 else a3
-        out[j0] = a0
-        out[j0 + 1] = a1
-        out[j0 + 2] = a2
-        out[j0 + 3] = a3
-        j0 += 4
-    while j0 < nout:
-        a0 = -INFINITY
-        for i in range(nin):
-            v = x[i] + P[i * nout + j0]
-            a0 = v if v > a0 else a0
-        out[j0] = a0
-        j0 += 1
+    """``out[j] = max_i x[i] + P[i, j]`` (log-domain max-product), vectorised."""
+    skfcrf_matmax(x, nin, P, nout, out, 1)

@@ -60,8 +60,8 @@ from threadpoolctl import threadpool_limits
 
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-cdef extern from "_vexp.h" nogil:
-    # exp(s[i] - shift) over an array, vectorised (see _vexp.h)
+cdef extern from "_simd.h" nogil:
+    # exp(s[i] - shift) over an array, vectorised (see _simd.h)
     void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
 
 cdef enum:

@@ -1,0 +1,238 @@
+/* Array kernels of the inference and training loops, in plain C that compilers
+ * vectorise, and compiled for wider vector units where the CPU has them.
+ *
+ * The extensions are built for the baseline instruction set (SSE2 on x86-64), so
+ * that one build runs on any x86-64 machine.  The few loops where vector width
+ * pays (measured in benchmarks/README.md) are also compiled for AVX2 and AVX-512
+ * and picked at run time: exp over label scores and the max-product / max-plus
+ * matrix-vector products.  That needs GCC on x86-64 Linux (ifuncs and
+ * __builtin_cpu_supports); elsewhere only the baseline code is built.
+ *
+ * 1. skfcrf_exp_shifted: exp over arrays.  libm's exp is a call per element and
+ *    the compiler cannot vectorise it without -ffast-math (which would also break
+ *    the -inf/NaN handling the kernels rely on).  Instead
+ *
+ *      exp(x) = 2^k exp(r),  k = round(x / ln 2),  r = x - k ln 2,  |r| <= ln(2) / 2,
+ *
+ *    with k found by the round-to-nearest "magic number" addition (no
+ *    float-to-int conversion), r in two steps (Cody-Waite: ln 2 split into a high
+ *    part exact in k * hi and a low part), exp(r) by its Taylor polynomial of
+ *    degree 13 (truncation below 4e-18 relative) evaluated by Estrin's scheme,
+ *    and 2^k built from k's bits.  Domain: meant for x <= 0 (scores minus their
+ *    maximum).  For -708.39 <= x <= 709 the relative error is a few units in the
+ *    last place; below -708.39 (where exp leaves the normal range) and for
+ *    x = -inf the result is 0; above 709 it is exp(709); NaN gives NaN.
+ *
+ * 2. skfcrf_matmax: out[j] = max_i x[i] * P[i, j] (max-product, x and P >= 0) or
+ *    max_i x[i] + P[i, j] (max-plus), P row-major nin x nout.  The wide versions
+ *    keep 24 outputs in vector registers while streaming P's rows; the baseline
+ *    keeps 8 in four SSE2 registers (GCC does not vectorise the scalar max
+ *    pattern on its own), or is scalar without SSE2.  Every version takes the
+ *    maxima in the same order, so all give identical results.
+ */
+#ifndef SKFCRF_SIMD_H
+#define SKFCRF_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SKFCRF_MULTIARCH 1
+#define SKFCRF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SKFCRF_MULTIARCH 0
+#define SKFCRF_CLONES
+#endif
+
+
+
+#define SKFCRF_EXP_LO (-708.39)
+#define SKFCRF_EXP_HI 709.0
+
+static inline __attribute__((always_inline)) double skfcrf_exp1(double x)
+{
+    const double log2e = 1.4426950408889634074;
+    const double ln2_hi = 6.93147180369123816490e-01; /* 32 significant bits: k * hi exact */
+    const double ln2_lo = 1.90821492927058770002e-10;
+    const double magic = 6755399441055744.0;            /* 1.5 * 2^52 */
+    double xc = x < SKFCRF_EXP_LO ? SKFCRF_EXP_LO : x;
+    xc = xc > SKFCRF_EXP_HI ? SKFCRF_EXP_HI : xc;
+    double t = xc * log2e + magic;                      /* k in the low bits of t */
+    double k = t - magic;
+    double r = (xc - k * ln2_hi) - k * ln2_lo;
+    /* Taylor coefficients 1/i! by Estrin's scheme: a dependency chain of about
+       eight operations instead of Horner's 26, so that consecutive elements overlap */
+    double r2 = r * r;
+    double r4 = r2 * r2;
+    double r8 = r4 * r4;
+    double a0 = 1.0 + r;
+    double a1 = 0.5 + r * (1.0 / 6.0);
+    double a2 = (1.0 / 24.0) + r * (1.0 / 120.0);
+    double a3 = (1.0 / 720.0) + r * (1.0 / 5040.0);
+    double a4 = (1.0 / 40320.0) + r * (1.0 / 362880.0);
+    double a5 = (1.0 / 3628800.0) + r * (1.0 / 39916800.0);
+    double a6 = (1.0 / 479001600.0) + r * (1.0 / 6227020800.0);
+    double b0 = a0 + r2 * a1;
+    double b1 = a2 + r2 * a3;
+    double b2 = a4 + r2 * a5;
+    double d0 = b0 + r4 * b1;
+    double d1 = b2 + r4 * a6;
+    double p = d0 + r8 * d1;
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits + 1023u) << 52;                        /* exponent field k + 1023 */
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    double y = p * scale;
+    return x < SKFCRF_EXP_LO ? 0.0 : y;
+}
+
+/* out[i] = exp(s[i] - shift) for i < n (out may be s); the loader picks the clone. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_exp_shifted(const double *s, double shift, double *out, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        out[i] = skfcrf_exp1(s[i] - shift);
+}
+
+
+/* ---- max-product / max-plus matrix-vector products ---- */
+
+#define SKFCRF_BLOCK 24
+
+/* Outputs j0 .. j0+nb-1 (nb <= SKFCRF_BLOCK), accumulated in a fixed-size block
+   the compiler keeps in vector registers. */
+static inline __attribute__((always_inline)) void skfcrf_matmax_block(
+    const double *x, int nin, const double *P, int nout, int j0, int nb, double *out, int plus)
+{
+    double acc[SKFCRF_BLOCK];
+    int i, j;
+    for (j = 0; j < SKFCRF_BLOCK; j++)
+        acc[j] = plus ? -__builtin_inf() : 0.0;
+    for (i = 0; i < nin; i++) {
+        const double xi = x[i];
+        const double *Pi = P + (size_t)i * nout + j0;
+        if (plus) {
+            for (j = 0; j < nb; j++) {
+                double v = xi + Pi[j];
+                acc[j] = v > acc[j] ? v : acc[j];
+            }
+        } else {
+            for (j = 0; j < nb; j++) {
+                double v = xi * Pi[j];
+                acc[j] = v > acc[j] ? v : acc[j];
+            }
+        }
+    }
+    for (j = 0; j < nb; j++)
+        out[j0 + j] = acc[j];
+}
+
+#define SKFCRF_MATMAX_WIDE(name, isa)                                               \
+    __attribute__((target(isa))) static void name(                                  \
+        const double *x, int nin, const double *P, int nout, double *out, int plus) \
+    {                                                                               \
+        int j0 = 0;                                                                 \
+        for (; j0 + SKFCRF_BLOCK <= nout; j0 += SKFCRF_BLOCK)                       \
+            skfcrf_matmax_block(x, nin, P, nout, j0, SKFCRF_BLOCK, out, plus);      \
+        if (j0 < nout)                                                              \
+            skfcrf_matmax_block(x, nin, P, nout, j0, nout - j0, out, plus);         \
+    }
+
+#if SKFCRF_MULTIARCH
+SKFCRF_MATMAX_WIDE(skfcrf_matmax_avx512, "avx512f")
+SKFCRF_MATMAX_WIDE(skfcrf_matmax_avx2, "avx2")
+#endif
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+/* Outputs j0 .. j0+7 in four SSE2 registers. */
+static inline void skfcrf_matmax8(const double *x, int nin, const double *P, int nout, int j0,
+                                  double *out, int plus)
+{
+    __m128d a0, a1, a2, a3, xi;
+    int i;
+    if (plus) {
+        a0 = a1 = a2 = a3 = _mm_set1_pd(-__builtin_inf());
+        for (i = 0; i < nin; ++i) {
+            const double *Pi = P + (size_t)i * nout + j0;
+            xi = _mm_set1_pd(x[i]);
+            a0 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi)), a0);
+            a1 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 2)), a1);
+            a2 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 4)), a2);
+            a3 = _mm_max_pd(_mm_add_pd(xi, _mm_loadu_pd(Pi + 6)), a3);
+        }
+    } else {
+        a0 = a1 = a2 = a3 = _mm_setzero_pd();
+        for (i = 0; i < nin; ++i) {
+            const double *Pi = P + (size_t)i * nout + j0;
+            xi = _mm_set1_pd(x[i]);
+            a0 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi)), a0);
+            a1 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 2)), a1);
+            a2 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 4)), a2);
+            a3 = _mm_max_pd(_mm_mul_pd(xi, _mm_loadu_pd(Pi + 6)), a3);
+        }
+    }
+    _mm_storeu_pd(out + j0, a0);
+    _mm_storeu_pd(out + j0 + 2, a1);
+    _mm_storeu_pd(out + j0 + 4, a2);
+    _mm_storeu_pd(out + j0 + 6, a3);
+}
+#endif
+
+/* Which wide version this CPU runs: 2 AVX-512, 1 AVX2, 0 neither (computed once;
+   concurrent first calls store the same value). */
+static inline int skfcrf_vector_level(void)
+{
+#if SKFCRF_MULTIARCH
+    static int level = -1;
+    int got = __atomic_load_n(&level, __ATOMIC_RELAXED);
+    if (got < 0) {
+        __builtin_cpu_init();
+        got = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&level, got, __ATOMIC_RELAXED);
+    }
+    return got;
+#else
+    return 0;
+#endif
+}
+
+/* The version for vector level `level` (at most skfcrf_vector_level(); tests run each). */
+static inline void skfcrf_matmax_at(int level, const double *x, int nin, const double *P,
+                                    int nout, double *out, int plus)
+{
+    int i, j0 = 0;
+#if SKFCRF_MULTIARCH
+    if (level == 2) {
+        skfcrf_matmax_avx512(x, nin, P, nout, out, plus);
+        return;
+    }
+    if (level == 1) {
+        skfcrf_matmax_avx2(x, nin, P, nout, out, plus);
+        return;
+    }
+#else
+    (void)level;
+#endif
+#if defined(__SSE2__) || defined(_M_X64)
+    for (; j0 + 8 <= nout; j0 += 8)
+        skfcrf_matmax8(x, nin, P, nout, j0, out, plus);
+#endif
+    for (; j0 < nout; j0++) {
+        double a = plus ? -__builtin_inf() : 0.0;
+        for (i = 0; i < nin; i++) {
+            double v = plus ? x[i] + P[(size_t)i * nout + j0] : x[i] * P[(size_t)i * nout + j0];
+            a = v > a ? v : a;
+        }
+        out[j0] = a;
+    }
+}
+
+static inline void skfcrf_matmax(const double *x, int nin, const double *P, int nout,
+                                 double *out, int plus)
+{
+    skfcrf_matmax_at(skfcrf_vector_level(), x, nin, P, nout, out, plus);
+}
+
+#endif

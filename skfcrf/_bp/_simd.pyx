@@ -1,0 +1,48 @@
+# cython: language_level=3
+"""Python access to the array kernels of ``_simd.h``, for tests and benchmarks.
+
+The kernels themselves are called from C by the training and inference loops;
+these wrappers let their results be compared with numpy's.
+"""
+import numpy as np
+
+cdef extern from "_simd.h" nogil:
+    void skfcrf_exp_shifted(const double* s, double shift, double* out, int n)
+    void skfcrf_matmax_at(int level, const double* x, int nin, const double* P, int nout,
+                          double* out, int plus)
+    int skfcrf_vector_level()
+
+
+def exp_shifted(x, double shift=0.0):
+    """``exp(x - shift)`` elementwise by the kernels' vectorised exp (1-D float64)."""
+    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty(xv.shape[0], dtype=np.float64)
+    cdef double[::1] ov = out
+    if xv.shape[0]:
+        skfcrf_exp_shifted(&xv[0], shift, &ov[0], <int> xv.shape[0])
+    return out
+
+
+def matmax(x, P, bint plus=False, level=None):
+    """``max_i x[i] * P[i, j]`` (or ``x[i] + P[i, j]`` with ``plus``) for every ``j``.
+
+    ``level`` picks the version (0 baseline, 1 AVX2, 2 AVX-512; at most
+    :func:`vector_level`); by default the one the kernels use.
+    """
+    cdef int lev = skfcrf_vector_level() if level is None else level
+    if not 0 <= lev <= skfcrf_vector_level():
+        raise ValueError(f"level must be in 0..{skfcrf_vector_level()} on this CPU")
+    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
+    cdef double[:, ::1] Pv = np.ascontiguousarray(P, dtype=np.float64)
+    if Pv.shape[0] != xv.shape[0] or xv.shape[0] == 0 or Pv.shape[1] == 0:
+        raise ValueError("P must be len(x) x n with len(x), n > 0")
+    out = np.empty(Pv.shape[1], dtype=np.float64)
+    cdef double[::1] ov = out
+    skfcrf_matmax_at(lev, &xv[0], <int> xv.shape[0], &Pv[0, 0], <int> Pv.shape[1], &ov[0],
+                     plus)
+    return out
+
+
+def vector_level():
+    """Widest vector code the matrix kernels run here: 2 AVX-512, 1 AVX2, 0 baseline."""
+    return skfcrf_vector_level()
