@@ -32,7 +32,7 @@ def build_old(kernel, rev):
     src = src.replace("from ._", "from _")
     with open(os.path.join(tmp, f"{name}.pyx"), "w") as fh:
         fh.write(src)
-    for pxd in ("_common.pxd", "_table.pxd"):
+    for pxd in ("_common.pxd", "_table.pxd", "_simd.h", "_vexp.h"):
         got = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/{pxd}"],
                              capture_output=True, text=True)
         if got.returncode == 0:
@@ -43,7 +43,7 @@ import numpy as np
 from setuptools import setup, Extension
 from Cython.Build import cythonize
 setup(ext_modules=cythonize([Extension("{name}", ["{name}.pyx"], include_dirs=[np.get_include()],
-      extra_compile_args=["-O3", "-fopenmp"], extra_link_args=["-fopenmp"])],
+      extra_compile_args=["-O3", "-fno-trapping-math", "-fopenmp"], extra_link_args=["-fopenmp"])],
       compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
                                cdivision=True, initializedcheck=False)))
 """

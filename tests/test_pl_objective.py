@@ -6,7 +6,7 @@ from test_estimator import synthetic
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf._bp._pseudolikelihood import pseudolikelihood
+from skfcrf._bp._pseudolikelihood import pseudolikelihood, sequence_blocks
 
 MODES = ["all", "supported", "default"]
 
@@ -66,3 +66,36 @@ def test_fused_objective_with_empty_sequences():
     np.testing.assert_allclose(losses[[0, 3, 7]], 0.0)
     np.testing.assert_allclose(np.delete(losses, [0, 3, 7]), ref_losses, rtol=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n_seq=st.integers(1, 40), n_chains=st.integers(1, 3))
+def test_objective_does_not_depend_on_threads(seed, n_seq, n_chains):
+    """Accumulators belong to fixed blocks of sequences: 1, 2 or 3 threads, and repeated
+    evaluations, give the same loss and gradient bit for bit (fused and unfused)."""
+    X, y = synthetic(n_seq=n_seq, n_chains=n_chains, seed=seed, length=(1, 9))
+    est = FactorialCRF(transition_features="supported")
+    batch, theta0, _, _ = est._prepare_fit(X, y)
+    theta = np.random.default_rng(seed).normal(scale=0.7, size=theta0.shape)
+    ref = est.layout_.pseudolikelihood(theta, batch.obs, batch.gold, 1, est.forbidden_)
+    ref_unfused = unfused(est, batch, theta, 1)
+    for n_threads in (2, 3, 2):
+        got = est.layout_.pseudolikelihood(theta, batch.obs, batch.gold, n_threads,
+                                           est.forbidden_)
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
+        got = unfused(est, batch, theta, n_threads)
+        # the potentials' gradient mapping (likelihood path) still sums per thread
+        np.testing.assert_allclose(got[1], ref_unfused[1], rtol=1e-12, atol=1e-12)
+        assert np.array_equal(got[0], ref_unfused[0])
+
+
+@given(lengths=st.lists(st.integers(0, 50), min_size=0, max_size=60),
+       row=st.sampled_from([1, 10 ** 3, 10 ** 6, 10 ** 8]))
+def test_sequence_blocks_partition(lengths, row):
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    b = sequence_blocks(seq_ptr, row)
+    n_seq = len(lengths)
+    assert b[0] == 0 and b[-1] == n_seq and np.all(np.diff(b) >= 0)
+    assert 1 <= len(b) - 1 <= max(1, min(16, n_seq))
+    if n_seq >= 4:
+        assert len(b) - 1 >= 4

@@ -73,6 +73,38 @@ cdef enum:
 # widest span of a tied matrix whose conditionals are built from the cached exp(full score)
 EXP_RANGE = 600.0
 
+# Gradient accumulators belong to fixed blocks of sequences, not to threads: threads take
+# whole blocks, each block's sequences run in order, and the blocks are summed in order.
+# So loss and gradient do not depend on n_threads or on which thread ran which block
+# (bit for bit), and two evaluations of the same weights agree exactly.  Up to
+# MAX_BLOCKS blocks, fewer when their accumulators would exceed BLOCK_BYTES, but at
+# least MIN_BLOCKS so that two threads can share the work.  Block sizes shrink
+# geometrically (by BLOCK_RATIO): threads start on the large ones, and the last block
+# left, which one thread finishes while the other waits, is small.
+MAX_BLOCKS = 16
+MIN_BLOCKS = 4
+BLOCK_BYTES = 128 * 2 ** 20
+BLOCK_RATIO = 0.8
+
+
+def sequence_blocks(seq_ptr, row_doubles):
+    """Block boundaries (indices into the sequences), token counts shrinking by BLOCK_RATIO.
+
+    ``row_doubles`` is the size of one block's accumulators.  Returns an int64
+    array ``b`` of length ``n_blocks + 1``: block ``k`` holds sequences
+    ``b[k] .. b[k+1]-1``.  The partition depends on the data and the model size
+    only, never on the number of threads.
+    """
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    n_seq = len(seq_ptr) - 1
+    fit = BLOCK_BYTES // max(8 * int(row_doubles), 1)
+    n_blocks = max(1, min(MAX_BLOCKS, max(MIN_BLOCKS, fit), n_seq))
+    total = seq_ptr[-1] - seq_ptr[0]
+    share = np.cumsum(BLOCK_RATIO ** np.arange(n_blocks))
+    targets = seq_ptr[0] + total * share[:-1] / share[-1]
+    cuts = np.searchsorted(seq_ptr, targets)
+    return np.concatenate([[0], np.clip(cuts, 0, n_seq), [n_seq]]).astype(np.int64)
+
 
 cdef struct Model:
     const int* n_labels
@@ -643,9 +675,12 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     dunary_arr = np.zeros((n, graph.total_labels), dtype=np.float64)
     dpair_arr = np.zeros(pair.shape[0], dtype=np.float64)
-    dtied_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
-    dtiedT_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
-    outer_arr = np.zeros((n_threads, n_tied), dtype=np.float64)
+    # per block of sequences (see sequence_blocks): the tied edges' accumulators
+    cdef long long[::1] blocks = sequence_blocks(seq_ptr, 3 * n_tied)
+    cdef Py_ssize_t n_blocks = blocks.shape[0] - 1
+    dtied_arr = np.zeros((n_blocks, n_tied), dtype=np.float64)
+    dtiedT_arr = np.zeros((n_blocks, n_tied), dtype=np.float64)
+    outer_arr = np.zeros((n_blocks, n_tied), dtype=np.float64)
     cdef double[::1] loss = loss_arr
     cdef double[:, ::1] dunary = dunary_arr
     cdef double[::1] dpair = dpair_arr
@@ -665,7 +700,7 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     base_model.dunary = &dunary[0, 0] if n else NULL
     base_model.dpair = &dpair[0] if pair.shape[0] else NULL
 
-    cdef Py_ssize_t s, T, start
+    cdef Py_ssize_t s, T, start, b
     cdef double* buf
     cdef Model m
     cdef Scratch w
@@ -675,16 +710,17 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
         # whole-struct assignments make w and m private to each thread
         w = make_scratch(buf, lmax)
         m = base_model
-        m.dtied = &dtied[threadid(), 0]
-        m.dtiedT = &dtiedT[threadid(), 0]
-        m.outer = &outer[threadid(), 0]
         w.F = &seq_cache[threadid(), 0]
         w.mfull = w.F + tmax * m.ltot
         w.gfull = w.mfull + tmax * C
-        for s in prange(n_seq, schedule="dynamic"):
-            start = seq_ptr[s]
-            T = seq_ptr[s + 1] - start
-            loss[s] = sequence_loss(&m, &w, start, T)
+        for b in prange(n_blocks, schedule="dynamic", chunksize=1):
+            m.dtied = &dtied[b, 0]
+            m.dtiedT = &dtiedT[b, 0]
+            m.outer = &outer[b, 0]
+            for s in range(blocks[b], blocks[b + 1]):
+                start = seq_ptr[s]
+                T = seq_ptr[s + 1] - start
+                loss[s] = sequence_loss(&m, &w, start, T)
         free(buf)
 
     for e, grad in st.tied_gradient(dtied_arr, dtiedT_arr, outer_arr).items():
@@ -781,11 +817,14 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef double[:, ::1] DP = np.zeros((n_threads, n_local))
     cdef double[:, ::1] F = np.empty((n_threads, max(tmax * (ltot + 2 * C), 1)))
     cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
-    gacc_arr = np.zeros((n_threads, n_params))
+    # per block of sequences (see sequence_blocks): weight gradient and tied accumulators
+    cdef long long[::1] blocks = sequence_blocks(seq_ptr, n_params + 3 * n_tied)
+    cdef Py_ssize_t n_blocks = blocks.shape[0] - 1
+    gacc_arr = np.zeros((n_blocks, n_params))
     cdef double[:, ::1] gacc = gacc_arr
-    dtied_arr = np.zeros((n_threads, n_tied))
-    dtiedT_arr = np.zeros((n_threads, n_tied))
-    outer_arr = np.zeros((n_threads, n_tied))
+    dtied_arr = np.zeros((n_blocks, n_tied))
+    dtiedT_arr = np.zeros((n_blocks, n_tied))
+    outer_arr = np.zeros((n_blocks, n_tied))
     cdef double[:, ::1] dtied = dtied_arr
     cdef double[:, ::1] dtiedT = dtiedT_arr
     cdef double[:, ::1] outer = outer_arr
@@ -794,7 +833,7 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef int[::1] edge_tied = st.edge_tied
     cdef long long[::1] sizes = np.asarray(st.sizes, dtype=np.int64) if E else np.zeros(1, np.int64)
 
-    cdef Py_ssize_t s, T, g0, t, j, k, col, lo, th
+    cdef Py_ssize_t s, T, g0, t, j, k, col, lo, th, b
     cdef int e, l
     cdef double v
     cdef double* buf
@@ -819,66 +858,67 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
         m.dunary = &DU[th, 0]
         m.pair = &P[th, 0]
         m.dpair = &DP[th, 0]
-        m.dtied = &dtied[th, 0]
-        m.dtiedT = &dtiedT[th, 0]
-        m.outer = &outer[th, 0]
-        g = &gacc[th, 0]
-        for s in prange(n_seq, schedule="dynamic"):
-            g0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - g0
-            if T == 0:
-                continue
-            # 1. scores of the sequence's tokens (T x width), then its potentials
-            for j in range(T * width):
-                S[th, j] = 0.0
-            if n_table:
-                sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0, T,
-                                width, &S[th, 0], &acc[th, 0])
-            for t in range(T):
-                for l in range(ltot):
-                    ub[t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
-                    DU[th, t * ltot + l] = 0.0
-            for e in range(E):
-                if edge_tied[e]:
+        for b in prange(n_blocks, schedule="dynamic", chunksize=1):
+            m.dtied = &dtied[b, 0]
+            m.dtiedT = &dtiedT[b, 0]
+            m.outer = &outer[b, 0]
+            g = &gacc[b, 0]
+            for s in range(blocks[b], blocks[b + 1]):
+                g0 = seq_ptr[s]
+                T = seq_ptr[s + 1] - g0
+                if T == 0:
                     continue
-                k = sizes[e]
-                col = edge_col[e]
-                lo = local_offset[e]
+                # 1. scores of the sequence's tokens (T x width), then its potentials
+                for j in range(T * width):
+                    S[th, j] = 0.0
+                if n_table:
+                    sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0, T,
+                                    width, &S[th, 0], &acc[th, 0])
                 for t in range(T):
-                    for j in range(k):
-                        if forbid[forbid_offset[e] + j]:
-                            P[th, lo + t * k + j] = -INFINITY
-                        else:
-                            P[th, lo + t * k + j] = (S[th, t * width + col + j]
-                                                     + theta[bias_edge[e] + j])
-                        DP[th, lo + t * k + j] = 0.0
-            # 2. the pseudolikelihood and its gradient w.r.t. the potentials
-            m.gold = &gold[g0, 0]
-            loss[s] = sequence_loss(&m, &w, 0, T)
-            # 3. gradient w.r.t. the scores (into S), the biases, and the weights
-            for t in range(T):
-                srow = &S[th, t * width]
-                for l in range(ltot):
-                    v = DU[th, t * ltot + l]
-                    g[bias_unary + l] += v
-                    if not unary_only:
-                        srow[l] = v
-            for e in range(E):
-                if edge_tied[e]:
-                    continue
-                k = sizes[e]
-                col = edge_col[e]
-                lo = local_offset[e]
+                    for l in range(ltot):
+                        ub[t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
+                        DU[th, t * ltot + l] = 0.0
+                for e in range(E):
+                    if edge_tied[e]:
+                        continue
+                    k = sizes[e]
+                    col = edge_col[e]
+                    lo = local_offset[e]
+                    for t in range(T):
+                        for j in range(k):
+                            if forbid[forbid_offset[e] + j]:
+                                P[th, lo + t * k + j] = -INFINITY
+                            else:
+                                P[th, lo + t * k + j] = (S[th, t * width + col + j]
+                                                         + theta[bias_edge[e] + j])
+                            DP[th, lo + t * k + j] = 0.0
+                # 2. the pseudolikelihood and its gradient w.r.t. the potentials
+                m.gold = &gold[g0, 0]
+                loss[s] = sequence_loss(&m, &w, 0, T)
+                # 3. gradient w.r.t. the scores (into S), the biases, and the weights
                 for t in range(T):
-                    srow = &S[th, t * width + col]
-                    for j in range(k):
-                        # a forbidden entry's potential does not depend on the weights
-                        v = 0.0 if forbid[forbid_offset[e] + j] else DP[th, lo + t * k + j]
-                        srow[j] = v
-                        g[bias_edge[e] + j] += v
-            if n_table:
-                sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0, T, width,
-                                  &DU[th, 0] if unary_only else &S[th, 0], g)
+                    srow = &S[th, t * width]
+                    for l in range(ltot):
+                        v = DU[th, t * ltot + l]
+                        g[bias_unary + l] += v
+                        if not unary_only:
+                            srow[l] = v
+                for e in range(E):
+                    if edge_tied[e]:
+                        continue
+                    k = sizes[e]
+                    col = edge_col[e]
+                    lo = local_offset[e]
+                    for t in range(T):
+                        srow = &S[th, t * width + col]
+                        for j in range(k):
+                            # a forbidden entry's potential does not depend on the weights
+                            v = 0.0 if forbid[forbid_offset[e] + j] else DP[th, lo + t * k + j]
+                            srow[j] = v
+                            g[bias_edge[e] + j] += v
+                if n_table:
+                    sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0, T, width,
+                                      &DU[th, 0] if unary_only else &S[th, 0], g)
         free(buf)
 
     grad = gacc_arr.sum(axis=0)

@@ -119,7 +119,10 @@ class FactorialCRF(BaseEstimator):
         oLBFGS step-size decay constant.
     n_jobs : int, default=None
         Threads for the loss/gradient and inference kernels (``None``: 1,
-        ``-1``: all cores).
+        ``-1``: all cores).  With ``objective="pseudolikelihood"`` the fit is
+        the same bit for bit for every ``n_jobs`` and every run (gradients are
+        summed per fixed block of sequences); with ``"likelihood"`` it differs
+        between thread counts by rounding only.
     random_state : int, RandomState or None, default=None
         Seeds TRP's spanning trees and oLBFGS's batch order.  Prediction with
         ``None`` uses seed 0, so predictions are repeatable.
