@@ -63,6 +63,12 @@ from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
     void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
+    # out = a * b elementwise; a tied pair factor's marginals and gradient updates
+    void vmul "skfcrf_mul"(const double* a, const double* b, double* out, int n)
+    void pair_update "skfcrf_pair_update"(double* eu, const double* r, double* du_u,
+                                          double* own_u, int La, const double* ew,
+                                          const double* c, double* du_w, double* own_w,
+                                          int Lb, double inv)
 
 cdef enum:
     IN_CHAIN = 0
@@ -404,7 +410,8 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
     cdef double* ew
     cdef double* r
     cdef double* cm
-    cdef double* own
+    cdef double* du_u
+    cdef double* du_w
     cdef const double* fu
     cdef const double* fw
     cdef const double* iu
@@ -426,10 +433,8 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
             iw = m.tied_inv + m.tied_offset[e] + yu * Lb
             eu = w.EU + i * La
             ew = w.EW + i * Lb
-            for l in range(La):
-                eu[l] = fu[l] * iu[l]
-            for k in range(Lb):
-                ew[k] = fw[k] * iw[k]
+            vmul(fu, iu, eu, La)
+            vmul(fw, iw, ew, Lb)
             # shift mu + mw + max Psi - gold score, with mu = m_u - max Psi (same for w) and
             # gold score = s_u[yu] + s_w[yw] - Psi[yu, yw] (Psi counted in both full scores)
             w.shift[i] = (w.mfull[tu * m.n_chains + ca] + w.mfull[tw * m.n_chains + cb]
@@ -476,20 +481,19 @@ cdef double tied_chunk(const Model* m, int e, Py_ssize_t start, Py_ssize_t t0, P
                 eu[l] = 0.0
             continue
         inv = 1.0 / z
-        for l in range(La):
-            w.qu[l] = eu[l] * r[l] * inv
-            eu[l] *= inv
-        for k in range(Lb):
-            w.qw[k] = ew[k] * cm[k] * inv
         loss += log(z) + w.shift[i]
         yu = m.gold[(start + tu) * m.n_chains + ca]
         yw = m.gold[(start + tw) * m.n_chains + cb]
         m.dtied[m.tied_offset[e] + yu * Lb + yw] -= 1.0
-        own = target_u(m, e, start + t, yw, &stride)
-        add_conditional(m.dunary + (start + tu) * m.ltot + m.label_offset[ca], own, stride,
-                        w.qu, La, yu)
-        add_conditional(m.dunary + (start + tw) * m.ltot + m.label_offset[cb],
-                        target_w(m, e, start + t, yu), 1, w.qw, Lb, yw)
+        # marginals of both ends into their unary-gradient rows, taken from this factor's
+        # entries (add_conditional, vectorised; a tied edge's first-end entries are a
+        # contiguous row of the transposed accumulator), and eu scaled by 1 / z
+        du_u = m.dunary + (start + tu) * m.ltot + m.label_offset[ca]
+        du_w = m.dunary + (start + tw) * m.ltot + m.label_offset[cb]
+        pair_update(eu, r, du_u, target_u(m, e, start + t, yw, &stride), La,
+                    ew, cm, du_w, target_w(m, e, start + t, yu), Lb, inv)
+        du_u[yu] -= 1.0
+        du_w[yw] -= 1.0
     # 4. expected counts: outer += (EU / Z)^T EW  (E * outer is added at the end)
     dgemm(&tn, &tt, &Lb, &La, &nn, &one, w.EW, &Lb, w.EU, &La, &one, m.outer + m.tied_offset[e], &Lb)
     return loss

@@ -23,7 +23,11 @@
  *    last place; below -708.39 (where exp leaves the normal range) and for
  *    x = -inf the result is 0; above 709 it is exp(709); NaN gives NaN.
  *
- * 2. skfcrf_matmax: out[j] = max_i x[i] * P[i, j] (max-product, x and P >= 0) or
+ * 2. skfcrf_mul, skfcrf_pair_update: the elementwise passes of the pseudolikelihood
+ *    kernel's tied pair factors (building each instance's scaled exponentials, then
+ *    its two conditional marginals and their gradient updates).
+ *
+ * 3. skfcrf_matmax: out[j] = max_i x[i] * P[i, j] (max-product, x and P >= 0) or
  *    max_i x[i] + P[i, j] (max-plus), P row-major nin x nout.  The wide versions
  *    keep 24 outputs in vector registers while streaming P's rows; the baseline
  *    keeps 8 in four SSE2 registers (GCC does not vectorise the scalar max
@@ -95,6 +99,38 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_exp_shifted(const doubl
         out[i] = skfcrf_exp1(s[i] - shift);
 }
 
+
+/* ---- pseudolikelihood pair-factor updates (see _pseudolikelihood.pyx, tied_chunk) ---- */
+
+/* out[i] = a[i] * b[i] */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_mul(const double *a, const double *b,
+                                                             double *out, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        out[i] = a[i] * b[i];
+}
+
+/* One pair factor's conditional marginals, q_u = e_u * r * inv and q_w = e_w * c * inv,
+   added to the two variables' unary-gradient rows and taken from their own factor's
+   entries; e_u is rescaled by inv in place.  All arrays distinct. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_pair_update(
+    double *eu, const double *r, double *du_u, double *own_u, int La,
+    const double *ew, const double *c, double *du_w, double *own_w, int Lb, double inv)
+{
+    int i;
+    for (i = 0; i < La; i++) {
+        double q = eu[i] * r[i] * inv;
+        du_u[i] += q;
+        own_u[i] -= q;
+        eu[i] *= inv;
+    }
+    for (i = 0; i < Lb; i++) {
+        double q = ew[i] * c[i] * inv;
+        du_w[i] += q;
+        own_w[i] -= q;
+    }
+}
 
 /* ---- max-product / max-plus matrix-vector products ---- */
 
