@@ -126,6 +126,7 @@ cdef struct Model:
     int ltot
     const double* unary
     const double* pair
+    const double* tied_pairT  # transpose (Lb x La) of each tied edge's matrix, at tied_offset[e]
     const int* gold
     double* dunary
     double* dpair
@@ -222,19 +223,30 @@ cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_s
                 for l in range(L):
                     out[l] += m.pair[base + other * L + l]
             if t < T - 1 and not (e == ex_e and ex_side == 1):
-                base = pos_base(m, e, g + 1)
                 other = m.gold[(g + 1) * m.n_chains + c]
-                for l in range(L):
-                    out[l] += m.pair[base + l * L + other]
+                if m.edge_tied[e]:
+                    # column ``other``: a contiguous row of the transpose
+                    base = m.tied_offset[e] + other * L
+                    for l in range(L):
+                        out[l] += m.tied_pairT[base + l]
+                else:
+                    base = pos_base(m, e, g + 1)
+                    for l in range(L):
+                        out[l] += m.pair[base + l * L + other]
         else:
             if e == ex_e:
                 continue
             if m.edge_a[e] == c:
                 lb = m.n_labels[m.edge_b[e]]
-                base = pos_base(m, e, g)
                 other = m.gold[g * m.n_chains + m.edge_b[e]]
-                for l in range(L):
-                    out[l] += m.pair[base + l * lb + other]
+                if m.edge_tied[e]:
+                    base = m.tied_offset[e] + other * L
+                    for l in range(L):
+                        out[l] += m.tied_pairT[base + l]
+                else:
+                    base = pos_base(m, e, g)
+                    for l in range(L):
+                        out[l] += m.pair[base + l * lb + other]
             elif m.edge_b[e] == c:
                 base = pos_base(m, e, g)
                 other = m.gold[g * m.n_chains + m.edge_a[e]]
@@ -576,6 +588,7 @@ class _Structure:
         self.tied_pair[:self.n_tied] = tied_pair
         self.tied_exp = np.zeros(size, dtype=np.float64)
         self.tied_expT = np.zeros(size, dtype=np.float64)
+        self.tied_pairT = np.zeros(size, dtype=np.float64)
         self.tied_inv = np.zeros(size, dtype=np.float64)
         self.tied_invT = np.zeros(size, dtype=np.float64)
         self.tied_max = np.zeros(max(E, 1), dtype=np.float64)
@@ -589,6 +602,7 @@ class _Structure:
             self.tied_exp[sl] = np.exp(block - mx)
             la, lb = self.shape(e)
             self.tied_expT[sl] = self.tied_exp[sl].reshape(la, lb).T.ravel()
+            self.tied_pairT[sl] = block.reshape(la, lb).T.ravel()
             if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
                 self.tied_fast[e] = 1
                 self.tied_inv[sl] = np.exp(mx - block)
@@ -632,6 +646,7 @@ cdef Model make_model(st, const long long[::1] edge_offset) except *:
     cdef long long[::1] tied_offset = st.tied_offset
     cdef double[::1] tied_exp = st.tied_exp
     cdef double[::1] tied_expT = st.tied_expT
+    cdef double[::1] tied_pairT = st.tied_pairT
     cdef double[::1] tied_inv = st.tied_inv
     cdef double[::1] tied_invT = st.tied_invT
     cdef double[::1] tied_max = st.tied_max
@@ -650,6 +665,7 @@ cdef Model make_model(st, const long long[::1] edge_offset) except *:
     m.ltot = st.ltot
     m.tied_exp = &tied_exp[0]
     m.tied_expT = &tied_expT[0]
+    m.tied_pairT = &tied_pairT[0]
     m.tied_max = &tied_max[0]
     m.tied_inv = &tied_inv[0]
     m.tied_invT = &tied_invT[0]
