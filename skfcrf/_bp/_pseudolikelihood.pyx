@@ -51,7 +51,7 @@ products, pseudolikelihood, gradient mapping) one sequence at a time in per-thre
 that stay in cache, so no whole-batch score, potential or gradient array is ever built.
 """
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport log, INFINITY
 from libc.stdlib cimport malloc, free
 from scipy.linalg.cython_blas cimport dgemm
 
@@ -130,10 +130,10 @@ cdef struct Model:
     const int* gold
     double* dunary
     double* dpair
-    double* dtied          # this thread's direct gradient of tied edges, at tied_offset[e]
-    double* dtiedT         # this thread's gradient of tied edges fed by their first ends'
+    double* dtied          # this block's direct gradient of tied edges, at tied_offset[e]
+    double* dtiedT         # this block's gradient of tied edges fed by their first ends'
                            # conditionals, transposed (Lb x La), at tied_offset[e]
-    double* outer          # this thread's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
+    double* outer          # this block's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
     const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
     const double* tied_expT  # its transpose (Lb x La), at tied_offset[e]
     const double* tied_inv # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
@@ -199,6 +199,16 @@ cdef inline void factor_ends(const Model* m, int e, Py_ssize_t t, Py_ssize_t* tu
         side_w[0] = 2
 
 
+cdef inline void add_tied_column(const Model* m, int e, int other, int L,
+                                 double* out) noexcept nogil:
+    """Add column ``other`` of tied edge ``e``'s matrix (``L`` rows) to ``out``, read as a
+    contiguous row of its transpose."""
+    cdef const double* col = m.tied_pairT + m.tied_offset[e] + other * L
+    cdef int l
+    for l in range(L):
+        out[l] += col[l]
+
+
 cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_ssize_t T,
                      int ex_e, int ex_side, double* out) noexcept nogil:
     """Score of each label of variable (c, t) with all neighbours at gold.
@@ -225,10 +235,7 @@ cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_s
             if t < T - 1 and not (e == ex_e and ex_side == 1):
                 other = m.gold[(g + 1) * m.n_chains + c]
                 if m.edge_tied[e]:
-                    # column ``other``: a contiguous row of the transpose
-                    base = m.tied_offset[e] + other * L
-                    for l in range(L):
-                        out[l] += m.tied_pairT[base + l]
+                    add_tied_column(m, e, other, L, out)
                 else:
                     base = pos_base(m, e, g + 1)
                     for l in range(L):
@@ -240,9 +247,7 @@ cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_s
                 lb = m.n_labels[m.edge_b[e]]
                 other = m.gold[g * m.n_chains + m.edge_b[e]]
                 if m.edge_tied[e]:
-                    base = m.tied_offset[e] + other * L
-                    for l in range(L):
-                        out[l] += m.tied_pairT[base + l]
+                    add_tied_column(m, e, other, L, out)
                 else:
                     base = pos_base(m, e, g)
                     for l in range(L):
@@ -267,7 +272,7 @@ cdef inline double* target_u(const Model* m, int e, Py_ssize_t g, int yw,
                              Py_ssize_t* stride) noexcept nogil:
     """Gradient entries of edge ``e``'s factor at ``g`` that its first end's conditionals
     feed: column ``yw`` of the matrix (the second end at gold), ``stride`` apart; for a tied
-    edge, row ``yw`` of this thread's transposed accumulator."""
+    edge, row ``yw`` of this block's transposed accumulator."""
     cdef int lb = m.n_labels[m.edge_b[e]]
     if m.edge_tied[e]:
         stride[0] = 1
