@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
 
 from brute import all_labellings, full_score
 
@@ -36,10 +37,10 @@ def synthetic(n_seq=40, n_chains=2, seed=0, noise=0.0, length=(3, 9)):
 
 
 def check_gradient(est, X, y, rel=1e-4):
-    batch, theta0, seeds, _ = est._prepare_fit(X, y)
+    objective, theta0, _ = training_problem(est, X, y)
     rng = np.random.default_rng(3)
     theta = rng.normal(scale=0.5, size=theta0.shape)
-    loss, grad = est._penalized(theta, batch, seeds, 1)
+    loss, grad = objective.loss_gradient(theta)
     assert np.isfinite(loss)
     eps = 1e-5
     idx = rng.choice(len(theta), size=min(len(theta), 40), replace=False)
@@ -47,7 +48,7 @@ def check_gradient(est, X, y, rel=1e-4):
         tp, tm = theta.copy(), theta.copy()
         tp[i] += eps
         tm[i] -= eps
-        num = (est._penalized(tp, batch, seeds, 1)[0] - est._penalized(tm, batch, seeds, 1)[0]) / (2 * eps)
+        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
         assert abs(num - grad[i]) <= rel * max(1.0, abs(num)), (i, num, grad[i])
 
 
@@ -85,9 +86,10 @@ def test_gradient_trp_likelihood_close():
 def test_likelihood_loss_equals_enumeration(n_chains):
     X, y = synthetic(n_seq=3, n_chains=n_chains, length=(2, 4))
     est = FactorialCRF(objective="likelihood", inference="exact", sigma=np.inf)
-    batch, theta0, seeds, _ = est._prepare_fit(X, y)
+    objective, theta0, _ = training_problem(est, X, y)
+    batch = objective.batch
     theta = np.random.default_rng(0).normal(size=theta0.shape)
-    loss, _ = est._penalized(theta, batch, seeds, 1)
+    loss, _ = objective.loss_gradient(theta)
     unary, pair, eo = est.layout_.potentials(theta, batch.obs, 1, est.forbidden_)
     ref = 0.0
     from scipy.special import logsumexp

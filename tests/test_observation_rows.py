@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from test_estimator import check_gradient
 
 import skfcrf.estimators._observation_rows as rows_module
+from skfcrf.estimators import training_problem
 from skfcrf import FactorialCRF
 from skfcrf.estimators._observation_rows import ObservationRows, token_differences
 
@@ -116,7 +117,7 @@ def test_gradient_with_differenced_columns(objective, monkeypatch):
     monkeypatch.setattr(rows_module, "PASS_COST", 0.0)
     X, y = concept_data()
     est = FactorialCRF(objective=objective, sigma=2.0, random_state=0)
-    batch, _, _, _ = est._prepare_fit(X, y)
+    batch = training_problem(est, X, y).objective.batch
     assert batch.obs.has_differences
     check_gradient(est, X, y, rel=1e-5)
 

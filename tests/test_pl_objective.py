@@ -6,6 +6,7 @@ from test_estimator import synthetic
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
 from skfcrf._bp._pseudolikelihood import pseudolikelihood, sequence_blocks
 
 MODES = ["all", "supported", "default"]
@@ -40,7 +41,8 @@ def test_fused_objective_equals_unfused(seed, n_chains, unary, transition, coupl
     old = rows_module.PASS_COST
     rows_module.PASS_COST = 0.0 if differenced else np.inf
     try:
-        batch, theta0, _, _ = est._prepare_fit(X, y)
+        objective, theta0, _ = training_problem(est, X, y)
+        batch = objective.batch
     finally:
         rows_module.PASS_COST = old
     theta = np.random.default_rng(seed).normal(scale=0.7, size=theta0.shape)
@@ -55,7 +57,8 @@ def test_fused_objective_with_empty_sequences():
     """Empty sequences cost nothing and do not disturb their neighbours."""
     X, y = synthetic(n_seq=5, n_chains=2, seed=1)
     est = FactorialCRF(transition_features="supported")
-    batch, theta0, _, _ = est._prepare_fit(X, y)
+    objective, theta0, _ = training_problem(est, X, y)
+    batch = objective.batch
     lengths = np.diff(batch.seq_ptr)
     # insert an empty sequence first, in the middle and last
     with_empty = np.concatenate([[0], np.cumsum(np.insert(lengths, [0, 2, 5], 0))])
@@ -75,7 +78,8 @@ def test_objective_does_not_depend_on_threads(seed, n_seq, n_chains):
     evaluations, give the same loss and gradient bit for bit (fused and unfused)."""
     X, y = synthetic(n_seq=n_seq, n_chains=n_chains, seed=seed, length=(1, 9))
     est = FactorialCRF(transition_features="supported")
-    batch, theta0, _, _ = est._prepare_fit(X, y)
+    objective, theta0, _ = training_problem(est, X, y)
+    batch = objective.batch
     theta = np.random.default_rng(seed).normal(scale=0.7, size=theta0.shape)
     ref = est.layout_.pseudolikelihood(theta, batch.obs, batch.gold, 1, est.forbidden_)
     ref_unfused = unfused(est, batch, theta, 1)

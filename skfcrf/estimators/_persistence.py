@@ -83,7 +83,8 @@ def save(est, path):
         "format": FORMAT,
         "version": VERSION,
         "params": {k: v for k, v in est.get_params(deep=False).items()
-                   if k not in ("forbidden_transitions", "forbidden_couplings", "random_state")},
+                   if k not in ("forbidden_transitions", "forbidden_couplings", "random_state",
+                                "callback")},
         "forbidden_transitions": _encode_pairs_spec(est.forbidden_transitions),
         "forbidden_couplings": _encode_pairs_spec(est.forbidden_couplings),
         "random_state": est.random_state if isinstance(est.random_state, (int, type(None))) else None,
@@ -97,6 +98,7 @@ def save(est, path):
         "forbidden_edges": sorted(int(e) for e in est.forbidden_),
         "loss_curve": [float(v) for v in est.loss_curve_],
         "n_iter": int(est.n_iter_),
+        "converged": bool(est.converged_),
         "inference_stats": est.inference_stats_,
     }
     if isinstance(header["params"].get("coupling"), (list, tuple)):
@@ -153,5 +155,6 @@ def load(cls, path):
     est.forbidden_ = {e: arrays[f"forbidden_{e}"] for e in header["forbidden_edges"]}
     est.loss_curve_ = header["loss_curve"]
     est.n_iter_ = header["n_iter"]
+    est.converged_ = bool(header.get("converged", True))   # files written before 0.2 lack it
     est.inference_stats_ = header["inference_stats"]
     return est

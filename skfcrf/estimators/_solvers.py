@@ -1,0 +1,241 @@
+"""Solvers: batch L-BFGS (scipy) and online L-BFGS, with one convergence monitor.
+
+A solver minimises any objective of :mod:`skfcrf.estimators._objectives`
+(``objective.loss_gradient(theta) -> (loss, grad)``) from a starting point and
+reports every iteration (epoch, for the online solver) to a
+:class:`ConvergenceMonitor`, which keeps the loss curve, prints progress and asks
+the user's callback whether to stop.  ``solve`` returns a :class:`SolverResult`.
+"""
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["ConvergenceMonitor", "SolverResult", "LBFGS", "OnlineLBFGS", "SOLVERS",
+           "warn_if_not_converged"]
+
+
+class ConvergenceMonitor:
+    """Loss history, progress printing and the user's stop callback.
+
+    Parameters
+    ----------
+    verbose : int, default=0
+        Print the loss after every iteration when > 0.
+    callback : callable, optional
+        ``callback(iteration, loss, coef)`` after every iteration; ``coef`` is a
+        read-only view of the current weights; a return value of ``True``
+        stops training.
+    unit : str, default="iteration"
+        What one report is (``"epoch"`` for online solvers), for printing.
+    """
+
+    def __init__(self, verbose=0, callback=None, unit="iteration"):
+        self.verbose = verbose
+        self.callback = callback
+        self.unit = unit
+        self.history = []
+        self.stopped_by_callback = False
+        self._start = time.perf_counter()
+
+    @property
+    def n_iter(self):
+        return len(self.history)
+
+    def report(self, theta, loss):
+        """Record one iteration's loss; return True when the callback asks to stop."""
+        self.history.append(float(loss))
+        if self.verbose:
+            print(f"{self.unit} {self.n_iter}: loss {loss:.6g} "
+                  f"({time.perf_counter() - self._start:.1f} s)", flush=True)
+        if self.callback is None:
+            return False
+        view = np.asarray(theta).view()
+        view.flags.writeable = False
+        if self.callback(self.n_iter, float(loss), view) is True:
+            self.stopped_by_callback = True
+            return True
+        return False
+
+
+@dataclass
+class SolverResult:
+    """What a solver returns.
+
+    Attributes
+    ----------
+    coef : ndarray
+        The final weights.
+    n_iter : int
+        Iterations (epochs) run.
+    converged : bool
+        The solver's own stopping criterion was met.
+    message : str
+        Why it stopped.
+    """
+
+    coef: np.ndarray
+    n_iter: int
+    converged: bool
+    message: str
+
+
+class LBFGS:
+    """Batch L-BFGS: scipy's L-BFGS-B without bounds.
+
+    Stops when the relative loss reduction or the largest gradient component
+    falls below ``tol`` (converged), at ``max_iter`` iterations, or on a failed
+    line search (not converged; scipy's status and message are kept).
+    """
+
+    name = "lbfgs"
+
+    def __init__(self, memory=3, max_iter=800, tol=1e-5):
+        self.memory = memory
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def solve(self, objective, theta0, monitor):
+        def callback(intermediate_result):
+            if monitor.report(intermediate_result.x, intermediate_result.fun):
+                raise StopIteration
+
+        res = minimize(
+            objective.loss_gradient, theta0, jac=True, method="L-BFGS-B", callback=callback,
+            options={"maxcor": self.memory, "maxiter": self.max_iter, "ftol": self.tol,
+                     "gtol": self.tol, "maxfun": max(15000, 20 * self.max_iter)},
+        )
+        message = res.message if isinstance(res.message, str) else res.message.decode()
+        if monitor.stopped_by_callback:
+            message = "stopped by the callback"
+        elif res.status != 0:
+            message = f"scipy L-BFGS-B status {res.status}: {message}"
+        return SolverResult(res.x, int(res.nit), res.status == 0, message)
+
+
+class OnlineLBFGS:
+    """Online L-BFGS (oLBFGS) of Schraudolph, Yu and Guenter (AISTATS 2007).
+
+    Each step draws a mini-batch, takes the direction ``p = -H g`` from the
+    two-loop recursion over the last ``memory`` pairs (initial scaling: the
+    average of ``s.y / y.y`` over the stored pairs), moves by
+    ``s = (eta_t / c) p`` with ``eta_t = tau / (tau + t) * eta0``, and stores
+    ``y = g(theta + s) - g(theta) + lambda * s`` with both gradients taken on
+    the *same* batch.  An epoch is one pass over the sequences in a random
+    order; training stops when the epoch loss improves by less than ``tol``
+    (relative) twice in a row (converged) or after ``max_iter`` epochs.
+
+    Parameters
+    ----------
+    memory : int
+        Number of (s, y) pairs kept.
+    max_iter : int
+        Maximum number of epochs.
+    tol : float
+        Relative epoch-loss improvement below which an epoch stalls.
+    batch_size : int
+        Sequences per mini-batch.
+    eta0, tau, c, lam : float
+        Step size, its decay constant, the step scaling ``c`` and the
+        model-trust-region term ``lambda``.
+    epsilon : float
+        Plain gradient step scale used before any (s, y) pair is stored.
+    random_state : numpy.random.RandomState
+        Draws the batch order.
+    """
+
+    name = "olbfgs"
+
+    def __init__(self, memory=3, max_iter=800, tol=1e-5, batch_size=32, eta0=0.1, tau=100.0,
+                 c=1.0, lam=1.0, epsilon=1e-2, random_state=None):
+        self.memory = memory
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.eta0 = eta0
+        self.tau = tau
+        self.c = c
+        self.lam = lam
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.s_list = []
+        self.y_list = []
+        self.t = 0
+
+    def direction(self, g):
+        """``-H g`` by the two-loop recursion with oLBFGS's initial scaling."""
+        if not self.s_list:
+            return -self.epsilon * g
+        q = g.copy()
+        alphas = []
+        for s, y in zip(reversed(self.s_list), reversed(self.y_list)):
+            rho = 1.0 / (y @ s)
+            a = rho * (s @ q)
+            alphas.append((a, rho))
+            q -= a * y
+        scale = np.mean([(s @ y) / (y @ y) for s, y in zip(self.s_list, self.y_list)])
+        r = scale * q
+        for (s, y), (a, rho) in zip(zip(self.s_list, self.y_list), reversed(alphas)):
+            b = rho * (y @ r)
+            r += (a - b) * s
+        return -r
+
+    def step(self, theta, batch_fun):
+        """One oLBFGS step on the batch objective ``batch_fun``; returns (theta, loss)."""
+        loss, g = batch_fun(theta)
+        p = self.direction(g)
+        eta = self.tau / (self.tau + self.t) * self.eta0
+        s = (eta / self.c) * p
+        theta_new = theta + s
+        _, g_new = batch_fun(theta_new)
+        y = g_new - g + self.lam * s
+        if y @ s > 1e-12 * (np.linalg.norm(y) * np.linalg.norm(s) + 1e-300):
+            self.s_list.append(s)
+            self.y_list.append(y)
+            if len(self.s_list) > self.memory:
+                self.s_list.pop(0)
+                self.y_list.pop(0)
+        self.t += 1
+        return theta_new, loss
+
+    def solve(self, objective, theta0, monitor):
+        rng = self.random_state if self.random_state is not None else np.random.RandomState()
+        n_seq = objective.batch.n_sequences
+        size = min(self.batch_size, n_seq)
+        theta = theta0
+        best = np.inf
+        stalls = 0
+        for epoch in range(self.max_iter):
+            order = rng.permutation(n_seq)
+            epoch_loss = 0.0
+            for lo in range(0, n_seq, size):
+                idx = order[lo:lo + size]
+                theta, loss = self.step(theta, objective.subset(idx).loss_gradient)
+                epoch_loss += loss * len(idx) / n_seq
+            if monitor.report(theta, epoch_loss):
+                return SolverResult(theta, epoch + 1, False, "stopped by the callback")
+            if epoch_loss > best - self.tol * max(abs(best), 1.0):
+                stalls += 1
+                if stalls >= 2:
+                    return SolverResult(theta, epoch + 1, True,
+                                        "epoch loss stalled twice in a row")
+            else:
+                stalls = 0
+            best = min(best, epoch_loss)
+        return SolverResult(theta, self.max_iter, False,
+                            f"stopped at max_iter={self.max_iter} epochs")
+
+
+#: ``solver=`` name -> solver class.
+SOLVERS = {"lbfgs": LBFGS, "olbfgs": OnlineLBFGS}
+
+
+def warn_if_not_converged(result, solver, stopped_by_user):
+    """A ConvergenceWarning naming why ``solver`` stopped, unless it converged or the user stopped it."""
+    if result.converged or stopped_by_user:
+        return
+    warnings.warn(f"{solver} stopped before converging ({result.message}); increase max_iter, "
+                  "or tol", ConvergenceWarning, stacklevel=3)

@@ -1,0 +1,180 @@
+"""The model structure fixed by the first fit: chain labels, coupled pairs, constraints.
+
+* ``classes``: per chain a sorted object array of its labels; a label is stored
+  as its index in that array (the *gold* array ``(N, n_chains)`` of int32);
+* couplings: sorted ``(a, b)`` chain pairs with ``a < b``
+  (:func:`resolve_couplings`);
+* forbidden assignments: a dict edge index -> boolean ``(L_a, L_b)`` mask
+  (:func:`forbidden_masks`), edges as in :func:`~skfcrf.estimators._model.build_graph`.
+"""
+import numbers
+
+import numpy as np
+
+from skfcrf._bp.graph import IN_CHAIN
+
+__all__ = ["resolve_couplings", "fit_classes", "encode_labels", "forbidden_masks", "edge_name"]
+
+
+def resolve_couplings(spec, n_chains):
+    """The coupled chain pairs that a ``coupling=`` setting means for ``n_chains`` chains."""
+    if isinstance(spec, str):
+        if spec == "adjacent":
+            return [(c, c + 1) for c in range(n_chains - 1)]
+        if spec == "all":
+            return [(a, b) for a in range(n_chains) for b in range(a + 1, n_chains)]
+        if spec == "none":
+            return []
+        raise ValueError(
+            f"coupling must be 'adjacent', 'all', 'none' or a list of chain pairs, got {spec!r}"
+        )
+    pairs = set()
+    try:
+        items = list(spec)
+    except TypeError:
+        raise ValueError(f"coupling must be a string or a list of chain pairs, got {spec!r}") from None
+    for item in items:
+        try:
+            a, b = (int(v) for v in item)
+        except (TypeError, ValueError):
+            raise ValueError(f"coupling pairs must be (int, int), got {item!r}") from None
+        if a == b or not (0 <= a < n_chains and 0 <= b < n_chains):
+            raise ValueError(
+                f"coupling pair {item!r} is invalid for {n_chains} chains "
+                "(two different chain indices needed)"
+            )
+        pairs.add((min(a, b), max(a, b)))
+    return sorted(pairs)
+
+
+def fit_classes(y_seqs, n_chains):
+    """Per chain the sorted distinct labels of the label sequences ``y_seqs``."""
+    classes = []
+    for c in range(n_chains):
+        values = np.concatenate([s[:, c] for s in y_seqs])
+        try:
+            classes.append(np.unique(values))
+        except TypeError:
+            raise ValueError(
+                f"labels of chain {c} must be mutually comparable (all str or all numbers)"
+            ) from None
+    return classes
+
+
+def encode_labels(classes, y_seqs):
+    """Gold label indices ``(N, n_chains)`` int32 of the stacked label sequences."""
+    n_chains = len(classes)
+    gold = np.empty((sum(len(s) for s in y_seqs), n_chains), dtype=np.int32)
+    row = 0
+    for i, seq in enumerate(y_seqs):
+        for c in range(n_chains):
+            chain_classes = classes[c]
+            try:
+                idx = np.searchsorted(chain_classes, seq[:, c])
+            except TypeError:
+                raise ValueError(f"y[{i}] chain {c}: labels of mixed types") from None
+            idx = np.minimum(idx, len(chain_classes) - 1)
+            bad = chain_classes[idx] != seq[:, c]
+            if np.any(bad):
+                t = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"y[{i}] token {t} chain {c}: label {seq[t, c]!r} was not seen when the "
+                    "model was first fitted (warm_start keeps the label sets)"
+                )
+            gold[row:row + len(seq), c] = idx
+        row += len(seq)
+    return gold
+
+
+def label_index(classes, chain, label, what):
+    """Index of ``label`` in chain ``chain``; ValueError naming ``what`` if unknown."""
+    chain_classes = classes[chain]
+    idx = np.searchsorted(chain_classes, label) if len(chain_classes) else 0
+    try:
+        found = idx < len(chain_classes) and chain_classes[idx] == label
+    except TypeError:
+        found = False
+    if not found:
+        raise ValueError(f"{what}: label {label!r} is not a label of chain {chain}")
+    return int(idx)
+
+
+def edge_name(graph, e):
+    """Human-readable name of edge template ``e`` ("chain 1", "chains (0, 1)")."""
+    if graph.edge_kind[e] == IN_CHAIN:
+        return f"chain {graph.edge_a[e]}"
+    return f"chains ({graph.edge_a[e]}, {graph.edge_b[e]})"
+
+
+def _transition_masks(graph, classes, spec):
+    n_chains = len(classes)
+    if isinstance(spec, dict):
+        per_chain = spec
+    else:
+        spec = list(spec)
+        if n_chains == 1 and spec and all(
+                isinstance(p, (tuple, list)) and len(p) == 2
+                and not isinstance(p[0], (tuple, list, set)) for p in spec):
+            per_chain = {0: spec}
+        else:
+            if len(spec) != n_chains:
+                raise ValueError(
+                    "forbidden_transitions must have one entry per chain "
+                    f"({n_chains}), got {len(spec)}"
+                )
+            per_chain = dict(enumerate(spec))
+    masks = {}
+    for chain, pairs in per_chain.items():
+        if not isinstance(chain, numbers.Integral) or not 0 <= chain < n_chains:
+            raise ValueError(f"forbidden_transitions: no chain {chain!r}")
+        if pairs is None:
+            continue
+        L = len(classes[chain])
+        mask = np.zeros((L, L), dtype=bool)
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"forbidden_transitions: expected (from, to) pairs, got {pair!r}")
+            a = label_index(classes, chain, pair[0], "forbidden_transitions")
+            b = label_index(classes, chain, pair[1], "forbidden_transitions")
+            mask[a, b] = True
+        e = next(e for e in range(graph.n_edges)
+                 if graph.edge_kind[e] == IN_CHAIN and graph.edge_a[e] == chain)
+        if mask.any():
+            masks[e] = mask
+    return masks
+
+
+def _coupling_masks(graph, classes, spec, masks):
+    if not isinstance(spec, dict):
+        raise ValueError("forbidden_couplings must be a dict {(i, j): [(label_i, label_j), ...]}")
+    for key, pairs in spec.items():
+        try:
+            i, j = (int(v) for v in key)
+        except (TypeError, ValueError):
+            raise ValueError(f"forbidden_couplings: keys must be chain pairs, got {key!r}") from None
+        swap = i > j
+        a, b = (j, i) if swap else (i, j)
+        edges = [e for e in range(graph.n_edges) if graph.edge_kind[e] != IN_CHAIN
+                 and graph.edge_a[e] == a and graph.edge_b[e] == b]
+        if not edges:
+            raise ValueError(f"forbidden_couplings: chains {key!r} are not coupled")
+        mask = np.zeros((len(classes[a]), len(classes[b])), dtype=bool)
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"forbidden_couplings: expected label pairs, got {pair!r}")
+            la, lb = (pair[1], pair[0]) if swap else (pair[0], pair[1])
+            mask[label_index(classes, a, la, "forbidden_couplings"),
+                 label_index(classes, b, lb, "forbidden_couplings")] = True
+        if mask.any():
+            masks[edges[0]] = masks.get(edges[0], False) | mask
+    return masks
+
+
+def forbidden_masks(graph, classes, forbidden_transitions, forbidden_couplings):
+    """Edge index -> boolean mask of forbidden assignments, from the user's settings."""
+    masks = {}
+    if forbidden_transitions is not None:
+        masks.update(_transition_masks(graph, classes, forbidden_transitions))
+    if forbidden_couplings is not None:
+        _coupling_masks(graph, classes, forbidden_couplings, masks)
+    return masks
