@@ -8,7 +8,7 @@ A and B, in one process.  Prints medians and the ratio.
 
 ``objective`` times the fused training objective (``pseudolikelihood_objective``
 of the same module: feature products, pseudolikelihood and gradient mapping)
-through ``FactorialCRF._loss_grad``, swapping the old function in for A.
+through the ``PseudoLikelihood`` objective object, swapping the old function in for A.
 """
 import argparse
 import importlib
@@ -60,9 +60,11 @@ def conll2_workload(n_jobs):
     sys.path.insert(0, os.path.dirname(__file__))
     from _conll import load, word_observations
     from skfcrf import FactorialCRF
+    from skfcrf.estimators import training_problem
     X, y = load("train")
     est = FactorialCRF(n_jobs=n_jobs)
-    batch, theta0, seeds, _ = est._prepare_fit(word_observations(X), y)
+    objective, theta0, _ = training_problem(est, word_observations(X), y)
+    batch = objective.batch
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
     unary, pair, eo = est.layout_.potentials(theta, batch.obs, n_jobs, est.forbidden_)
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
@@ -71,22 +73,25 @@ def conll2_workload(n_jobs):
 def dictations_workload(n_jobs, n_reports=300):
     """Potentials of the three-chain dictation FCRF (7, 72, 44 labels), random weights."""
     from skfcrf import FactorialCRF
+    from skfcrf.estimators import training_problem
     from skfcrf.datasets import make_dictations
     sys.path.insert(0, os.path.dirname(__file__))
     from _dictations import standard_features
     X, y = make_dictations(n_reports=n_reports, style="rcg", random_state=0)
     F = standard_features().fit_transform(X)
     est = FactorialCRF(min_instance_freq=2, n_jobs=n_jobs)
-    batch, theta0, seeds, _ = est._prepare_fit(F, y)
+    objective, theta0, _ = training_problem(est, F, y)
+    batch = objective.batch
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
     unary, pair, eo = est.layout_.potentials(theta, batch.obs, n_jobs, est.forbidden_)
     return est.graph_, batch.seq_ptr, unary, pair, eo, batch.gold
 
 
 def ab_objective(args):
-    """A/B of the fused pseudolikelihood objective inside ``FactorialCRF._loss_grad``."""
+    """A/B of the fused pseudolikelihood kernel inside the PseudoLikelihood objective object."""
     import skfcrf.estimators._model as model
     from skfcrf import FactorialCRF
+    from skfcrf.estimators import training_problem
     old = build_old("pseudolikelihood", args.rev)
     sys.path.insert(0, os.path.dirname(__file__))
     if args.workload == "dictations":
@@ -100,14 +105,14 @@ def ab_objective(args):
         X, y = load("train")
         X = word_observations(X)
         est = FactorialCRF(n_jobs=args.n_jobs)
-    batch, theta0, seeds, _ = est._prepare_fit(X, y)
+    objective, theta0, _ = training_problem(est, X, y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
     fns = {"old": old.pseudolikelihood_objective, "new": model.pseudolikelihood_objective}
 
     def evaluate(label):
         model.pseudolikelihood_objective = fns[label]
         try:
-            return est._loss_grad(theta, batch, seeds, args.n_jobs)
+            return objective.data_loss_gradient(theta)
         finally:
             model.pseudolikelihood_objective = fns["new"]
 

@@ -3,7 +3,7 @@
 Prepares the same dictation batch twice, once with differencing chosen by the
 cost model (``PASS_COST = 2``, the default) and once direct only
 (``PASS_COST = inf``, the products as before differencing existed), then times
-``_penalized`` on both alternately in one process.  Prints medians, their
+the objective's ``loss_gradient`` on both alternately in one process.  Prints medians, their
 ratio and the largest relative difference of loss and gradient.
 
     python benchmarks/ab_observation_rows.py [--n-reports 300] [--n-jobs 2] [--repeat 7]
@@ -15,6 +15,7 @@ import numpy as np
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
 from skfcrf.datasets import make_dictations
 
 from _dictations import standard_features
@@ -33,21 +34,21 @@ def main():
     for name, cost in (("direct", np.inf), ("differenced", rows_module.PASS_COST)):
         saved, rows_module.PASS_COST = rows_module.PASS_COST, cost
         t0 = time.perf_counter()
-        batches[name] = est._prepare_fit(F, y)
+        batches[name] = training_problem(est, F, y).objective
         rows_module.PASS_COST = saved
-        obs = batches[name][0].obs
+        obs = batches[name].batch.obs
         print(f"{name}: batch prepared in {time.perf_counter() - t0:.2f} s, "
               f"{int(obs.differenced.sum())} differenced columns")
-    theta = np.random.default_rng(0).normal(scale=0.1, size=batches["direct"][1].shape)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=batches["direct"].n_params)
     times = {name: [] for name in batches}
     last = {}
     for _ in range(args.repeat):
-        for name, (batch, _, seeds, _) in batches.items():
+        for name, objective in batches.items():
             t0 = time.perf_counter()
-            last[name] = est._penalized(theta, batch, seeds, args.n_jobs)
+            last[name] = objective.loss_gradient(theta)
             times[name].append(time.perf_counter() - t0)
     med = {name: float(np.median(t)) for name, t in times.items()}
-    print(f"{batches['direct'][0].X.shape[0]} tokens, n_jobs={args.n_jobs}, "
+    print(f"{batches['direct'].batch.X.shape[0]} tokens, n_jobs={args.n_jobs}, "
           f"median of {args.repeat}: direct {med['direct']:.3f} s, "
           f"differenced {med['differenced']:.3f} s, ratio {med['differenced'] / med['direct']:.3f}")
     (la, ga), (lb, gb) = last["direct"], last["differenced"]

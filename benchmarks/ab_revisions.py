@@ -2,7 +2,8 @@
 
 Exports ``--rev`` into a temporary directory and builds its extensions there,
 then runs the same workload (one fit's training batch, random weights, repeated
-``_loss_grad`` calls) with each version in worker processes, alternating
+unpenalised loss/gradient calls: the objective object's ``data_loss_gradient``,
+or ``FactorialCRF._loss_grad`` in revisions before the objective objects) with each version in worker processes, alternating
 A (``--rev``) and B (working tree) ``--rounds`` times, so both see the same
 machine load.  Prints per-round medians, the median ratio, and each worker's
 peak RSS.  Workloads: ``dictations`` (three chains, pseudolikelihood, as target
@@ -59,13 +60,20 @@ else:
     X, y = load("train")
     X = word_observations(X)
     est = FactorialCRF(n_jobs=args["n_jobs"])
-batch, theta0, seeds, _ = est._prepare_fit(X, y)
+try:
+    from skfcrf.estimators import training_problem
+except ImportError:                      # a revision before the objective objects
+    batch, theta0, seeds, _ = est._prepare_fit(X, y)
+    evaluate = lambda theta: est._loss_grad(theta, batch, seeds, args["n_jobs"])
+else:
+    objective, theta0, _ = training_problem(est, X, y)
+    evaluate = objective.data_loss_gradient
 theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
-est._loss_grad(theta, batch, seeds, args["n_jobs"])          # warm-up
+evaluate(theta)                                               # warm-up
 times = []
 for _ in range(args["repeat"]):
     t0 = time.perf_counter()
-    loss, grad = est._loss_grad(theta, batch, seeds, args["n_jobs"])
+    loss, grad = evaluate(theta)
     times.append(time.perf_counter() - t0)
 print(json.dumps({{"times": times, "loss": loss, "grad_norm": float(np.linalg.norm(grad)),
                   "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20}}))

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
 
 
 def dictations(n_reports):
@@ -40,10 +41,15 @@ def main():
     args = ap.parse_args()
     F, y = dictations(args.n_reports) if args.data == "dictations" else conll2()
     est = FactorialCRF(objective=args.objective, min_instance_freq=2, random_state=0)
-    batch, theta0, seeds, _ = est._prepare_fit(F, y)
+    objective, theta0, _ = training_problem(est, F, y)
+    batch = objective.batch
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
-    ref = est._penalized(theta, batch, seeds, 1)
-    two = est._penalized(theta, batch, seeds, 2)
+
+    def evaluate(n_threads):
+        objective.n_threads = n_threads
+        return objective.loss_gradient(theta)
+
+    ref, two = evaluate(1), evaluate(2)
     diff = np.max(np.abs(ref[1] - two[1])) / max(1e-300, np.max(np.abs(ref[1])))
     print(f"{args.data}: {batch.X.shape[0]} tokens, {batch.X.nnz} observation entries, "
           f"{theta.size} weights; loss n_jobs=1 {ref[0]:.6f}, n_jobs=2 {two[0]:.6f}, "
@@ -52,7 +58,7 @@ def main():
     for _ in range(args.repeat):
         for n in (1, 2):
             t = time.perf_counter()
-            est._penalized(theta, batch, seeds, n)
+            evaluate(n)
             times[n].append(time.perf_counter() - t)
     m1, m2 = np.median(times[1]), np.median(times[2])
     print(f"{args.objective} loss+gradient: n_jobs=1 median {m1:.3f} s, n_jobs=2 median {m2:.3f} s, "

@@ -15,7 +15,6 @@ import warnings
 
 from sklearn.exceptions import ConvergenceWarning
 
-import skfcrf.estimators._fcrf as fcrf_module
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictations
 from skfcrf.metrics import chain_accuracy, joint_accuracy, precision_recall_fscore
@@ -45,25 +44,18 @@ def main():
                        n_jobs=args.n_jobs, random_state=0)
 
     snapshots = {}
-    lbfgs = fcrf_module.lbfgs
 
-    def lbfgs_with_snapshots(fun, theta0, memory, max_iter, tol, callback=None):
-        def keep(theta, loss):
-            callback(theta, loss)
-            if len(crf.loss_curve_) % args.every == 0:
-                snapshots[len(crf.loss_curve_)] = theta.copy()
-        return lbfgs(fun, theta0, memory, max_iter, tol, keep)
+    def keep(iteration, loss, coef):
+        if iteration % args.every == 0:
+            snapshots[iteration] = coef.copy()
 
-    fcrf_module.lbfgs = lbfgs_with_snapshots
-    try:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            crf.fit(F, y)
-        print(f"fit {time.perf_counter() - t0:.1f} s, {crf.n_iter_} iterations, "
-              f"{sum(map(len, X))} training tokens")
-    finally:
-        fcrf_module.lbfgs = lbfgs
+    crf.set_params(callback=keep)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        crf.fit(F, y)
+    print(f"fit {time.perf_counter() - t0:.1f} s, {crf.n_iter_} iterations, "
+          f"{sum(map(len, X))} training tokens")
     snapshots[crf.n_iter_] = crf.coef_.copy()
 
     crf.set_params(bp_max_iter=args.bp_max_iter)

@@ -1,0 +1,87 @@
+"""Solvers and the convergence monitor: callback contract, stopping, converged_, warnings."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skfcrf import FactorialCRF
+from skfcrf.estimators._solvers import LBFGS, ConvergenceMonitor, OnlineLBFGS
+from test_sklearn_compat import sequences
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "olbfgs"])
+def test_callback_sees_every_iteration_with_read_only_weights(solver):
+    X, y = sequences()
+    seen = []
+
+    def callback(iteration, loss, coef):
+        seen.append((iteration, loss, coef.copy()))
+        with pytest.raises(ValueError):
+            coef[0] = 1.0           # a read-only view
+
+    est = FactorialCRF(solver=solver, max_iter=15, tol=1e-4, random_state=0, callback=callback)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    assert [s[0] for s in seen] == list(range(1, est.n_iter_ + 1))
+    assert [s[1] for s in seen] == est.loss_curve_
+    assert np.array_equal(seen[-1][2], est.coef_)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "olbfgs"])
+def test_callback_returning_true_stops_without_warning(solver):
+    X, y = sequences()
+    est = FactorialCRF(solver=solver, max_iter=100, tol=1e-12, random_state=0,
+                       callback=lambda it, loss, coef: it >= 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.fit(X, y)
+    assert est.n_iter_ == 3 and len(est.loss_curve_) == 3
+    assert est.converged_ is False
+
+
+def test_callback_stop_matches_max_iter_weights():
+    """Stopping by callback at iteration k gives the weights of max_iter=k."""
+    X, y = sequences()
+    stopped = FactorialCRF(max_iter=100, random_state=0,
+                           callback=lambda it, loss, coef: it >= 4).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="status 1"):
+        capped = FactorialCRF(max_iter=4, random_state=0).fit(X, y)
+    assert np.array_equal(stopped.coef_, capped.coef_)
+
+
+def test_converged_when_tolerance_met():
+    X, y = sequences()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = FactorialCRF(max_iter=500, tol=1e-3, random_state=0).fit(X, y)
+    assert est.converged_ is True and est.n_iter_ < 500
+
+
+class _WrongGradient:
+    """An objective whose gradient points uphill: every line search fails."""
+
+    def loss_gradient(self, theta):
+        return float(theta @ theta), -2.0 * theta
+
+
+def test_lbfgs_reports_failed_line_search():
+    result = LBFGS(max_iter=50).solve(_WrongGradient(), np.ones(4), ConvergenceMonitor())
+    assert not result.converged
+    assert "status 2" in result.message
+
+
+def test_monitor_prints_progress(capsys):
+    monitor = ConvergenceMonitor(verbose=1, unit="epoch")
+    assert monitor.report(np.zeros(2), 1.5) is False
+    assert "epoch 1: loss 1.5" in capsys.readouterr().out
+    assert monitor.history == [1.5] and monitor.n_iter == 1
+
+
+def test_online_lbfgs_epochs_and_stall_rule():
+    X, y = sequences(n_seq=20)
+    est = FactorialCRF(solver="olbfgs", max_iter=200, tol=0.5, batch_size=5,
+                       random_state=0).fit(X, y)
+    assert est.converged_ and est.n_iter_ >= 2
+    assert isinstance(OnlineLBFGS().direction(np.ones(3)), np.ndarray)
