@@ -18,12 +18,18 @@ from threadpoolctl import threadpool_limits
 
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
+from skfcrf.estimators._early_stopping import (
+    EarlyStopping,
+    validation_scorer,
+    validation_split,
+)
 from skfcrf.estimators._decoding import (
     SequenceDecoding,
     map_labels,
     node_marginals,
     resolve_method,
 )
+from skfcrf.estimators._inspection import top_weights as _top_weights
 from skfcrf.estimators._model import (
     SUPPORT_MODES,
     ParameterLayout,
@@ -135,6 +141,21 @@ class FactorialCRF(BaseEstimator):
         for ``"olbfgs"``) with the penalised training loss and a read-only view
         of the current weights; returning ``True`` stops training (then
         ``converged_`` is False and no warning is given).
+    early_stopping : bool, default=False
+        Set ``validation_fraction`` of the training sequences aside, score the
+        weights on them every ``validation_interval`` iterations and keep the
+        best; stop after ``n_iter_no_change`` scores in a row without
+        improvement (then ``converged_`` is True).
+    validation_fraction : float in (0, 1), default=0.1
+        Fraction of the sequences held out (at least one) for early stopping.
+    n_iter_no_change : int, default=10
+        Validation scores in a row without improvement that stop training.
+    validation_scoring : None, str or callable, default=None
+        The held-out score: None is joint accuracy (:meth:`score`); a name of
+        :func:`skfcrf.metrics.make_chain_scorer` (e.g. ``"windowdiff"``, scored
+        as a loss); or a scorer ``f(estimator, X, y)``.
+    validation_interval : int, default=5
+        Solver iterations between validation scores.
 
     Attributes
     ----------
@@ -160,6 +181,12 @@ class FactorialCRF(BaseEstimator):
         ``mean_iterations`` of TRP over all likelihood evaluations (1.0 and
         0.0 when training ran no loopy inference).  Prediction never changes
         it; :meth:`decode` reports per sequence.
+    validation_scores_ : list of float
+        With ``early_stopping``: the held-out scores, in order.
+    best_validation_score_ : float
+        With ``early_stopping``: the best of them; ``coef_`` holds its weights.
+    best_iteration_ : int
+        With ``early_stopping``: the iteration of the best weights.
 
     Examples
     --------
@@ -198,6 +225,11 @@ class FactorialCRF(BaseEstimator):
         "verbose": [Interval(numbers.Integral, 0, None, closed="left"), "boolean"],
         "warm_start": ["boolean"],
         "callback": [callable, None],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [_POSITIVE_INT],
+        "validation_scoring": [None, str, callable],
+        "validation_interval": [_POSITIVE_INT],
     }
 
     def __init__(self, *, sigma=10.0, objective="pseudolikelihood", solver="lbfgs", max_iter=800,
@@ -205,7 +237,9 @@ class FactorialCRF(BaseEstimator):
                  transition_features="default", coupling_features="default", coupling="adjacent",
                  inference="auto", bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions=None,
                  forbidden_couplings=None, batch_size=32, eta0=0.1, tau=1000.0, n_jobs=None,
-                 random_state=None, verbose=0, warm_start=False, callback=None):
+                 random_state=None, verbose=0, warm_start=False, callback=None,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
+                 validation_scoring=None, validation_interval=5):
         self.sigma = sigma
         self.objective = objective
         self.solver = solver
@@ -230,6 +264,11 @@ class FactorialCRF(BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.callback = callback
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.validation_scoring = validation_scoring
+        self.validation_interval = validation_interval
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -249,24 +288,62 @@ class FactorialCRF(BaseEstimator):
         -------
         self
         """
+        stopper = None
+        if self.early_stopping:
+            X, y, stopper = self._hold_out(X, y)
         objective, theta0, rng = training_problem(self, X, y)
         solver = self._solver(rng)
-        monitor = ConvergenceMonitor(self.verbose, self.callback,
+        monitor = ConvergenceMonitor(self.verbose, self._iteration_callback(stopper),
                                      unit="epoch" if self.solver == "olbfgs" else "iteration")
         # the kernels parallelise over sequences themselves; BLAS threads inside
         # their small dgemm calls only add contention
         with threadpool_limits(limits=1, user_api="blas"):
             result = solver.solve(objective, theta0, monitor)
+        stopped_early = stopper is not None and stopper.triggered
         warn_if_not_converged(result, self.solver, monitor.stopped_by_callback)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
-        self.converged_ = bool(result.converged)
+        self.converged_ = bool(result.converged) or stopped_early
         self.loss_curve_ = monitor.history
+        if stopper is not None:
+            self._keep_best(stopper, result)
         self.inference_stats_ = dict(
             objective.inference_stats()
             or {"method": None, "converged_fraction": 1.0, "mean_iterations": 0.0},
             phase="fit")
         return self
+
+    def _hold_out(self, X, y):
+        """Training part of ``X, y`` and an EarlyStopping over the held-out part."""
+        X, y = list(X), list(y)
+        if len(X) != len(y):
+            raise ValueError(f"X and y have different numbers of sequences: {len(X)} != {len(y)}")
+        train, val = validation_split(len(X), self.validation_fraction, self.random_state)
+        stopper = EarlyStopping(self, [X[i] for i in val], [y[i] for i in val],
+                                validation_scorer(self.validation_scoring),
+                                self.validation_interval, self.n_iter_no_change)
+        return [X[i] for i in train], [y[i] for i in train], stopper
+
+    def _iteration_callback(self, stopper):
+        """The user's callback and early stopping as one monitor callback."""
+        if stopper is None:
+            return self.callback
+        user = self.callback
+
+        def callback(iteration, loss, coef):
+            stop_user = user is not None and user(iteration, loss, coef) is True
+            return stopper(iteration, loss, coef) or stop_user
+
+        return callback
+
+    def _keep_best(self, stopper, result):
+        """Score the final weights if not yet scored; keep the best weights seen."""
+        if stopper.last_scored != result.n_iter:
+            stopper.score(result.n_iter, result.coef)
+        self.coef_ = stopper.best_coef
+        self.validation_scores_ = stopper.scores
+        self.best_validation_score_ = stopper.best_score
+        self.best_iteration_ = stopper.best_iteration
 
     def _encode_training_data(self, X, y):
         """Validated, encoded training data; fits the encoders and structure unless warm."""
@@ -434,6 +511,37 @@ class FactorialCRF(BaseEstimator):
         off = self.graph_.label_offset
         return [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
                  for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]
+
+    def top_weights(self, n=20, chain=None, kind=None):
+        """The ``n`` largest-magnitude weights as records, largest first.
+
+        Parameters
+        ----------
+        n : int, default=20
+        chain : int, optional
+            Only weights of templates that involve this chain.
+        kind : {"unary", "transition", "coupling"}, optional
+            Only weights of this template kind.
+
+        Returns
+        -------
+        list of WeightRecord
+            Each with ``kind``, ``chains``, ``observation`` (name, or ``"bias"``),
+            ``labels`` (the label assignment scored) and ``weight``.
+
+        Examples
+        --------
+        >>> from skfcrf import FactorialCRF
+        >>> X = [[["w=the"], ["w=cat"]], [["w=a"], ["w=dog"]]]
+        >>> y = [["DT", "NN"], ["DT", "NN"]]
+        >>> crf = FactorialCRF(max_iter=50).fit(X, y)
+        >>> top = crf.top_weights(n=1, kind="unary")[0]
+        >>> top.kind, top.labels in [("DT",), ("NN",)], top.weight > 0
+        ('unary', True, True)
+        """
+        self._check_fitted()
+        return _top_weights(self.layout_, self.coef_, self.classes_, self.observation_names_,
+                            n=n, chain=chain, kind=kind)
 
     def score(self, X, y):
         """Joint accuracy: the fraction of tokens at which every chain is right."""

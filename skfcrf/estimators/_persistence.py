@@ -84,7 +84,7 @@ def save(est, path):
         "version": VERSION,
         "params": {k: v for k, v in est.get_params(deep=False).items()
                    if k not in ("forbidden_transitions", "forbidden_couplings", "random_state",
-                                "callback")},
+                                "callback", "validation_scoring")},
         "forbidden_transitions": _encode_pairs_spec(est.forbidden_transitions),
         "forbidden_couplings": _encode_pairs_spec(est.forbidden_couplings),
         "random_state": est.random_state if isinstance(est.random_state, (int, type(None))) else None,
@@ -99,6 +99,8 @@ def save(est, path):
         "loss_curve": [float(v) for v in est.loss_curve_],
         "n_iter": int(est.n_iter_),
         "converged": bool(est.converged_),
+        "validation_scoring": (est.validation_scoring
+                               if isinstance(est.validation_scoring, str) else None),
         "inference_stats": est.inference_stats_,
     }
     if isinstance(header["params"].get("coupling"), (list, tuple)):
@@ -125,6 +127,7 @@ def load(cls, path):
     if isinstance(params.get("coupling"), list):
         params["coupling"] = [tuple(p) for p in params["coupling"]]
     est = cls(**params, random_state=header["random_state"],
+              validation_scoring=header.get("validation_scoring"),
               forbidden_transitions=_decode_pairs_spec(header["forbidden_transitions"]),
               forbidden_couplings=_decode_pairs_spec(header["forbidden_couplings"]))
     est.classes_ = [np.array(c, dtype=object) for c in header["classes"]]
