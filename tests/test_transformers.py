@@ -25,6 +25,8 @@ from skfcrf.transformers import (
     word_shape,
 )
 
+from _helpers import short_fit
+
 SETTINGS = settings(max_examples=60, deadline=None)
 
 words = st.sampled_from(["the", "The", "patient", "is", "fever", "Fevers", "a", "x|y", "ÄRZTE", "37.5", ""])
@@ -591,6 +593,7 @@ def _synthetic_task(n=16, seed=0):
     return X, y
 
 
+@short_fit
 def test_pipeline_gridsearch_with_factorial_crf():
     from skfcrf import FactorialCRF
 
@@ -636,11 +639,3 @@ def test_union_equals_prefixed_weighted_merge(X, w1, w2):
     for a, b in zip(out, expected):
         assert_obs_equal(a, b)
 
-
-@pytest.mark.parametrize("module", ["_ngram", "_concepts", "_position", "_shape", "_union"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(f"skfcrf.transformers.{module}"))
-    assert result.failed == 0 and result.attempted > 0
