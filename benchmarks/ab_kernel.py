@@ -58,9 +58,10 @@ setup(ext_modules=cythonize([Extension("{name}", ["{name}.pyx"], include_dirs=[n
 def conll2_workload(n_jobs):
     """Potentials of a two-chain (POS 44, chunk 23) FCRF over CoNLL-2000 train, random weights."""
     sys.path.insert(0, os.path.dirname(__file__))
-    from _conll import load, word_observations
     from skfcrf import FactorialCRF
     from skfcrf.estimators import training_problem
+
+    from _conll import load, word_observations
     X, y = load("train")
     est = FactorialCRF(n_jobs=n_jobs)
     objective, theta0, _ = training_problem(est, word_observations(X), y)
@@ -73,8 +74,8 @@ def conll2_workload(n_jobs):
 def dictations_workload(n_jobs, n_reports=300):
     """Potentials of the three-chain dictation FCRF (7, 72, 44 labels), random weights."""
     from skfcrf import FactorialCRF
-    from skfcrf.estimators import training_problem
     from skfcrf.datasets import make_dictations
+    from skfcrf.estimators import training_problem
     sys.path.insert(0, os.path.dirname(__file__))
     from _dictations import standard_features
     X, y = make_dictations(n_reports=n_reports, style="rcg", random_state=0)
@@ -95,8 +96,9 @@ def ab_objective(args):
     old = build_old("pseudolikelihood", args.rev)
     sys.path.insert(0, os.path.dirname(__file__))
     if args.workload == "dictations":
-        from _dictations import standard_features
         from skfcrf.datasets import make_dictations
+
+        from _dictations import standard_features
         X, y = make_dictations(n_reports=300, style="rcg", random_state=0)
         X = standard_features().fit_transform(X)
         est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)

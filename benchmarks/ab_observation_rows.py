@@ -15,8 +15,8 @@ import numpy as np
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf.estimators import training_problem
 from skfcrf.datasets import make_dictations
+from skfcrf.estimators import training_problem
 
 from _dictations import standard_features
 

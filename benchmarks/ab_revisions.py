@@ -1,14 +1,14 @@
 """A/B timing of whole loss + gradient evaluations: the working tree against an earlier commit.
 
-Exports ``--rev`` into a temporary directory and builds its extensions there,
-then runs the same workload (one fit's training batch, random weights, repeated
-unpenalised loss/gradient calls: the objective object's ``data_loss_gradient``,
-or ``FactorialCRF._loss_grad`` in revisions before the objective objects) with each version in worker processes, alternating
-A (``--rev``) and B (working tree) ``--rounds`` times, so both see the same
-machine load.  Prints per-round medians, the median ratio, and each worker's
-peak RSS.  Workloads: ``dictations`` (three chains, pseudolikelihood, as target
-3), ``conll1`` (chunks, likelihood, as target 1), ``conll2`` (POS + chunks from
-words, pseudolikelihood, as target 2).
+Exports ``--rev`` into a temporary directory and builds its extensions there, then runs
+the same workload (one fit's training batch, random weights, repeated unpenalised
+loss/gradient calls: the objective object's ``data_loss_gradient``, or
+``FactorialCRF._loss_grad`` in revisions before the objective objects) with each version
+in worker processes, alternating A (``--rev``) and B (working tree) ``--rounds`` times, so
+both see the same machine load. Prints per-round medians, the median ratio, and each
+worker's peak RSS. Workloads: ``dictations`` (three chains, pseudolikelihood, as target
+3), ``conll1`` (chunks, likelihood, as target 1), ``conll2`` (POS + chunks from words,
+pseudolikelihood, as target 2).
 
     python benchmarks/ab_revisions.py --rev 3027f3d --workload dictations --n-reports 300 \\
         --n-jobs 2 --rounds 5 --repeat 3

@@ -40,6 +40,7 @@ def main():
     ours = FactorialCRF(objective="likelihood", sigma=1 / math.sqrt(2), max_iter=args.iterations,
                         lbfgs_memory=6, tol=1e-12, n_jobs=args.n_jobs)
     import warnings
+
     from sklearn.exceptions import ConvergenceWarning
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -51,7 +52,8 @@ def main():
     f1_cs = chunk_f1(chunks_test, pred_cs)
     f1 = chunk_f1(chunks_test, pred)
     print(f"{'':10s} {'fit s':>8s} {'predict s':>10s} {'chunk F1':>9s} {'iterations':>10s}")
-    print(f"{'CRFsuite':10s} {t_cs_fit.seconds:8.2f} {t_cs_pred.seconds:10.2f} {f1_cs:9.4f} {args.iterations:>10}")
+    print(f"{'CRFsuite':10s} {t_cs_fit.seconds:8.2f} {t_cs_pred.seconds:10.2f} {f1_cs:9.4f} "
+          f"{args.iterations:>10}")
     print(f"{'skfcrf':10s} {t_fit.seconds:8.2f} {t_pred.seconds:10.2f} {f1:9.4f} {ours.n_iter_:>10}")
     print(f"ratios skfcrf/CRFsuite: fit {t_fit.seconds / t_cs_fit.seconds:.3f}, "
           f"predict {t_pred.seconds / t_cs_pred.seconds:.3f}; F1 difference {f1 - f1_cs:+.4f}")

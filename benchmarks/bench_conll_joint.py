@@ -38,7 +38,8 @@ def main():
     ap.add_argument("--fcrf-iterations", type=int, default=100)
     ap.add_argument("--sigma", type=float, default=1 / math.sqrt(2))
     ap.add_argument("--n-jobs", type=int, default=1)
-    ap.add_argument("--fcrf-objective", default="pseudolikelihood", choices=["pseudolikelihood", "likelihood"])
+    ap.add_argument("--fcrf-objective", default="pseudolikelihood",
+                    choices=["pseudolikelihood", "likelihood"])
     ap.add_argument("--coupling-features", default="default", choices=["default", "supported", "all"])
     ap.add_argument("--refine-likelihood", type=int, default=0, metavar="N",
                     help="afterwards, continue the FCRF with N iterations of likelihood training (TRP)")
@@ -85,7 +86,8 @@ def main():
 
     print(f"{'':22s} {'train s':>8s} {'predict s':>10s} {'POS acc':>8s} {'chunk F1':>9s}")
     print(f"{'CRFsuite cascade':22s} {t_tag.seconds + t_chunk.seconds:8.1f} {t_cascade_pred.seconds:10.2f} "
-          f"{pos_acc_cascade:8.4f} {f1_cascade:9.4f}   (tagger {t_tag.seconds:.1f} s + chunker {t_chunk.seconds:.1f} s)")
+          f"{pos_acc_cascade:8.4f} {f1_cascade:9.4f}   "
+          f"(tagger {t_tag.seconds:.1f} s + chunker {t_chunk.seconds:.1f} s)")
     name = "skfcrf 2-chain " + ("PL" if args.fcrf_objective == "pseudolikelihood" else "LL")
     print(f"{name:22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
           f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations, TRP converged "

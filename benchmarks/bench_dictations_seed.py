@@ -6,7 +6,8 @@ bins), three chains, pseudolikelihood, up to 800 L-BFGS iterations: wall time
 of the whole fit (features included) and the process's peak memory; then TRP
 max-product decoding of 669 further reports with the converged fraction.
 
-    python benchmarks/bench_dictations_seed.py [--n-train 1338] [--n-test 669] [--n-jobs 2] [--max-iter 800] [--bp-max-iter 50]
+    python benchmarks/bench_dictations_seed.py [--n-train 1338] [--n-test 669] [--n-jobs 2]
+        [--max-iter 800] [--bp-max-iter 50]
 """
 import argparse
 import resource
@@ -78,7 +79,8 @@ def main():
     converged = np.mean([d.converged for d in decoded])
     mean_iter = np.mean([d.n_iter for d in decoded])
     acc = chain_accuracy(y_test, pred)
-    print(f"decode {len(X_test)} reports (features + TRP max-product, bp_max_iter={args.bp_max_iter}): {t_pred:.1f} s; "
+    print(f"decode {len(X_test)} reports (features + TRP max-product, "
+          f"bp_max_iter={args.bp_max_iter}): {t_pred:.1f} s; "
           f"converged {100 * converged:.1f}%, mean {mean_iter:.1f} trees")
     print("accuracy per chain: " + ", ".join(f"{100 * a:.2f}%" for a in acc)
           + f"; joint {100 * joint_accuracy(y_test, pred):.2f}%")

@@ -4,7 +4,8 @@ Times one evaluation of the penalised objective and its gradient (observation
 products, potentials, pseudolikelihood or likelihood kernel, weight gradient)
 on seed-scale dictations (3 chains) or two-chain CoNLL-2000.
 
-    python benchmarks/bench_gradient_threads.py [--data dictations|conll2] [--objective pseudolikelihood] [--repeat 7]
+    python benchmarks/bench_gradient_threads.py [--data dictations|conll2]
+        [--objective pseudolikelihood] [--repeat 7]
 """
 import argparse
 import os

@@ -23,7 +23,6 @@ except ImportError:  # running from a source checkout without installing
 
 import os
 
-from _conll import DATA
 from skfcrf.datasets import read_conll
 from skfcrf.transformers import (
     BagOfConcepts,
@@ -31,6 +30,8 @@ from skfcrf.transformers import (
     RelativePosition,
     SequenceFeatureUnion,
 )
+
+from _conll import DATA
 
 DEFAULT = os.path.join(DATA, "train.txt")
 

@@ -1,6 +1,5 @@
 """skfcrf: factorial conditional random fields for scikit-learn."""
-__version__ = "0.1.0"
-
-from skfcrf.estimators import FactorialCRF  # noqa: E402
+from skfcrf._version import __version__
+from skfcrf.estimators import FactorialCRF
 
 __all__ = ["FactorialCRF", "__version__"]

@@ -23,9 +23,6 @@ from skfcrf.datasets import (
     write_conll,
 )
 
-from datapaths import CONLL2000, needs_conll2000
-
-
 # --------------------------------------------------------------------------------------
 # generator
 # --------------------------------------------------------------------------------------
@@ -176,19 +173,18 @@ def test_speed():
 # CoNLL
 # --------------------------------------------------------------------------------------
 
-@needs_conll2000
-def test_conll2000_read_and_round_trip(tmp_path):
-    X, y = read_conll(CONLL2000, attributes=("word", "pos"))
+def test_conll2000_read_and_round_trip(tmp_path, conll2000_train):
+    X, y = read_conll(conll2000_train, attributes=("word", "pos"))
     assert len(X) == 8936
     assert sum(len(s) for s in X) == 211727
     assert X[0][0] == {"word": "Confidence", "pos": "NN"}
     assert y[0].ndim == 1 and y[0][0] == "B-NP"
     out = tmp_path / "out.txt"
     write_conll(out, X, y, attributes=("word", "pos"))
-    with open(CONLL2000, encoding="utf-8") as f:
+    with open(conll2000_train, encoding="utf-8") as f:
         assert out.read_text(encoding="utf-8") == f.read()
     # words only, two label columns (pos and chunk as two chains)
-    X2, y2 = read_conll(CONLL2000, n_label_columns=2)
+    X2, y2 = read_conll(conll2000_train, n_label_columns=2)
     assert X2[0][:2] == ["Confidence", "in"]
     assert y2[0].shape == (len(X2[0]), 2) and tuple(y2[0][0]) == ("NN", "B-NP")
 

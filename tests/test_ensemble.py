@@ -6,7 +6,8 @@ from sklearn.model_selection import GridSearchCV
 
 from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging
-from test_sklearn_compat import sequences
+
+from _helpers import sequences
 
 
 def members():

@@ -6,51 +6,16 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
 
+from _helpers import check_gradient, short_fit, synthetic
 from brute import all_labellings, full_score
-
-
-def synthetic(n_seq=40, n_chains=2, seed=0, noise=0.0, length=(3, 9)):
-    """A separable task: chain 0 is the token's class, chain k>0 groups chain 0."""
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_seq):
-        T = int(rng.integers(*length))
-        toks = rng.integers(0, 6, size=T)
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
-        labels = []
-        for t in toks:
-            lab = [f"c{t % 3}"]
-            if n_chains > 1:
-                lab.append("hi" if t >= 3 else "lo")
-            if n_chains > 2:
-                lab.append("even" if t % 2 == 0 else "odd")
-            labels.append(tuple(lab))
-        y.append(labels)
-    return X, y
-
-
-def check_gradient(est, X, y, rel=1e-4):
-    objective, theta0, _ = training_problem(est, X, y)
-    rng = np.random.default_rng(3)
-    theta = rng.normal(scale=0.5, size=theta0.shape)
-    loss, grad = objective.loss_gradient(theta)
-    assert np.isfinite(loss)
-    eps = 1e-5
-    idx = rng.choice(len(theta), size=min(len(theta), 40), replace=False)
-    for i in idx:
-        tp, tm = theta.copy(), theta.copy()
-        tp[i] += eps
-        tm[i] -= eps
-        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
-        assert abs(num - grad[i]) <= rel * max(1.0, abs(num)), (i, num, grad[i])
-
 
 SUPPORTS = [("supported", "default", "default"), ("all", "supported", "supported"),
             ("default", "all", "all"), ("supported", "supported", "default")]
@@ -113,6 +78,7 @@ def test_recovers_separable_labels(objective, n_chains):
         assert 0.0 <= est.inference_stats_["converged_fraction"] <= 1.0
 
 
+@short_fit
 def test_olbfgs_recovers_labels():
     X, y = synthetic(n_seq=80, n_chains=2)
     est = FactorialCRF(solver="olbfgs", max_iter=30, batch_size=10, random_state=0).fit(X, y)
@@ -121,6 +87,7 @@ def test_olbfgs_recovers_labels():
     assert len(est.loss_curve_) == est.n_iter_
 
 
+@short_fit
 def test_likelihood_loss_never_increases():
     X, y = synthetic(n_seq=30, n_chains=1, noise=0.2)
     est = FactorialCRF(objective="likelihood", max_iter=60, sigma=1.0).fit(X, y)
@@ -177,6 +144,7 @@ def test_forbidden_couplings():
         FactorialCRF(forbidden_couplings={(0, 1): [("c1", "hi")]}).fit(X, y)
 
 
+@short_fit
 def test_min_instance_freq_prunes():
     X = [[{"a": 1, "rare": 1}], [{"a": 1}], [{"a": 1, "b": 1}], [{"b": 1}]]
     y = [["x"], ["x"], ["y"], ["y"]]
@@ -187,6 +155,7 @@ def test_min_instance_freq_prunes():
     assert FactorialCRF(min_instance_freq=0.75, max_iter=5).fit(X, y).n_features_in_ == 1
 
 
+@short_fit
 def test_sparse_and_name_list_inputs_agree():
     X, y = synthetic(n_seq=20, n_chains=2)
     names = sorted({k for seq in X for tok in seq for k in tok})
@@ -209,6 +178,7 @@ def test_sparse_and_name_list_inputs_agree():
         assert (pa == pb).all()
 
 
+@short_fit
 def test_unseen_observations_and_empty_tokens_at_predict():
     X, y = synthetic(n_seq=20, n_chains=2)
     est = FactorialCRF(max_iter=50).fit(X, y)
@@ -217,6 +187,7 @@ def test_unseen_observations_and_empty_tokens_at_predict():
     assert pred[1].shape == (0, 2)
 
 
+@short_fit
 def test_n_jobs_gives_same_model():
     X, y = synthetic(n_seq=40, n_chains=2)
     a = FactorialCRF(max_iter=30, n_jobs=1).fit(X, y)
@@ -249,6 +220,7 @@ def test_not_fitted_error():
         FactorialCRF().save("/tmp/never.npz")
 
 
+@short_fit
 def test_input_not_mutated():
     X, y = synthetic(n_seq=10, n_chains=2)
     X0, y0 = copy.deepcopy(X), copy.deepcopy(y)

@@ -7,7 +7,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators._inspection import WeightRecord
-from test_sklearn_compat import sequences
+
+from _helpers import sequences
 
 
 def fitted(**params):

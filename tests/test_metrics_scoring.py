@@ -22,6 +22,8 @@ from skfcrf.metrics import (
     windowdiff,
 )
 
+from _helpers import short_fit
+
 # ---------------------------------------------------------------------------
 # confidence_interval
 # ---------------------------------------------------------------------------
@@ -228,6 +230,7 @@ def test_grid_search_multimetric_with_dummy_estimator():
     not hasattr(skfcrf.FactorialCRF, "fit"),
     reason="FactorialCRF.fit not implemented yet",
 )
+@short_fit
 def test_grid_search_multimetric_with_factorial_crf():
     X, y = make_docs(n_docs=12)
     scoring = {

@@ -4,12 +4,13 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_estimator import check_gradient
 
 import skfcrf.estimators._observation_rows as rows_module
-from skfcrf.estimators import training_problem
 from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
 from skfcrf.estimators._observation_rows import ObservationRows, token_differences
+
+from _helpers import check_gradient, short_fit
 
 
 def window_counts(lengths, n_concepts, window, seed):
@@ -122,6 +123,7 @@ def test_gradient_with_differenced_columns(objective, monkeypatch):
     check_gradient(est, X, y, rel=1e-5)
 
 
+@short_fit
 def test_fit_predict_do_not_depend_on_differencing(monkeypatch):
     X, y = concept_data(n_seq=20)
     monkeypatch.setattr(rows_module, "PASS_COST", 0.0)

@@ -2,12 +2,13 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_estimator import synthetic
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf.estimators import training_problem
 from skfcrf._bp._pseudolikelihood import pseudolikelihood, sequence_blocks
+from skfcrf.estimators import training_problem
+
+from _helpers import synthetic
 
 MODES = ["all", "supported", "default"]
 

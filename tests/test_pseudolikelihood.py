@@ -1,12 +1,12 @@
 """The pseudolikelihood kernel against a brute-force reference and finite differences."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood
 
 from brute import brute_pl, make_problem
-
 
 CASES = [
     ((3,), [4, 1, 3], [], 1),

@@ -30,6 +30,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfcrf import FactorialCRF
 
+from _helpers import sequences, short_fit
+
 API_CHECKS = [
     "check_parameters_default_constructible",
     "check_no_attributes_set_in_init",
@@ -42,16 +44,6 @@ API_CHECKS = [
     "check_do_not_raise_errors_in_init_or_set_params",
     "check_mixin_order",
 ]
-
-
-def sequences(n_chains=2, n_seq=12, seed=0):
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_seq):
-        toks = rng.integers(0, 6, size=int(rng.integers(1, 8)))
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
-        y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo")[:n_chains] for t in toks])
-    return X, y
 
 
 def state_snapshot(est):
@@ -93,6 +85,7 @@ def test_prediction_leaves_estimator_unchanged(params):
     assert pickle.dumps(est) == pickled
 
 
+@short_fit
 def test_fit_does_not_change_parameters():
     """check_dont_overwrite_parameters on sequences: fit sets only trailing-underscore
     attributes (and private ones) and leaves the constructor's parameters alone."""
@@ -113,6 +106,7 @@ def test_fit_is_idempotent():
     assert np.array_equal(first, clone(est).fit(X, y).coef_)
 
 
+@short_fit
 def test_unfitted_estimator_raises_not_fitted():
     X, _ = sequences()
     est = FactorialCRF()

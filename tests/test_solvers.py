@@ -7,7 +7,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators._solvers import LBFGS, ConvergenceMonitor, OnlineLBFGS
-from test_sklearn_compat import sequences
+
+from _helpers import sequences
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "olbfgs"])

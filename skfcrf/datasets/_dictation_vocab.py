@@ -384,7 +384,8 @@ SECTION_TEMPLATES = {
     ],
     "HistoryOfPresentIllness": [
         "{Title} {doctor} is a {age}-year-old {race} {man} who came in with {symptom} and {symptom}",
-        "the patient is a {age}-year-old {man} with a history of {chronic} and {chronic} who presents with {symptom}",
+        ("the patient is a {age}-year-old {man} with a history of {chronic} and {chronic} "
+         "who presents with {symptom}"),
         "{he} reports {severity} {symptom} for {duration}",
         "{he} states that the {symptom} started {onset}",
         "the pain is {quality} in nature and does not radiate",

@@ -120,8 +120,8 @@ _NUMERIC = {
     "d": lambda r: r.choice(("5", "10", "20", "25", "40", "50", "81", "100", "250", "500", "1000")),
     "age": lambda r: str(r.randint(19, 94)),
     "year": lambda r: str(r.randint(1975, 2007)),
-    "date": lambda r: "%02d/%02d/%d" % (r.randint(1, 12), r.randint(1, 28), r.randint(2005, 2008)),
-    "bp": lambda r: "%d/%d" % (r.randint(95, 185), r.randint(55, 105)),
+    "date": lambda r: f"{r.randint(1, 12):02d}/{r.randint(1, 28):02d}/{r.randint(2005, 2008)}",
+    "bp": lambda r: f"{r.randint(95, 185)}/{r.randint(55, 105)}",
     "hr": lambda r: str(r.randint(52, 125)),
     "rr": lambda r: str(r.randint(12, 26)),
     "temp": lambda r: _dec(96.8, 102.4, r),
@@ -482,7 +482,7 @@ def _render_cor(report):
                 c0.extend([_SH] * len(sub))
             if kind == "Enum":
                 k += 1
-                toks.append("%d." % k)
+                toks.append(f"{k}.")
                 c0.append(_EM)
             else:
                 k = 0

@@ -18,16 +18,16 @@ from threadpoolctl import threadpool_limits
 
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
-from skfcrf.estimators._early_stopping import (
-    EarlyStopping,
-    validation_scorer,
-    validation_split,
-)
 from skfcrf.estimators._decoding import (
     SequenceDecoding,
     map_labels,
     node_marginals,
     resolve_method,
+)
+from skfcrf.estimators._early_stopping import (
+    EarlyStopping,
+    validation_scorer,
+    validation_split,
 )
 from skfcrf.estimators._inspection import top_weights as _top_weights
 from skfcrf.estimators._model import (

@@ -361,7 +361,7 @@ def chains_to_segments(tokens, labels, *, scheme=None, begin_prefixes=DEFAULT_BE
         cuts = sorted({p.start for p in parents})
         segs = []
         ci = 0
-        for s, e, typ, kind, bp, ip in spans:
+        for s, e, typ, _kind, bp, ip in spans:
             while ci < len(cuts) and cuts[ci] <= s:
                 ci += 1
             pos = s

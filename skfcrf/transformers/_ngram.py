@@ -151,7 +151,7 @@ class NGramWindow(SequenceTransformerMixin):
                     new = set(padded).difference(kn)
                     if new:
                         kn.update(new)
-                        for o, memo, base in specs_by_n[1]:
+                        for _o, memo, base in specs_by_n[1]:
                             if lower:
                                 for v in new:
                                     memo[v] = base + v.lower()
@@ -168,10 +168,10 @@ class NGramWindow(SequenceTransformerMixin):
                     new = set(units).difference(kn)
                     if new:
                         kn.update(new)
-                        for o, memo, base in specs_by_n[n]:
+                        for _o, memo, base in specs_by_n[n]:
                             for g in new:
                                 memo[g] = base + g
-                for o, memo, base in specs_by_n[n]:
+                for o, memo, _base in specs_by_n[n]:
                     start = n_left + o
                     cols.append(list(map(memo.__getitem__, units[start:start + m])))
             if len(cols) == 1:

@@ -50,8 +50,9 @@ class SequenceFeatureUnion(_BaseComposition):
     >>> union = SequenceFeatureUnion([("ngram", NGramWindow(offsets=(0,))),
     ...                               ("pos", RelativePosition(n_bins=2))],
     ...                              transformer_weights={"pos": 0.5})
-    >>> union.fit_transform([["the", "patient"]])
-    [[{'ngram__word@0=the': 1.0, 'pos__relpos2=0': 0.5}, {'ngram__word@0=patient': 1.0, 'pos__relpos2=1': 0.5}]]
+    >>> union.fit_transform([["the", "patient"]])  # doctest: +NORMALIZE_WHITESPACE
+    [[{'ngram__word@0=the': 1.0, 'pos__relpos2=0': 0.5},
+      {'ngram__word@0=patient': 1.0, 'pos__relpos2=1': 0.5}]]
     """
 
     def __init__(self, transformer_list, transformer_weights=None):

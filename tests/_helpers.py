@@ -1,0 +1,63 @@
+"""Helpers shared by the test modules (not a test module itself; tests/ is on pytest's path).
+
+``synthetic`` makes a small separable FCRF task; ``check_gradient`` compares an estimator's
+analytic gradient with central finite differences; ``short_fit`` marks a test whose fits stop
+early on purpose.
+"""
+import numpy as np
+import pytest
+
+# Warnings are errors in this suite (pyproject.toml). A test that fits with a deliberately
+# small max_iter (to be quick, or to compare models fitted the same way) is not about
+# convergence: it lets ConvergenceWarning pass.
+short_fit = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def synthetic(n_seq=40, n_chains=2, seed=0, noise=0.0, length=(3, 9)):
+    """A separable task: chain 0 is the token's class, chain k>0 groups chain 0."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        T = int(rng.integers(*length))
+        toks = rng.integers(0, 6, size=T)
+        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
+        labels = []
+        for t in toks:
+            lab = [f"c{t % 3}"]
+            if n_chains > 1:
+                lab.append("hi" if t >= 3 else "lo")
+            if n_chains > 2:
+                lab.append("even" if t % 2 == 0 else "odd")
+            labels.append(tuple(lab))
+        y.append(labels)
+    return X, y
+
+
+def check_gradient(est, X, y, rel=1e-4):
+    """Central finite differences against the objective object's analytic gradient."""
+    from skfcrf.estimators import training_problem
+
+    objective, theta0, _ = training_problem(est, X, y)
+    rng = np.random.default_rng(3)
+    theta = rng.normal(scale=0.5, size=theta0.shape)
+    loss, grad = objective.loss_gradient(theta)
+    assert np.isfinite(loss)
+    eps = 1e-5
+    idx = rng.choice(len(theta), size=min(len(theta), 40), replace=False)
+    for i in idx:
+        tp, tm = theta.copy(), theta.copy()
+        tp[i] += eps
+        tm[i] -= eps
+        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
+        assert abs(num - grad[i]) <= rel * max(1.0, abs(num)), (i, num, grad[i])
+
+
+def sequences(n_chains=2, n_seq=12, seed=0):
+    """Random short sequences of two observations per token; labels of up to two chains."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        toks = rng.integers(0, 6, size=int(rng.integers(1, 8)))
+        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
+        y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo")[:n_chains] for t in toks])
+    return X, y
