@@ -19,11 +19,15 @@ and how many trees they took (:meth:`Likelihood.inference_stats`).
 :data:`OBJECTIVES` maps the estimator's ``objective=`` names to the classes.
 """
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from skfcrf._bp import inference
+from skfcrf._bp._chainwise import chainwise_objective
+from skfcrf._bp.graph import IN_CHAIN
 from skfcrf.estimators._model import GoldStatistics
 
-__all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "Likelihood", "OBJECTIVES"]
+__all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
+           "Likelihood", "OBJECTIVES", "allowed_by_joint_states"]
 
 
 class TrainingBatch:
@@ -203,5 +207,147 @@ class Likelihood(Objective):
                 "mean_iterations": float(np.concatenate(self._n_iter).mean())}
 
 
+def sequence_blocks(seq_ptr, max_blocks=8):
+    """Contiguous blocks of sequences with about equal token counts: ``block_ptr``.
+
+    The partition depends on the data only, not on the number of threads, so
+    summing the blocks' gradients in order gives the same result for every
+    ``n_jobs``.
+    """
+    n_seq = len(seq_ptr) - 1
+    n_blocks = max(1, min(max_blocks, n_seq))
+    targets = seq_ptr[-1] * np.arange(1, n_blocks) / n_blocks
+    cuts = np.searchsorted(seq_ptr[1:], targets, side="left") + 1
+    return np.unique(np.concatenate([[0], np.minimum(cuts, n_seq), [n_seq]])).astype(np.int64)
+
+
+def allowed_by_joint_states(gold, states, label_offset):
+    """``(N, Ltot)`` uint8: may chain ``c`` take label ``l`` at a token, given the others' gold?
+
+    True where the label combination (``l`` on chain ``c``, the gold labels on
+    every other chain) is one of ``states`` (an ``(S, C)`` array of label
+    indices).
+    """
+    n, n_chains = gold.shape
+    allowed = np.zeros((n, int(label_offset[-1])), dtype=np.uint8)
+    for c in range(n_chains):
+        others = [k for k in range(n_chains) if k != c]
+        if not others:
+            allowed[:, label_offset[0]:label_offset[1]] = 1
+            continue
+        radix = np.maximum(np.max(np.vstack([gold[:, others], states[:, others]]), axis=0) + 1, 1)
+        weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+        token_code = gold[:, others].astype(np.int64) @ weights
+        state_code = states[:, others].astype(np.int64) @ weights
+        codes, inverse = np.unique(token_code, return_inverse=True)
+        for i, code in enumerate(codes):
+            labels = states[state_code == code, c]
+            if labels.size:
+                rows = np.flatnonzero(inverse == i)
+                allowed[np.ix_(rows, label_offset[c] + labels)] = 1
+    return allowed
+
+
+class ChainPseudoLikelihood(Objective):
+    """Chain-wise (blocked) pseudolikelihood: ``sum_c -log p(y_c | y_-c, x)``.
+
+    Each chain's exact conditional likelihood given the other chains' gold
+    labels (forward-backward over that chain, couplings folded into its
+    unaries): in-chain dependencies are exact, only the couplings are
+    conditioned.  With one chain it is the likelihood.  Computed by the fused
+    kernel of :mod:`skfcrf._bp._chainwise`; bit-identical for every
+    ``n_threads``.
+
+    Parameters
+    ----------
+    joint_states : ndarray of shape (S, n_chains), optional
+        The label combinations the model allows (e.g. those seen in
+        training): chain ``c``'s conditional then runs over the labels that
+        form an allowed combination with the other chains' gold labels.
+    """
+
+    def __init__(self, batch, *, joint_states=None, **kwargs):
+        super().__init__(batch, **kwargs)
+        self.joint_states = joint_states
+        layout, graph = self.layout, self.layout.graph
+        C, E = graph.n_chains, graph.n_edges
+        self._n_labels = np.ascontiguousarray(graph.n_labels, dtype=np.int32)
+        self._label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
+        sizes = self._n_labels.astype(np.int64) ** 2
+        self._chain_tied = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        untied = [[e for e in range(E) if graph.edge_kind[e] == IN_CHAIN and graph.edge_a[e] == c
+                   and not graph.edge_tied[e]] for c in range(C)]
+        self._chain_untied_ptr = np.concatenate(
+            [[0], np.cumsum([len(u) for u in untied])]).astype(np.int32)
+        self._chain_untied = np.asarray(sum(untied, []), dtype=np.int32)
+        self._e_kind = np.asarray(graph.edge_kind, dtype=np.int32)
+        self._e_a = np.asarray(graph.edge_a, dtype=np.int32)
+        self._e_b = np.asarray(graph.edge_b, dtype=np.int32)
+        self._e_col = np.asarray(layout.edge_col, dtype=np.int64)
+        self._e_bias = np.asarray(layout.bias_edge[:-1], dtype=np.int64)
+        parts, self._e_forbid, pos = [np.zeros(1, np.uint8)], np.full(E, -1, np.int64), 1
+        for e, mask in self.forbidden.items():
+            self._e_forbid[e] = pos
+            parts.append(mask.ravel().astype(np.uint8))
+            pos += mask.size
+        self._forbid = np.concatenate(parts)
+        self._blocks = sequence_blocks(batch.seq_ptr)
+        if joint_states is None:
+            self._allowed, self._has_allowed = np.zeros((1, 1), np.uint8), 0
+        else:
+            self._allowed = allowed_by_joint_states(batch.gold, np.asarray(joint_states),
+                                                    self._label_offset)
+            self._has_allowed = 1
+
+    def _options(self):
+        return dict(super()._options(), joint_states=self.joint_states)
+
+    def _tied_transitions(self, theta):
+        """Per chain the summed tied in-chain scores (-inf where forbidden) and their exp."""
+        graph, layout = self.layout.graph, self.layout
+        logs = []
+        for c in range(graph.n_chains):
+            L = int(graph.n_labels[c])
+            w = np.zeros(L * L)
+            for e in range(graph.n_edges):
+                if graph.edge_kind[e] == IN_CHAIN and graph.edge_a[e] == c:
+                    if graph.edge_tied[e]:
+                        w += theta[layout.bias_edge[e]:layout.bias_edge[e + 1]]
+                    if e in self.forbidden:
+                        w[self.forbidden[e].ravel()] = -np.inf
+            logs.append(w)
+        shifts = np.array([w.max() if np.isfinite(w.max()) else 0.0 for w in logs])
+        tied_log = np.concatenate(logs)
+        with np.errstate(under="ignore"):
+            tied_exp = np.concatenate([np.exp(w - m) for w, m in zip(logs, shifts)])
+        return tied_log, tied_exp, shifts
+
+    def data_loss_gradient(self, theta):
+        b, layout = self.batch, self.layout
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        tied_log, tied_exp, shifts = self._tied_transitions(theta)
+        block_grad = np.zeros((len(self._blocks) - 1, layout.n_params))
+        losses = np.zeros(b.n_sequences)
+        # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
+        # would only oversubscribe the cores
+        with threadpool_limits(limits=1, user_api="blas"):
+            self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses)
+        grad = block_grad[0].copy()
+        for row in block_grad[1:]:
+            grad += row
+        return float(losses.sum()), grad
+
+    def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses):
+        b, layout = self.batch, self.layout
+        chainwise_objective(
+            b.seq_ptr, b.obs.direct, b.obs.diff, layout.feat_ptr, layout.ent_col, theta,
+            layout.score_width, layout.bias_unary, self._n_labels, self._label_offset,
+            self._chain_tied, shifts, tied_log, tied_exp, self._chain_untied_ptr,
+            self._chain_untied, self._e_kind, self._e_a, self._e_b, self._e_col, self._e_bias,
+            self._e_forbid, self._forbid, b.gold, self._allowed, self._has_allowed,
+            self._blocks, block_grad, losses, self.n_threads)
+
+
 #: ``objective=`` name -> objective class.
-OBJECTIVES = {"pseudolikelihood": PseudoLikelihood, "likelihood": Likelihood}
+OBJECTIVES = {"pseudolikelihood": PseudoLikelihood, "chainwise": ChainPseudoLikelihood,
+              "likelihood": Likelihood}

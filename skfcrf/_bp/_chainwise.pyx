@@ -1,0 +1,511 @@
+# cython: language_level=3
+"""Fused chain-wise (blocked) pseudolikelihood: loss and gradient, one sequence at a time.
+
+The objective is ``sum_s sum_c -log p(y_c | y_{-c}, x)``: each chain's exact
+conditional likelihood given the other chains' gold labels.  For chain ``c`` of
+a sequence the coupling potentials to the other chains' gold labels are folded
+into ``c``'s unaries, and scaled forward-backward over ``c`` alone gives
+``log Z_c``, the marginals and the expected transition counts.
+
+Inputs (see :mod:`skfcrf.estimators._model` for the parameter layout):
+
+``scores``
+    Per token the ``width`` score columns: ``Ltot`` unary columns, then every
+    untied edge's ``L_a x L_b`` columns (from the feature table, see
+    :mod:`skfcrf._bp._table`), plus the biases.
+edge tables (``E`` edge templates)
+    ``e_kind`` (0 in-chain, 1 coupling), ``e_a``, ``e_b``, ``e_col`` (first
+    score column of an untied edge, -1 when tied), ``e_bias`` (offset of its
+    ``L_a x L_b`` biases in ``theta``), ``e_forbid`` (offset of its forbidden
+    mask in ``forbid``).
+``tied_log``, ``tied_exp``
+    Per chain ``c`` the ``L_c x L_c`` sum ``W_c`` of its *tied* in-chain
+    templates (``-inf`` where forbidden; zeros without tied templates) and
+    ``exp(W_c - w_c)``, both at ``chain_tied[c]``; ``tied_shift[c] = w_c``.
+``allowed``
+    Optional ``(N, Ltot)`` uint8: chain ``c`` may take label ``l`` at token
+    ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
+    label combinations).
+``block_ptr``
+    Sequences ``block_ptr[k]:block_ptr[k+1]`` form block ``k``; each block sums
+    its gradient into its own row of ``block_grad`` and the rows are added in
+    order afterwards, so the result does not depend on the number of threads.
+
+A sequence whose scaled forward pass underflows (a normaliser of 0: only with
+extreme weights) gets loss ``+inf`` (its gradient is then meaningless), which
+makes L-BFGS's line search step back.
+"""
+from cython.parallel cimport parallel, prange
+from libc.math cimport exp, INFINITY, isfinite, log
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm, dgemv
+
+
+from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
+
+
+cdef struct Model:
+    # sizes
+    Py_ssize_t width
+    Py_ssize_t ltot
+    Py_ssize_t n_chains
+    Py_ssize_t n_edges
+    Py_ssize_t n_table
+    Py_ssize_t bias_unary
+    Py_ssize_t max_labels
+    # per chain
+    const int* n_labels
+    const int* label_offset
+    const long long* chain_tied
+    const double* tied_shift
+    const double* tied_log
+    const double* tied_exp
+    const int* chain_untied_ptr     # untied in-chain edges of chain c:
+    const int* chain_untied         # chain_untied[chain_untied_ptr[c]:chain_untied_ptr[c+1]]
+    # per edge
+    const int* e_kind
+    const int* e_a
+    const int* e_b
+    const long long* e_col
+    const long long* e_bias
+    const long long* e_forbid
+    const unsigned char* forbid
+    # features
+    const long long* feat_ptr
+    const int* ent_col
+    const double* theta
+    # data
+    const int* gold
+    const unsigned char* allowed
+    int has_allowed
+
+
+cdef struct Scratch:
+    double* scores      # T x width
+    double* dscore      # T x width
+    double* acc         # width
+    double* u           # T x L   folded unary scores
+    double* psi         # T x L   exp(u - m_t)
+    double* alpha       # T x L
+    double* beta        # T x L
+    double* norm        # T       normalisers c_t
+    double* tmp         # L
+    double* w           # T x L   psi_t * beta_t / c_t
+    double* trans       # L x L   untied: this token's exp-shifted transition matrix
+    double* trans_log   # L x L   untied: this token's transition scores
+    double* counts      # L x L   tied: sum_t alpha_{t-1} (x) w_t
+
+
+cdef Scratch _new_scratch(Py_ssize_t T, Py_ssize_t width, Py_ssize_t L) noexcept nogil:
+    """Per-thread buffers (returned by value, so a parallel block's assignment makes them
+    private); check them with :func:`_scratch_ok`."""
+    cdef Scratch s
+    s.scores = <double*> malloc(T * width * sizeof(double))
+    s.dscore = <double*> malloc(T * width * sizeof(double))
+    s.acc = <double*> malloc(width * sizeof(double))
+    s.u = <double*> malloc(T * L * sizeof(double))
+    s.psi = <double*> malloc(T * L * sizeof(double))
+    s.alpha = <double*> malloc(T * L * sizeof(double))
+    s.beta = <double*> malloc(T * L * sizeof(double))
+    s.norm = <double*> malloc(T * sizeof(double))
+    s.tmp = <double*> malloc(L * sizeof(double))
+    s.w = <double*> malloc(T * L * sizeof(double))
+    s.trans = <double*> malloc(L * L * sizeof(double))
+    s.trans_log = <double*> malloc(L * L * sizeof(double))
+    s.counts = <double*> malloc(L * L * sizeof(double))
+    return s
+
+
+cdef int _scratch_ok(Scratch* s) noexcept nogil:
+    if (s.scores == NULL or s.dscore == NULL or s.acc == NULL or s.u == NULL or s.psi == NULL
+            or s.alpha == NULL or s.beta == NULL or s.norm == NULL or s.tmp == NULL
+            or s.w == NULL or s.trans == NULL or s.trans_log == NULL or s.counts == NULL):
+        return 0
+    return 1
+
+
+cdef void _free_scratch(Scratch* s) noexcept nogil:
+    free(s.scores)
+    free(s.dscore)
+    free(s.acc)
+    free(s.u)
+    free(s.psi)
+    free(s.alpha)
+    free(s.beta)
+    free(s.norm)
+    free(s.tmp)
+    free(s.w)
+    free(s.trans)
+    free(s.trans_log)
+    free(s.counts)
+
+
+cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
+                               Py_ssize_t k) noexcept nogil:
+    """Score of assignment ``k`` of edge ``e`` at a token whose score row is ``row``."""
+    if m.e_forbid[e] >= 0 and m.forbid[m.e_forbid[e] + k]:
+        return -INFINITY
+    if m.e_col[e] >= 0:
+        return row[m.e_col[e] + k]
+    return m.theta[m.e_bias[e] + k]
+
+
+cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nogil:
+    """Add the unary biases and untied edges' biases to the score rows."""
+    cdef Py_ssize_t t, k, e, size
+    cdef double* row
+    for t in range(T):
+        row = scores + t * m.width
+        for k in range(m.ltot):
+            row[k] += m.theta[m.bias_unary + k]
+        for e in range(m.n_edges):
+            if m.e_col[e] >= 0:
+                size = m.n_labels[m.e_a[e]] * m.n_labels[m.e_b[e]]
+                for k in range(size):
+                    row[m.e_col[e] + k] += m.theta[m.e_bias[e] + k]
+
+
+cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
+                        Py_ssize_t T) noexcept nogil:
+    """u[t, l]: chain c's unary plus its couplings to the other chains' gold labels."""
+    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c], C = m.n_chains
+    cdef Py_ssize_t t, l, e, Lb, other
+    cdef const double* row
+    cdef double* u
+    for t in range(T):
+        row = s.scores + t * m.width
+        u = s.u + t * L
+        for l in range(L):
+            u[l] = row[off + l]
+        for e in range(m.n_edges):
+            if m.e_kind[e] != 1:
+                continue
+            if m.e_a[e] == c:
+                Lb = m.n_labels[m.e_b[e]]
+                other = m.gold[(g0 + t) * C + m.e_b[e]]
+                for l in range(L):
+                    u[l] += _edge_score(m, row, e, l * Lb + other)
+            elif m.e_b[e] == c:
+                other = m.gold[(g0 + t) * C + m.e_a[e]]
+                for l in range(L):
+                    u[l] += _edge_score(m, row, e, other * L + l)
+        if m.has_allowed:
+            for l in range(L):
+                if not m.allowed[(g0 + t) * m.ltot + off + l]:
+                    u[l] = -INFINITY
+
+
+cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
+                               Py_ssize_t t) noexcept nogil:
+    """Token t's transition scores of chain c into trans_log, exp-shifted into trans; the shift."""
+    cdef Py_ssize_t L = m.n_labels[c], k, q, e
+    cdef const double* row = s.scores + t * m.width
+    cdef const double* tied = m.tied_log + m.chain_tied[c]
+    cdef double mx = -INFINITY, v
+    for k in range(L * L):
+        v = tied[k]
+        for q in range(m.chain_untied_ptr[c], m.chain_untied_ptr[c + 1]):
+            e = m.chain_untied[q]
+            v = v + _edge_score(m, row, e, k)
+        s.trans_log[k] = v
+        if v > mx:
+            mx = v
+    if not isfinite(mx):
+        mx = 0.0
+    for k in range(L * L):
+        s.trans[k] = exp(s.trans_log[k] - mx)
+    return mx
+
+
+cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0, Py_ssize_t T,
+                        double* grad) noexcept nogil:
+    """-log p(y_c | y_-c, x) of one sequence; adds its score and tied-weight gradients."""
+    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c], C = m.n_chains
+    cdef int untied = m.chain_untied_ptr[c + 1] > m.chain_untied_ptr[c]
+    cdef const double* E = m.tied_exp + m.chain_tied[c]
+    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, Lb, other
+    cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
+    cdef double* u
+    cdef double* drow
+    _fold_unaries(m, s, c, g0, T)
+    # psi and the gold path's unary score
+    for t in range(T):
+        u = s.u + t * L
+        mx = -INFINITY
+        for l in range(L):
+            if u[l] > mx:
+                mx = u[l]
+        for l in range(L):
+            s.psi[t * L + l] = exp(u[l] - mx)
+        log_z += mx
+        gold_score += u[m.gold[(g0 + t) * C + c]]
+    # forward
+    total = 0.0
+    for l in range(L):
+        total += s.psi[l]
+    if not (total > 0):
+        return INFINITY
+    s.norm[0] = total
+    log_z += log(total)
+    for l in range(L):
+        s.alpha[l] = s.psi[l] / total
+    for t in range(1, T):
+        if untied:
+            shift = _untied_transition(m, s, c, t)
+            E = s.trans
+        else:
+            shift = m.tied_shift[c]
+        _vec_mat(s.alpha + (t - 1) * L, E, L, s.tmp)
+        total = 0.0
+        for l in range(L):
+            s.tmp[l] *= s.psi[t * L + l]
+            total += s.tmp[l]
+        if not (total > 0) or not isfinite(total):
+            return INFINITY
+        s.norm[t] = total
+        log_z += log(total) + shift
+        for l in range(L):
+            s.alpha[t * L + l] = s.tmp[l] / total
+        y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
+        gold_score += (s.trans_log[yp * L + y] if untied
+                       else m.tied_log[m.chain_tied[c] + yp * L + y])
+    # backward, marginals, transition gradients
+    for l in range(L):
+        s.beta[(T - 1) * L + l] = 1.0
+    if not untied:
+        for k in range(L * L):
+            s.counts[k] = 0.0
+    t = T - 1
+    while t >= 1:
+        if untied:
+            _untied_transition(m, s, c, t)
+            E = s.trans
+        _weights(s.psi + t * L, s.beta + t * L, 1.0 / s.norm[t], L, s.w + t * L)
+        _mat_vec(E, s.w + t * L, L, s.beta + (t - 1) * L)
+        y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
+        if untied:
+            # per-position pair marginals into every untied in-chain template's columns
+            drow = s.dscore + t * m.width
+            for q in range(m.chain_untied_ptr[c], m.chain_untied_ptr[c + 1]):
+                e = m.chain_untied[q]
+                for lp in range(L):
+                    a = s.alpha[(t - 1) * L + lp]
+                    for l in range(L):
+                        drow[m.e_col[e] + lp * L + l] += a * E[lp * L + l] * s.w[t * L + l]
+                drow[m.e_col[e] + yp * L + y] -= 1.0
+            # the tied templates' share: sum over positions
+            for lp in range(L):
+                a = s.alpha[(t - 1) * L + lp]
+                for l in range(L):
+                    s.counts[lp * L + l] = a * E[lp * L + l] * s.w[t * L + l]
+            _add_tied_transition(m, c, s.counts, yp * L + y, grad)
+        else:
+            _add_tied_gold(m, c, yp * L + y, grad)
+        t = t - 1
+    if not untied:
+        if T > 1:
+            _sum_outer(s.alpha, s.w + L, L, T - 1, s.counts)
+        for k in range(L * L):
+            s.counts[k] *= E[k]
+        _add_tied_expected(m, c, s.counts, grad)
+    # unary and coupling gradients
+    for t in range(T):
+        y = m.gold[(g0 + t) * C + c]
+        drow = s.dscore + t * m.width
+        for l in range(L):
+            s.tmp[l] = s.alpha[t * L + l] * s.beta[t * L + l]
+        s.tmp[y] -= 1.0
+        for l in range(L):
+            drow[off + l] += s.tmp[l]
+        for e in range(m.n_edges):
+            if m.e_kind[e] != 1:
+                continue
+            if m.e_a[e] == c:
+                Lb = m.n_labels[m.e_b[e]]
+                other = m.gold[(g0 + t) * C + m.e_b[e]]
+                for l in range(L):
+                    _add_edge_grad(m, drow, e, l * Lb + other, s.tmp[l], grad)
+            elif m.e_b[e] == c:
+                other = m.gold[(g0 + t) * C + m.e_a[e]]
+                for l in range(L):
+                    _add_edge_grad(m, drow, e, other * L + l, s.tmp[l], grad)
+    return log_z - gold_score
+
+
+cdef inline void _vec_mat(double* x, const double* M, Py_ssize_t L,
+                          double* out) noexcept nogil:
+    """``out = x^T M`` for a row-major ``L x L`` matrix (BLAS dgemv)."""
+    cdef char trans = b"N"
+    cdef int n = <int> L, one = 1
+    cdef double alpha = 1.0, beta = 0.0
+    # row-major M is M^T in column-major terms: M^T x
+    dgemv(&trans, &n, &n, &alpha, <double*> M, &n, x, &one, &beta, out, &one)
+
+
+cdef inline void _mat_vec(const double* M, double* x, Py_ssize_t L,
+                          double* out) noexcept nogil:
+    """``out = M x`` for a row-major ``L x L`` matrix (BLAS dgemv)."""
+    cdef char trans = b"T"
+    cdef int n = <int> L, one = 1
+    cdef double alpha = 1.0, beta = 0.0
+    dgemv(&trans, &n, &n, &alpha, <double*> M, &n, x, &one, &beta, out, &one)
+
+
+cdef inline void _weights(const double* psi, const double* beta, double inv_norm,
+                          Py_ssize_t L, double* w) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(L):
+        w[j] = psi[j] * beta[j] * inv_norm
+
+
+cdef inline void _sum_outer(double* A, double* W, Py_ssize_t L, Py_ssize_t n,
+                            double* out) noexcept nogil:
+    """``out[i, j] = sum_t A[t, i] W[t, j]`` over ``n`` rows (row-major; BLAS dgemm)."""
+    cdef char tn = b"N", tt = b"T"
+    cdef int l = <int> L, k = <int> n
+    cdef double alpha = 1.0, beta = 0.0
+    # column-major: out^T (L x L) = W^T-as-(L x n) times A-as-(n x L)
+    dgemm(&tn, &tt, &l, &l, &k, &alpha, W, &l, A, &l, &beta, out, &l)
+
+
+cdef inline void _add_edge_grad(const Model* m, double* drow, Py_ssize_t e, Py_ssize_t k,
+                                double v, double* grad) noexcept nogil:
+    if v == 0.0:
+        return
+    if m.e_col[e] >= 0:
+        drow[m.e_col[e] + k] += v
+    else:
+        grad[m.e_bias[e] + k] += v
+
+
+cdef void _add_tied_transition(const Model* m, Py_ssize_t c, const double* marg,
+                               Py_ssize_t gold_k, double* grad) noexcept nogil:
+    """Tied in-chain templates of chain c: add a position's pair marginal minus gold."""
+    cdef Py_ssize_t e, k, L = m.n_labels[c]
+    for e in range(m.n_edges):
+        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
+            for k in range(L * L):
+                grad[m.e_bias[e] + k] += marg[k]
+            grad[m.e_bias[e] + gold_k] -= 1.0
+
+
+cdef void _add_tied_gold(const Model* m, Py_ssize_t c, Py_ssize_t gold_k,
+                         double* grad) noexcept nogil:
+    cdef Py_ssize_t e
+    for e in range(m.n_edges):
+        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
+            grad[m.e_bias[e] + gold_k] -= 1.0
+
+
+cdef void _add_tied_expected(const Model* m, Py_ssize_t c, const double* counts,
+                             double* grad) noexcept nogil:
+    cdef Py_ssize_t e, k, L = m.n_labels[c]
+    for e in range(m.n_edges):
+        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
+            for k in range(L * L):
+                grad[m.e_bias[e] + k] += counts[k]
+
+
+cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
+                      Py_ssize_t g0, Py_ssize_t T, double* grad) noexcept nogil:
+    """Loss of one sequence; adds its gradient to ``grad`` (one block's accumulator)."""
+    cdef Py_ssize_t c, k, t, e, size
+    cdef double loss = 0.0, part
+    for k in range(T * m.width):
+        s.scores[k] = 0.0
+        s.dscore[k] = 0.0
+    if m.n_table:
+        sequence_scores(direct, diff, has_diff, m.feat_ptr, m.ent_col, m.theta, g0, T,
+                        m.width, s.scores, s.acc)
+    _add_biases(m, s.scores, T)
+    for c in range(m.n_chains):
+        part = _chain_term(m, s, c, g0, T, grad)
+        if not isfinite(part):
+            return INFINITY
+        loss += part
+    # biases of unary columns and untied edges: column sums of dscore
+    for t in range(T):
+        for k in range(m.ltot):
+            grad[m.bias_unary + k] += s.dscore[t * m.width + k]
+        for e in range(m.n_edges):
+            if m.e_col[e] >= 0:
+                size = m.n_labels[m.e_a[e]] * m.n_labels[m.e_b[e]]
+                for k in range(size):
+                    grad[m.e_bias[e] + k] += s.dscore[t * m.width + m.e_col[e] + k]
+    if m.n_table:
+        sequence_gradient(direct, diff, has_diff, m.feat_ptr, m.ent_col, g0, T, m.width,
+                          s.dscore, grad)
+    return loss
+
+
+def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
+                        const long long[::1] feat_ptr, const int[::1] ent_col,
+                        const double[::1] theta, Py_ssize_t width, Py_ssize_t bias_unary,
+                        const int[::1] n_labels, const int[::1] label_offset,
+                        const long long[::1] chain_tied, const double[::1] tied_shift,
+                        const double[::1] tied_log, const double[::1] tied_exp,
+                        const int[::1] chain_untied_ptr, const int[::1] chain_untied, const int[::1] e_kind, const int[::1] e_a,
+                        const int[::1] e_b, const long long[::1] e_col,
+                        const long long[::1] e_bias, const long long[::1] e_forbid,
+                        const unsigned char[::1] forbid, const int[:, ::1] gold,
+                        const unsigned char[:, ::1] allowed, int has_allowed,
+                        const long long[::1] block_ptr, double[:, ::1] block_grad,
+                        double[::1] losses, int n_threads=1):
+    """Per-sequence losses into ``losses``; per-block gradients into ``block_grad``.
+
+    See the module docstring for the inputs.  ``block_grad`` must be zero.
+    """
+    cdef Model m
+    cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
+    cdef Py_ssize_t n = gold.shape[0]
+    cdef Py_ssize_t b, sq, T, t_max = 1, L_max = 1, i
+    cdef int has_diff = diff is not None
+    cdef int failed = 0
+    cdef int* failed_flag = &failed     # written through a pointer: shared by the threads
+    cdef Scratch s
+    d_ip, d_ix, d_v = direct
+    f_ip, f_ix, f_v = triple_or_empty(diff, n)
+    cdef CSR xd = as_csr(d_ip, d_ix, d_v)
+    cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    for sq in range(seq_ptr.shape[0] - 1):
+        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
+            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    for i in range(n_labels.shape[0]):
+        if n_labels[i] > L_max:
+            L_max = n_labels[i]
+    m.width, m.ltot = width, label_offset[label_offset.shape[0] - 1]
+    m.n_chains, m.n_edges = n_labels.shape[0], e_kind.shape[0]
+    m.n_table, m.bias_unary, m.max_labels = feat_ptr[feat_ptr.shape[0] - 1], bias_unary, L_max
+    m.n_labels, m.label_offset = &n_labels[0], &label_offset[0]
+    m.chain_tied, m.tied_shift = &chain_tied[0], &tied_shift[0]
+    m.tied_log, m.tied_exp = &tied_log[0], &tied_exp[0]
+    m.chain_untied_ptr = &chain_untied_ptr[0]
+    m.chain_untied = &chain_untied[0] if chain_untied.shape[0] else NULL
+    m.e_kind = &e_kind[0] if m.n_edges else NULL
+    m.e_a = &e_a[0] if m.n_edges else NULL
+    m.e_b = &e_b[0] if m.n_edges else NULL
+    m.e_col = &e_col[0] if m.n_edges else NULL
+    m.e_bias = &e_bias[0] if m.n_edges else NULL
+    m.e_forbid = &e_forbid[0] if m.n_edges else NULL
+    m.forbid = &forbid[0]
+    m.feat_ptr, m.theta = &feat_ptr[0], &theta[0]
+    m.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
+    m.gold = &gold[0, 0] if n else NULL
+    m.has_allowed = has_allowed
+    m.allowed = &allowed[0, 0] if has_allowed else NULL
+    with nogil, parallel(num_threads=n_threads):
+        s = _new_scratch(t_max, width, L_max)
+        if not _scratch_ok(&s):
+            failed_flag[0] = 1
+        else:
+            for b in prange(n_blocks, schedule="dynamic", chunksize=1):
+                for sq in range(block_ptr[b], block_ptr[b + 1]):
+                    T = seq_ptr[sq + 1] - seq_ptr[sq]
+                    if T == 0:
+                        losses[sq] = 0.0
+                        continue
+                    losses[sq] = _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T,
+                                           &block_grad[b, 0])
+        _free_scratch(&s)
+    if failed:
+        raise MemoryError("could not allocate the chain-wise objective's scratch buffers")

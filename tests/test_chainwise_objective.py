@@ -1,0 +1,153 @@
+"""Chain-wise (blocked) pseudolikelihood: enumeration, finite differences, thread invariance."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+
+from skfcrf import FactorialCRF
+from skfcrf.estimators import training_problem
+from skfcrf.estimators._objectives import allowed_by_joint_states, sequence_blocks
+
+from _helpers import check_gradient, synthetic
+from brute import full_score
+
+SUPPORTS = [("supported", "default", "default"), ("all", "supported", "supported"),
+            ("default", "all", "all"), ("supported", "supported", "default")]
+
+
+def forbidden_for(y, n_chains):
+    used = {(a[0], b[0]) for seq in y for a, b in zip(seq, seq[1:])}
+    labels = sorted({t[0] for seq in y for t in seq})
+    unused = sorted({(i, j) for i in labels for j in labels} - used)
+    return [unused[:1]] + [None] * (n_chains - 1)
+
+
+def enumerated(est, objective, theta, joint_states=None):
+    """sum_s sum_c -log p(y_c | y_-c, x) by enumerating chain c's labellings."""
+    b = objective.batch
+    unary, pair, eo = est.layout_.potentials(theta, b.obs, 1, est.forbidden_)
+    graph = est.graph_
+    total = 0.0
+    for s in range(b.n_sequences):
+        lo, hi = b.seq_ptr[s], b.seq_ptr[s + 1]
+        gold = b.gold[lo:hi]
+        for c in range(graph.n_chains):
+            scores = []
+            for lab in itertools.product(range(graph.n_labels[c]), repeat=hi - lo):
+                y = gold.copy()
+                y[:, c] = lab
+                if joint_states is not None and not all(
+                        any((row == st_).all() for st_ in joint_states) for row in y):
+                    continue
+                scores.append(full_score(graph, unary, pair, eo, lo, y))
+            total += logsumexp(scores) - full_score(graph, unary, pair, eo, lo, gold)
+    return total
+
+
+@pytest.mark.parametrize("n_chains", [1, 2, 3])
+@pytest.mark.parametrize("support", SUPPORTS[:2])
+@pytest.mark.parametrize("forbid", [False, True])
+def test_loss_equals_enumerated_conditionals(n_chains, support, forbid):
+    X, y = synthetic(n_seq=4, n_chains=n_chains, length=(1, 4))
+    est = FactorialCRF(objective="chainwise", unary_features=support[0],
+                       transition_features=support[1], coupling_features=support[2],
+                       sigma=np.inf, coupling="all" if n_chains == 3 else "adjacent",
+                       forbidden_transitions=forbidden_for(y, n_chains) if forbid else None)
+    objective, theta0, _ = training_problem(est, X, y)
+    theta = np.random.default_rng(1).normal(size=theta0.shape)
+    loss, _ = objective.loss_gradient(theta)
+    assert loss == pytest.approx(enumerated(est, objective, theta), rel=1e-10)
+
+
+def test_one_chain_equals_likelihood():
+    X, y = synthetic(n_seq=6, n_chains=1)
+    cw = training_problem(FactorialCRF(objective="chainwise"), X, y)
+    ll = training_problem(FactorialCRF(objective="likelihood"), X, y)
+    theta = np.random.default_rng(0).normal(size=cw.theta0.shape)
+    a, ga = cw.objective.loss_gradient(theta)
+    b, gb = ll.objective.loss_gradient(theta)
+    assert a == pytest.approx(b, rel=1e-12)
+    np.testing.assert_allclose(ga, gb, rtol=1e-9, atol=1e-9)
+
+
+def test_joint_state_restriction_equals_enumeration():
+    X, y = synthetic(n_seq=4, n_chains=3, length=(1, 4))
+    est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf,
+                       transition_features="supported")
+    objective, theta0, _ = training_problem(est, X, y)
+    states = np.unique(objective.batch.gold, axis=0)
+    restricted = type(objective)(objective.batch, joint_states=states, sigma=np.inf,
+                                 forbidden=est.forbidden_)
+    theta = np.random.default_rng(2).normal(size=theta0.shape)
+    loss, _ = restricted.loss_gradient(theta)
+    assert loss == pytest.approx(enumerated(est, objective, theta, states), rel=1e-10)
+    assert loss < objective.loss_gradient(theta)[0]
+
+
+@pytest.mark.parametrize("n_chains", [1, 2, 3])
+@pytest.mark.parametrize("support", SUPPORTS)
+@pytest.mark.parametrize("forbid", [False, True])
+def test_gradient_finite_differences(n_chains, support, forbid):
+    X, y = synthetic(n_seq=5, n_chains=n_chains, length=(2, 5))
+    est = FactorialCRF(objective="chainwise", unary_features=support[0],
+                       transition_features=support[1], coupling_features=support[2],
+                       sigma=2.0, coupling="all" if n_chains == 3 else "adjacent",
+                       forbidden_transitions=forbidden_for(y, n_chains) if forbid else None,
+                       forbidden_couplings={(0, 1): [("c0", "hi")]} if n_chains > 1 else None)
+    if n_chains > 1:
+        y = [[t for t in seq] for seq in y]
+        # keep the forbidden coupling out of the gold labels
+        y = [[(t[0], "lo", *t[2:]) if t[:2] == ("c0", "hi") else t for t in seq] for seq in y]
+    check_gradient(est, X, y)
+
+
+def test_gradient_with_joint_states():
+    X, y = synthetic(n_seq=5, n_chains=3, length=(2, 5))
+    est = FactorialCRF(objective="chainwise", sigma=2.0, coupling="all")
+    objective, theta0, _ = training_problem(est, X, y)
+    obj = type(objective)(objective.batch, joint_states=np.unique(objective.batch.gold, axis=0),
+                          sigma=2.0)
+    rng = np.random.default_rng(3)
+    theta = rng.normal(scale=0.5, size=theta0.shape)
+    _, grad = obj.loss_gradient(theta)
+    for i in rng.choice(len(theta), size=30, replace=False):
+        step = np.zeros_like(theta)
+        step[i] = 1e-5
+        num = (obj.loss_gradient(theta + step)[0] - obj.loss_gradient(theta - step)[0]) / 2e-5
+        assert abs(num - grad[i]) <= 1e-4 * max(1.0, abs(num))
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n_seq=st.integers(1, 30), n_chains=st.integers(1, 3))
+def test_same_result_for_every_thread_count(seed, n_seq, n_chains):
+    X, y = synthetic(n_seq=n_seq, n_chains=n_chains, seed=seed, length=(1, 9))
+    objective, theta0, _ = training_problem(
+        FactorialCRF(objective="chainwise", transition_features="supported"), X, y)
+    theta = np.random.default_rng(seed).normal(scale=0.7, size=theta0.shape)
+    objective.n_threads = 1
+    ref = objective.loss_gradient(theta)
+    for n_threads in (2, 3):
+        objective.n_threads = n_threads
+        got = objective.loss_gradient(theta)
+        assert got[0] == ref[0] and np.array_equal(got[1], ref[1])
+
+
+@given(lengths=st.lists(st.integers(0, 40), min_size=0, max_size=50))
+def test_sequence_blocks_partition(lengths):
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    b = sequence_blocks(seq_ptr)
+    assert b[0] == 0 and b[-1] == len(lengths) and np.all(np.diff(b) > 0 if lengths else True)
+    assert len(b) - 1 <= max(1, min(8, len(lengths)))
+
+
+def test_allowed_by_joint_states():
+    gold = np.array([[0, 1], [1, 0], [1, 1]], dtype=np.int32)
+    states = np.array([[0, 1], [1, 1], [1, 0]], dtype=np.int32)
+    allowed = allowed_by_joint_states(gold, states, np.array([0, 2, 4]))
+    # token 0: chain 0 given chain 1 = 1 -> labels {0, 1}; chain 1 given chain 0 = 0 -> {1}
+    assert allowed[0].tolist() == [1, 1, 0, 1]
+    assert allowed[1].tolist() == [0, 1, 1, 1]
+    assert allowed[2].tolist() == [1, 1, 1, 1]
