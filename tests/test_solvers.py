@@ -86,3 +86,25 @@ def test_online_lbfgs_epochs_and_stall_rule():
                        random_state=0).fit(X, y)
     assert est.converged_ and est.n_iter_ >= 2
     assert isinstance(OnlineLBFGS().direction(np.ones(3)), np.ndarray)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "olbfgs"])
+def test_keyboard_interrupt_keeps_last_completed_iteration(solver):
+    """Ctrl-C (raised here from the callback) leaves the weights of the last completed
+    iteration, converged_ False, and propagates."""
+    X, y = sequences()
+    seen = {}
+
+    def interrupt(iteration, loss, coef):
+        seen[iteration] = coef.copy()
+        if iteration == 3:
+            raise KeyboardInterrupt
+
+    est = FactorialCRF(solver=solver, max_iter=50, tol=1e-12, random_state=0, callback=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X, y)
+    assert est.converged_ is False and est.n_iter_ == 3 and len(est.loss_curve_) == 3
+    assert np.array_equal(est.coef_, seen[3])
+    assert len(est.predict(X)) == len(X)            # a usable model
+    import threading
+    assert threading.active_count() == 1            # no thread left running

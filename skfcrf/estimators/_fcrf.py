@@ -287,6 +287,15 @@ class FactorialCRF(BaseEstimator):
         Returns
         -------
         self
+
+        Notes
+        -----
+        An interrupt (``KeyboardInterrupt``, Ctrl-C) during training leaves a
+        usable model: the weights of the last completed iteration (the
+        starting weights if none completed), ``n_iter_`` and ``loss_curve_``
+        up to it and ``converged_ = False``; the interrupt is then re-raised.
+        The kernels' threads finish their current evaluation first (they do not
+        check for signals), so no thread is left running.
         """
         stopper = None
         if self.early_stopping:
@@ -297,8 +306,12 @@ class FactorialCRF(BaseEstimator):
                                      unit="epoch" if self.solver == "olbfgs" else "iteration")
         # the kernels parallelise over sequences themselves; BLAS threads inside
         # their small dgemm calls only add contention
-        with threadpool_limits(limits=1, user_api="blas"):
-            result = solver.solve(objective, theta0, monitor)
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                result = solver.solve(objective, theta0, monitor)
+        except KeyboardInterrupt:
+            self._keep_interrupted(monitor, theta0)
+            raise
         stopped_early = stopper is not None and stopper.triggered
         warn_if_not_converged(result, self.solver, monitor.stopped_by_callback)
         self.coef_ = result.coef
@@ -312,6 +325,16 @@ class FactorialCRF(BaseEstimator):
             or {"method": None, "converged_fraction": 1.0, "mean_iterations": 0.0},
             phase="fit")
         return self
+
+    def _keep_interrupted(self, monitor, theta0):
+        """After Ctrl-C: the weights of the last completed iteration, not converged."""
+        last = monitor.last_coef
+        self.coef_ = last if last is not None else theta0
+        self.n_iter_ = monitor.n_iter
+        self.converged_ = False
+        self.loss_curve_ = monitor.history
+        self.inference_stats_ = {"method": None, "converged_fraction": float("nan"),
+                                 "mean_iterations": float("nan"), "phase": "fit"}
 
     def _hold_out(self, X, y):
         """Training part of ``X, y`` and an EarlyStopping over the held-out part."""

@@ -38,6 +38,7 @@ class ConvergenceMonitor:
         self.callback = callback
         self.unit = unit
         self.history = []
+        self.last_coef = None           # a copy of the weights of the last iteration reported
         self.stopped_by_callback = False
         self._start = time.perf_counter()
 
@@ -48,6 +49,7 @@ class ConvergenceMonitor:
     def report(self, theta, loss):
         """Record one iteration's loss; return True when the callback asks to stop."""
         self.history.append(float(loss))
+        self.last_coef = np.array(theta, dtype=np.float64)
         if self.verbose:
             print(f"{self.unit} {self.n_iter}: loss {loss:.6g} "
                   f"({time.perf_counter() - self._start:.1f} s)", flush=True)
