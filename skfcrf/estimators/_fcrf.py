@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOptions
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
@@ -410,7 +410,7 @@ class FactorialCRF(BaseEstimator):
     def _objective(self, batch):
         """The objective object for this estimator's settings over ``batch``."""
         kwargs = dict(sigma=self.sigma, forbidden=self.forbidden_,
-                      n_threads=effective_n_jobs(self.n_jobs))
+                      n_threads=kernel_threads(self.n_jobs))
         if OBJECTIVES[self.objective] is Likelihood:
             kwargs.update(method=resolve_method(self.inference, self.n_chains_),
                           bp_max_iter=self.bp_max_iter, bp_tol=self.bp_tol)
@@ -456,7 +456,7 @@ class FactorialCRF(BaseEstimator):
         """Potentials of ``X`` and the arguments every inference call takes."""
         self._check_fitted()
         Xm, seq_ptr = self.encoder_.transform(X)
-        n_threads = effective_n_jobs(self.n_jobs)
+        n_threads = kernel_threads(self.n_jobs)
         obs = self.layout_.observation_rows(Xm, seq_ptr)
         unary, pair, _ = self.layout_.potentials(self.coef_, obs, n_threads, self.forbidden_)
         # predictions are repeatable: without a random_state the trees come from seed 0
@@ -598,6 +598,21 @@ class FactorialCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.target_tags.required = True
         return tags
+
+
+def kernel_threads(n_jobs):
+    """Threads the compiled kernels use for ``n_jobs``, within the process's OpenMP limit.
+
+    ``n_jobs`` as in joblib (``None``: 1, ``-1``: all cores), capped by the
+    OpenMP thread limit in force -- which joblib lowers in its worker processes
+    (``GridSearchCV(n_jobs=2)`` on 2 cores gives each worker 1) and which
+    ``threadpoolctl.threadpool_limits(user_api="openmp")`` sets -- so nested
+    parallelism does not oversubscribe the cores.
+    """
+    n = effective_n_jobs(n_jobs)
+    limits = [info["num_threads"] for info in threadpool_info()
+              if info.get("user_api") == "openmp"]
+    return max(1, min([n, *limits]))
 
 
 def training_problem(estimator, X, y):
