@@ -12,27 +12,18 @@ so one forward step applies the chain matrices one axis at a time
 Forward-backward is scaled (probability domain, per-token renormalisation,
 ``exp`` of scores shifted by their max); Viterbi works in log space and
 backtracks by re-maximising over the previous token's stored deltas.
+
+The tables (product states, links) come from
+:class:`skfcrf._bp._structure.ProductSpace`.
 """
 import numpy as np
 
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY, NAN
-from libc.stdlib cimport malloc, free
+from libc.math cimport exp, log, INFINITY
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec, maxplus
-
-
-cdef struct Prod:
-    int C
-    Py_ssize_t S
-    const int* nl          # labels per chain
-    const int* loff        # label offsets (C + 1)
-    const int* inlink      # in-chain link of each chain (always >= 0 here)
-    const int* lab         # state_lab (S, C)
-    const long long* stride  # per chain
-    const int* cpl         # coupling link ids
-    int n_cpl
-    int maxsz              # max L_a * L_b over links
+from ._alloc cimport Block, allocate
+from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec, maxplus
+from ._structure cimport LinkView, Links, ProductSpace, ProductView
 
 
 cdef void _apply(const double* x, double* y, const double* M, int L,
@@ -96,7 +87,7 @@ cdef void _apply_max(const double* x, double* y, const double* P, int L,
                         yr[r] = v
 
 
-cdef void _prod_ulog(const Links* lk, const Prod* pd, const double* row, Py_ssize_t g,
+cdef void _prod_ulog(const LinkView* lk, const ProductView* pd, const double* row, Py_ssize_t g,
                      double* v, double* cbuf) noexcept nogil:
     """Log unary of every product state at global token ``g``."""
     cdef Py_ssize_t s
@@ -119,7 +110,7 @@ cdef void _prod_ulog(const Links* lk, const Prod* pd, const double* row, Py_ssiz
             v[s] += P[pd.lab[s * C + a] * lb + pd.lab[s * C + b]]
 
 
-cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
+cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
              Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
              double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
              double* xi, double* mbufs, const double** Ms,
@@ -242,7 +233,7 @@ cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ld
     return 0
 
 
-cdef void _viterbi(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
+cdef void _viterbi(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
                    Py_ssize_t g0, Py_ssize_t T, double* delta, double* ul, double* tA,
                    double* tB, double* cbuf, double* mbufs, const double** Ps,
                    int* labels, Py_ssize_t ldl) noexcept nogil:
@@ -301,61 +292,45 @@ cdef void _viterbi(const Links* lk, const Prod* pd, const double* unary, Py_ssiz
             labels[(g - 1) * ldl + c] = pd.lab[best * C + c]
 
 
-cdef Prod _prod_from(dict lkd, dict pdd):
-    cdef Prod pd
-    pd.C = pdd["C"]
-    pd.S = pdd["S"]
-    pd.nl = <const int*> _addr(pdd["nl"])
-    pd.loff = <const int*> _addr(pdd["loff"])
-    pd.inlink = <const int*> _addr(lkd["inlink"])
-    pd.lab = <const int*> _addr(pdd["lab"])
-    pd.stride = <const long long*> _addr(pdd["stride"])
-    pd.cpl = <const int*> _addr(pdd["cpl"])
-    pd.n_cpl = pdd["n_cpl"]
-    pd.maxsz = pdd["maxsz"]
-    return pd
-
-
-def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
-                      const double[:, ::1] unary, object pair, double[:, ::1] node,
-                      double[::1] pout, double[::1] logz, double[:, ::1] tacc,
-                      int n_threads):
-    """Exact forward-backward over the product space; fills the outputs.
+def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
+                      const double[:, ::1] unary, double[:, ::1] node, double[::1] pout,
+                      double[::1] logz, int n_threads):
+    """Exact forward-backward over the product space; fills the outputs (zero on entry).
 
     ``logz[s]`` is ``-inf`` (and the marginals of ``s`` stay 0) when the
     scaled pass underflows to zero, i.e. when no allowed assignment exists.
+    Tied templates receive their expected counts summed over all positions.
     """
-    cdef Links lk = links_from(lkd, pair)
-    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Links links = space.links
+    cdef LinkView lk = links.view()
+    cdef ProductView pd = space.view()
     cdef Py_ssize_t S = pd.S
     cdef int C = pd.C
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0, per
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef int tid, rc, msz = pd.maxsz
     cdef double* buf
     cdef const double** Ms
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    tacc_arr = np.zeros((n_threads, max(links.tacc_size, 1)), np.float64)
+    cdef double[:, ::1] tacc = tacc_arr
     cdef double* tacc_p = &tacc[0, 0]
     cdef Py_ssize_t ldt = tacc.shape[1]
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
+    cdef Py_ssize_t per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
     with nogil, parallel(num_threads=n_threads):
         tid = threadid()
-        buf = <double*> malloc(per * sizeof(double))
-        Ms = <const double**> malloc(C * sizeof(double*))
+        buf = <double*> scratch.ptr + tid * per
+        Ms = <const double**> matrices.ptr + tid * C
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 logz[s] = 0.0
-                continue
-            if buf == NULL or Ms == NULL:
-                logz[s] = NAN     # scratch allocation failed: reported by the caller
                 continue
             rc = _fb(&lk, &pd, unary_p, ldu, g0, T,
                      buf, buf + Tmax * S, buf + 2 * Tmax * S,
@@ -370,44 +345,38 @@ def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
                      node_p, pout_p, tacc_p + tid * ldt, &logz[s])
             if rc != 0:
                 logz[s] = -INFINITY
-        free(buf)
-        free(Ms)
+    links.scatter_tied(tacc_arr.sum(axis=0), pout)
 
 
-def product_viterbi(dict lkd, dict pdd, const long long[::1] seq_ptr,
-                    const double[:, ::1] unary, object pair, int[:, ::1] labels,
-                    int n_threads):
+def product_viterbi(ProductSpace space, const long long[::1] seq_ptr,
+                    const double[:, ::1] unary, int[:, ::1] labels, int n_threads):
     """Exact Viterbi over the product space; fills ``labels`` (N, C)."""
-    cdef Links lk = links_from(lkd, pair)
-    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Links links = space.links
+    cdef LinkView lk = links.view()
+    cdef ProductView pd = space.view()
     cdef Py_ssize_t S = pd.S
     cdef int C = pd.C
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t ldl = labels.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0, per
-    cdef int msz = pd.maxsz
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
+    cdef int tid, msz = pd.maxsz
     cdef double* buf
     cdef const double** Ps
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    per = Tmax * S + 3 * S + msz + C * msz
+    cdef Py_ssize_t per = Tmax * S + 3 * S + msz + C * msz
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc(per * sizeof(double))
-        Ps = <const double**> malloc(C * sizeof(double*))
+        tid = threadid()
+        buf = <double*> scratch.ptr + tid * per
+        Ps = <const double**> matrices.ptr + tid * C
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 continue
-            if buf == NULL or Ps == NULL:
-                lab_p[g0 * ldl] = -1   # scratch allocation failed: reported by the caller
-                continue
             _viterbi(&lk, &pd, unary_p, ldu, g0, T, buf, buf + Tmax * S,
                      buf + Tmax * S + S, buf + Tmax * S + 2 * S, buf + Tmax * S + 3 * S,
                      buf + Tmax * S + 3 * S + msz, Ps, lab_p, ldl)
-        free(buf)
-        free(Ps)
