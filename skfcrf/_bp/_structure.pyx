@@ -257,9 +257,13 @@ def inference_links(graph, pair, edge_offset, virtual_inchain=False):
     return Links(graph, tied, edge_offset, pair, merge=True, virtual_inchain=virtual_inchain)
 
 
-def template_links(graph, tied_matrices, untied_offset, pair=None):
-    """One :class:`Links` link per edge template, in template order (pseudolikelihood)."""
-    return Links(graph, tied_matrices, untied_offset, pair, merge=False)
+def template_links(graph, tied_matrices):
+    """One :class:`Links` link per edge template, in template order (pseudolikelihood).
+
+    The pseudolikelihood kernel places the untied potentials itself, so the links'
+    untied offsets are left at 0 and no ``pair`` is attached.
+    """
+    return Links(graph, tied_matrices, np.zeros(max(graph.n_edges, 1), np.int64), merge=False)
 
 
 cdef class ProductSpace:
