@@ -48,7 +48,14 @@ per-thread copy, where they are contiguous, and are added back at the end.
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
 :func:`pseudolikelihood_objective` (what training calls) does all three steps (feature
 products, pseudolikelihood, gradient mapping) one sequence at a time in per-thread buffers
-that stay in cache, so no whole-batch score, potential or gradient array is ever built.
+that stay in cache, so no whole-batch score, potential or gradient array is ever built:
+:func:`sequence_potentials`, :func:`sequence_loss`, :func:`sequence_weight_gradient`.
+
+The edge templates and their tied tables (``exp``, inverse, transposes) are a
+:class:`skfcrf._bp._structure.Links` with one link per template
+(:func:`~skfcrf._bp._structure.template_links`), the structure the inference kernels use;
+:c:type:`Model` points into it.  Per-thread scratch comes from
+:func:`skfcrf._bp._alloc.allocate` (``MemoryError`` on failure).
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport log, INFINITY
@@ -911,7 +918,8 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef double[:, ::1] F = np.empty((n_threads, max(tmax * (ltot + 2 * C), 1)))
     cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
     # per block of sequences (see sequence_blocks): weight gradient and tied accumulators
-    cdef long long[::1] blocks = sequence_blocks(seq_ptr, n_params + 3 * max(links.tacc_size, 1))
+    cdef long long[::1] blocks = sequence_blocks(seq_ptr,
+                                                 n_params + 3 * max(links.tacc_size, 1))
     cdef Py_ssize_t n_blocks = blocks.shape[0] - 1
     gacc_arr = np.zeros((n_blocks, n_params))
     cdef double[:, ::1] gacc = gacc_arr

@@ -219,6 +219,26 @@ cdef class Links:
         lk.tmpl_tacc_off = &self.tmpl_tacc_off[0]
         return lk
 
+    def arrays(self):
+        """The per-link and per-template arrays as numpy arrays, trimmed to their lengths
+        (for inspection and tests; the kernels read :meth:`view`)."""
+        K, n_unt, n_tmpl = self.n_links, self.unt_ptr[self.n_links], self.tmpl_ptr[self.n_links]
+        per_link = dict(a=self.a, b=self.b, kind=self.kind, la=self.la, lb=self.lb,
+                        tied=self.tied, tied_fast=self.tied_fast, tied_off=self.tied_off,
+                        tied_shift=self.tied_shift)
+        tied = dict(tied_log=self.tied_log, tied_exp=self.tied_exp, tied_expT=self.tied_expT,
+                    tied_logT=self.tied_logT, tied_inv=self.tied_inv, tied_invT=self.tied_invT)
+        out = {name: np.asarray(x)[:K] for name, x in per_link.items()}
+        out.update({name: np.asarray(x)[:self.tied_size] for name, x in tied.items()})
+        out.update(unt_ptr=np.asarray(self.unt_ptr)[:K + 1],
+                   tmpl_ptr=np.asarray(self.tmpl_ptr)[:K + 1],
+                   unt_off=np.asarray(self.unt_off)[:n_unt],
+                   tmpl_edge=np.asarray(self.tmpl_edge)[:n_tmpl],
+                   tmpl_out_off=np.asarray(self.tmpl_out_off)[:n_tmpl],
+                   tmpl_tacc_off=np.asarray(self.tmpl_tacc_off)[:n_tmpl],
+                   inlink=np.asarray(self.inlink)[:self.n_chains])
+        return out
+
     def inchain_link(self, int c):
         """The in-chain link of chain ``c``, or -1."""
         return self.inlink[c]
