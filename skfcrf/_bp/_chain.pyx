@@ -19,25 +19,23 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, allocate
-from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc, maxplus
+from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
+                      maxplus)
 from ._structure cimport LinkView, Links
 
 
-cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
-                    Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
-                    double* beta, double* nbeta, double* w, double* xi, double* mbuf,
-                    double* node, double* pout, double* tacc, double* rawacc,
-                    double* logz) noexcept nogil:
-    cdef Py_ssize_t t, g, i, j
-    cdef double mx, s, sh, ai, acc, v, lz = 0.0
+cdef int _forward_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                         Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+                         double* mbuf, double* logz) noexcept nogil:
+    """Scaled forward pass: ``alpha`` (T x L, rows normalised), ``u`` the shifted
+    exponentiated unaries, ``scale`` the normalisers, ``logz``.  Returns 1 (``logz`` not
+    written) when a row is all -inf or a normaliser under/overflows."""
+    cdef Py_ssize_t t, g, j
+    cdef double mx, s, sh, lz = 0.0
     cdef const double* row
     cdef const double* M
     cdef double* at
-    cdef double* ap
     cdef double* ut
-    cdef double* raw
-    cdef const double* Mi
-    cdef bint tied
     for t in range(T):
         g = g0 + t
         row = unary + g * ldu
@@ -72,7 +70,26 @@ cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ss
         for j in range(L):
             at[j] *= s
     logz[0] = lz
-    # backward pass with the same scaling; beta is kept as one vector
+    return 0
+
+
+cdef void _backward_scaled(const LinkView* lk, int k, int L, Py_ssize_t ldu, Py_ssize_t g0,
+                           Py_ssize_t T, double* alpha, double* u, const double* scale,
+                           double* beta, double* nbeta, double* w, double* xi, double* mbuf,
+                           double* node, double* pout, double* tacc,
+                           double* rawacc) noexcept nogil:
+    """Backward pass with the forward pass's scaling (beta kept as one vector): node
+    marginals, untied pair marginals, and for a tied link ``sum_t alpha_{t-1} (x) w_t``
+    into ``rawacc``.  ``u`` is overwritten."""
+    cdef Py_ssize_t t, g, i, j
+    cdef double s, sh, ai, acc, v
+    cdef const double* M
+    cdef double* at
+    cdef double* ap
+    cdef double* ut
+    cdef double* raw
+    cdef const double* Mi
+    cdef bint tied
     for j in range(L):
         beta[j] = 1.0
     at = alpha + (T - 1) * L
@@ -114,6 +131,19 @@ cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ss
             node[(g - 1) * ldu + i] = ap[i] * nbeta[i]
     if tied and raw != NULL and T > 1:
         gemm_tn_acc(alpha, u + L, T - 1, L, L, raw)   # sum_t alpha_{t-1} (x) w_t
+
+
+cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                    Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+                    double* beta, double* nbeta, double* w, double* xi, double* mbuf,
+                    double* node, double* pout, double* tacc, double* rawacc,
+                    double* logz) noexcept nogil:
+    """Scaled forward-backward of one sequence; returns 1 (no output written) when the
+    scaled forward pass fails and the log-space pass must be used."""
+    if _forward_scaled(lk, k, L, unary, ldu, g0, T, alpha, u, scale, mbuf, logz):
+        return 1
+    _backward_scaled(lk, k, L, ldu, g0, T, alpha, u, scale, beta, nbeta, w, xi, mbuf, node,
+                     pout, tacc, rawacc)
     return 0
 
 

@@ -110,22 +110,40 @@ cdef void _prod_ulog(const LinkView* lk, const ProductView* pd, const double* ro
             v[s] += P[pd.lab[s * C + a] * lb + pd.lab[s * C + b]]
 
 
-cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
-             Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
-             double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
-             double* xi, double* mbufs, const double** Ms,
-             double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+cdef inline void _transition(const ProductView* pd, const double* x, double* tA, double* tB,
+                             const double** Ms, int skip, int transpose,
+                             const double** result) noexcept nogil:
+    """Apply the chains' in-chain matrices ``Ms`` (all but chain ``skip``; -1: none skipped)
+    to the state vector ``x``, one axis at a time, ping-ponging between ``tA`` and ``tB``;
+    ``result`` receives the buffer holding the product."""
+    cdef const double* src = x
+    cdef double* dst
+    cdef int c, q = 0
+    for c in range(pd.C):
+        if c == skip:
+            continue
+        dst = tA if (q % 2 == 0) else tB
+        _apply(src, dst, Ms[c], pd.nl[c], pd.S // (pd.nl[c] * pd.stride[c]), pd.stride[c],
+               transpose)
+        src = dst
+        q += 1
+    result[0] = src
+
+
+cdef int _forward(const LinkView* lk, const ProductView* pd, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u,
+                  double* scale, double* tA, double* tB, double* xi, double* mbufs,
+                  const double** Ms, double* logz) noexcept nogil:
+    """Scaled forward pass: ``alpha`` (T x S, each row normalised), ``u`` the shifted
+    exponentiated state unaries, ``scale`` the normalisers, ``logz``.  Returns 1 if a
+    normaliser is 0 or infinite (no allowed assignment)."""
     cdef Py_ssize_t S = pd.S
-    cdef int C = pd.C
-    cdef Py_ssize_t t, g, s, o, r, i, j, inner, outer
-    cdef int c, a, q, k, La, lb
-    cdef double mx, tot, sh, lz = 0.0, acc
+    cdef Py_ssize_t t, g, s
+    cdef int c
+    cdef double mx, tot, sh, lz = 0.0
     cdef double* at
-    cdef double* ap
     cdef double* ut
     cdef const double* src
-    cdef double* dst
-    cdef const double* M
     for t in range(T):
         g = g0 + t
         ut = u + t * S
@@ -144,14 +162,10 @@ cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_
             for s in range(S):
                 at[s] = ut[s]
         else:
-            src = alpha + (t - 1) * S
-            for c in range(C):
+            for c in range(pd.C):
                 Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
                 lz += sh
-                dst = tA if (c % 2 == 0) else tB
-                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
-                       pd.stride[c], 0)
-                src = dst
+            _transition(pd, alpha + (t - 1) * S, tA, tB, Ms, -1, 0, &src)
             for s in range(S):
                 at[s] = src[s] * ut[s]
         tot = 0.0
@@ -165,69 +179,94 @@ cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_
         for s in range(S):
             at[s] *= tot
     logz[0] = lz
+    return 0
+
+
+cdef void _marginals_at(const LinkView* lk, const ProductView* pd, Py_ssize_t g,
+                        const double* at, const double* beta, double* gam, double* xi,
+                        double* node, Py_ssize_t ldu, double* pout,
+                        double* tacc) noexcept nogil:
+    """Node marginals and coupling pair marginals at global token ``g``."""
+    cdef Py_ssize_t S = pd.S, s, i
+    cdef int C = pd.C, c, q, k, lb
+    for s in range(S):
+        gam[s] = at[s] * beta[s]
+    for s in range(S):
+        for c in range(C):
+            node[g * ldu + pd.loff[c] + pd.lab[s * C + c]] += gam[s]
+    for q in range(pd.n_cpl):
+        k = pd.cpl[q]
+        lb = lk.lb[k]
+        for i in range(lk.la[k] * lb):
+            xi[i] = 0.0
+        for s in range(S):
+            xi[pd.lab[s * C + lk.a[k]] * lb + pd.lab[s * C + lk.b[k]]] += gam[s]
+        write_pair(lk, k, g, xi, pout, tacc)
+
+
+cdef void _inchain_marginals(const LinkView* lk, const ProductView* pd, Py_ssize_t g,
+                             const double* ap, const double* w, double* tA, double* tB,
+                             const double** Ms, double* xi, double* pout,
+                             double* tacc) noexcept nogil:
+    """In-chain pair marginals between global tokens ``g - 1`` and ``g`` of every chain with
+    templates, from ``alpha_{t-1}`` (``ap``) and the scaled ``w = u_t * beta_t``."""
+    cdef Py_ssize_t S = pd.S, o, r, i, j, inner, outer
+    cdef int a, k, La
+    cdef double acc
+    cdef const double* src
+    cdef const double* M
+    for a in range(pd.C):
+        k = pd.inlink[a]
+        if lk.tmpl_ptr[k] == lk.tmpl_ptr[k + 1]:
+            continue
+        _transition(pd, ap, tA, tB, Ms, a, 0, &src)
+        La = pd.nl[a]
+        inner = pd.stride[a]
+        outer = S // (La * inner)
+        M = Ms[a]
+        for i in range(La):
+            for j in range(La):
+                acc = 0.0
+                for o in range(outer):
+                    for r in range(inner):
+                        acc += src[(o * La + i) * inner + r] * w[(o * La + j) * inner + r]
+                xi[i * La + j] = M[i * La + j] * acc
+        write_pair(lk, k, g, xi, pout, tacc)
+
+
+cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
+             Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+             double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
+             double* xi, double* mbufs, const double** Ms,
+             double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+    """Scaled forward-backward of one sequence over the product space; returns 1 (nothing
+    written) when the forward pass finds no allowed assignment."""
+    cdef Py_ssize_t S = pd.S
+    cdef Py_ssize_t t, g, s
+    cdef int c
+    cdef double tot, sh
+    cdef double* ut
+    cdef const double* src
+    if _forward(lk, pd, unary, ldu, g0, T, alpha, u, scale, tA, tB, xi, mbufs, Ms, logz):
+        return 1
     for s in range(S):
         beta[s] = 1.0
     for t in range(T - 1, -1, -1):
         g = g0 + t
-        at = alpha + t * S
-        # node and coupling marginals at t
-        for s in range(S):
-            gam[s] = at[s] * beta[s]
-        for s in range(S):
-            for c in range(C):
-                node[g * ldu + pd.loff[c] + pd.lab[s * C + c]] += gam[s]
-        for q in range(pd.n_cpl):
-            k = pd.cpl[q]
-            lb = lk.lb[k]
-            for i in range(lk.la[k] * lb):
-                xi[i] = 0.0
-            for s in range(S):
-                xi[pd.lab[s * C + lk.a[k]] * lb + pd.lab[s * C + lk.b[k]]] += gam[s]
-            write_pair(lk, k, g, xi, pout, tacc)
+        _marginals_at(lk, pd, g, alpha + t * S, beta, gam, xi, node, ldu, pout, tacc)
         if t == 0:
             break
         ut = u + t * S
         tot = 1.0 / scale[t]
         for s in range(S):
             w[s] = ut[s] * beta[s] * tot
-        for c in range(C):
+        for c in range(pd.C):
             Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
         # beta_{t-1} = transposed transition applied to w
-        src = w
-        for c in range(C):
-            dst = tA if (c % 2 == 0) else tB
-            _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]), pd.stride[c], 1)
-            src = dst
+        _transition(pd, w, tA, tB, Ms, -1, 1, &src)
         for s in range(S):
             nbeta[s] = src[s]
-        # in-chain pair marginals between t-1 and t
-        ap = alpha + (t - 1) * S
-        for a in range(C):
-            k = pd.inlink[a]
-            if lk.tmpl_ptr[k] == lk.tmpl_ptr[k + 1]:
-                continue
-            src = ap
-            q = 0
-            for c in range(C):
-                if c == a:
-                    continue
-                dst = tA if (q % 2 == 0) else tB
-                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
-                       pd.stride[c], 0)
-                src = dst
-                q += 1
-            La = pd.nl[a]
-            inner = pd.stride[a]
-            outer = S // (La * inner)
-            M = Ms[a]
-            for i in range(La):
-                for j in range(La):
-                    acc = 0.0
-                    for o in range(outer):
-                        for r in range(inner):
-                            acc += src[(o * La + i) * inner + r] * w[(o * La + j) * inner + r]
-                    xi[i * La + j] = M[i * La + j] * acc
-            write_pair(lk, k, g, xi, pout, tacc)
+        _inchain_marginals(lk, pd, g, alpha + (t - 1) * S, w, tA, tB, Ms, xi, pout, tacc)
         for s in range(S):
             beta[s] = nbeta[s]
     return 0

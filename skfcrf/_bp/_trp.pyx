@@ -243,79 +243,104 @@ cdef double _cond_unary(const TrpView* tp, const LinkView* lk, Work* wk, const d
     return 0.0
 
 
-cdef void _refine(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
-                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
-    """Block coordinate ascent on the decoded labelling: re-decode one chain at a
-    time by exact Viterbi given the other chains' labels; a chain is replaced only
-    when its conditional score strictly improves, so the joint score never drops."""
-    cdef int C = tp.C, c, L, kc, sweep, y, i, best, changed
+cdef inline int _argmax(const double* h, int L, double* best_value) noexcept nogil:
+    """First index of the largest entry of ``h`` and that entry."""
+    cdef int y, best = 0
+    cdef double bv = h[0]
+    for y in range(1, L):
+        if h[y] > bv:
+            bv = h[y]
+            best = y
+    best_value[0] = bv
+    return best
+
+
+cdef void _conditional_viterbi(const TrpView* tp, const LinkView* lk, Work* wk,
+                               const double* unary, Py_ssize_t ldu, Py_ssize_t g0,
+                               Py_ssize_t T, int c, double* old) noexcept nogil:
+    """Viterbi over chain ``c`` given the other chains' labels (``wk.dec``): the last
+    token's scores in ``wk.vd``, back pointers in ``wk.vbp``; ``old`` receives the score of
+    chain ``c``'s current labels under the same conditional model."""
+    cdef int C = tp.C, L = tp.nl[c], kc = tp.inlink[c], y, i, best
     cdef Py_ssize_t t
     cdef double* delta = wk.vd
     cdef double* nd = wk.vd + tp.maxL
     cdef double* cu = wk.vd + 2 * tp.maxL
     cdef const double* P
-    cdef double v, mx, old, di
+    cdef double v, mx, di
     cdef int* bpt
-    if C == 1 and tp.inlink[0] >= 0:
+    old[0] = 0.0
+    for t in range(T):
+        _cond_unary(tp, lk, wk, unary, ldu, g0, c, t, cu)
+        old[0] += cu[wk.dec[t * C + c]]
+        if t == 0:
+            for y in range(L):
+                delta[y] = cu[y]
+            continue
+        bpt = wk.vbp + t * L
+        if kc < 0:
+            mx = -INFINITY
+            best = 0
+            for i in range(L):
+                if delta[i] > mx:
+                    mx = delta[i]
+                    best = i
+            for y in range(L):
+                delta[y] = mx + cu[y]
+                bpt[y] = best
+            continue
+        P = link_log(lk, kc, g0 + t, wk.lbuf)
+        old[0] += P[wk.dec[(t - 1) * C + c] * L + wk.dec[t * C + c]]
+        for y in range(L):
+            nd[y] = -INFINITY
+            bpt[y] = 0
+        for i in range(L):
+            di = delta[i]
+            if di == -INFINITY:
+                continue
+            for y in range(L):
+                v = di + P[i * L + y]
+                if v > nd[y]:
+                    nd[y] = v
+                    bpt[y] = i
+        for y in range(L):
+            delta[y] = nd[y] + cu[y]
+
+
+cdef void _replace_chain(const TrpView* tp, Work* wk, Py_ssize_t T, int c,
+                         int best) noexcept nogil:
+    """Backtrack :func:`_conditional_viterbi`'s pointers from label ``best`` at the last
+    token and store the path as chain ``c``'s labels in ``wk.dec``."""
+    cdef int L = tp.nl[c]
+    cdef Py_ssize_t t
+    wk.vlab[T - 1] = best
+    for t in range(T - 1, 0, -1):
+        best = wk.vbp[t * L + best]
+        wk.vlab[t - 1] = best
+    for t in range(T):
+        wk.dec[t * tp.C + c] = wk.vlab[t]
+
+
+cdef void _refine(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """Block coordinate ascent on the decoded labelling: re-decode one chain at a
+    time by exact Viterbi given the other chains' labels; a chain is replaced only
+    when its conditional score strictly improves, so the joint score never drops."""
+    cdef int c, sweep, best, changed
+    cdef double mx, old
+    if tp.C == 1 and tp.inlink[0] >= 0:
         return          # the sequential decoding already is exact Viterbi
     for sweep in range(20):
         changed = 0
-        for c in range(C):
-            L = tp.nl[c]
-            kc = tp.inlink[c]
-            old = 0.0
-            for t in range(T):
-                _cond_unary(tp, lk, wk, unary, ldu, g0, c, t, cu)
-                old += cu[wk.dec[t * C + c]]
-                if t == 0:
-                    for y in range(L):
-                        delta[y] = cu[y]
-                    continue
-                bpt = wk.vbp + t * L
-                if kc < 0:
-                    mx = -INFINITY
-                    best = 0
-                    for i in range(L):
-                        if delta[i] > mx:
-                            mx = delta[i]
-                            best = i
-                    for y in range(L):
-                        delta[y] = mx + cu[y]
-                        bpt[y] = best
-                    continue
-                P = link_log(lk, kc, g0 + t, wk.lbuf)
-                old += P[wk.dec[(t - 1) * C + c] * L + wk.dec[t * C + c]]
-                for y in range(L):
-                    nd[y] = -INFINITY
-                    bpt[y] = 0
-                for i in range(L):
-                    di = delta[i]
-                    if di == -INFINITY:
-                        continue
-                    for y in range(L):
-                        v = di + P[i * L + y]
-                        if v > nd[y]:
-                            nd[y] = v
-                            bpt[y] = i
-                for y in range(L):
-                    delta[y] = nd[y] + cu[y]
-            best = 0
-            mx = delta[0]
-            for y in range(1, L):
-                if delta[y] > mx:
-                    mx = delta[y]
-                    best = y
+        for c in range(tp.C):
+            _conditional_viterbi(tp, lk, wk, unary, ldu, g0, T, c, &old)
+            best = _argmax(wk.vd, tp.nl[c], &mx)
             if not (mx > old + 1e-9 * (1.0 + fabs(mx))) and old > -INFINITY:
                 continue
             if mx == -INFINITY:
                 continue
             changed = 1
-            wk.vlab[T - 1] = best
-            for t in range(T - 1, 0, -1):
-                best = wk.vbp[t * L + best]
-                wk.vlab[t - 1] = best
-            for t in range(T):
-                wk.dec[t * C + c] = wk.vlab[t]
+            _replace_chain(tp, wk, T, c, best)
         if not changed:
             break
 
@@ -536,18 +561,6 @@ cdef void _run_schedule(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssiz
             n_calm = 0
     conv[0] = converged
     niter[0] = n_it
-
-
-cdef inline int _argmax(const double* h, int L, double* best_value) noexcept nogil:
-    """First index of the largest entry of ``h`` and that entry."""
-    cdef int y, best = 0
-    cdef double bv = h[0]
-    for y in range(1, L):
-        if h[y] > bv:
-            bv = h[y]
-            best = y
-    best_value[0] = bv
-    return best
 
 
 cdef int _decode_variable(const TrpView* tp, const LinkView* lk, Work* wk,
