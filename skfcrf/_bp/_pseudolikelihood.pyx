@@ -837,6 +837,32 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
                           width, sb.dunary if pr.unary_only else sb.S, grad)
 
 
+cdef Parameters make_parameters(object direct, object diff, int has_diff,
+                                const long long[::1] feat_ptr, const int[::1] ent_col,
+                                const double[::1] theta, Py_ssize_t bias_unary,
+                                const long long[::1] bias_edge, const long long[::1] edge_col,
+                                const unsigned char[::1] forbid,
+                                const long long[::1] forbid_offset, Py_ssize_t width,
+                                int ltot) except *:
+    """:c:type:`Parameters` over the arrays (kept alive by the caller)."""
+    cdef Parameters pr
+    pr.direct = as_csr(direct[0], direct[1], direct[2])
+    pr.diff = as_csr(diff[0], diff[1], diff[2])
+    pr.has_diff = has_diff
+    pr.feat_ptr = &feat_ptr[0]
+    pr.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
+    pr.n_table = feat_ptr[feat_ptr.shape[0] - 1]
+    pr.theta = &theta[0]
+    pr.bias_unary = bias_unary
+    pr.bias_edge = &bias_edge[0]
+    pr.edge_col = &edge_col[0] if edge_col.shape[0] else NULL
+    pr.forbid = &forbid[0]
+    pr.forbid_offset = &forbid_offset[0]
+    pr.width = width
+    pr.unary_only = width == ltot
+    return pr
+
+
 def _objective_links(graph, const double[::1] theta, const long long[::1] bias_edge,
                      const unsigned char[::1] forbid, const long long[::1] forbid_offset):
     """One link per edge template, the tied ones' matrices from their biases (``-inf`` at
@@ -887,23 +913,10 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef long long[::1] local_offset = local_offset_arr
     cdef Py_ssize_t n_tied = max(links.tied_size, 1)
 
-    f_ip, f_ix, f_v = triple_or_empty(diff, n)
-    d_ip, d_ix, d_v = direct
-    cdef Parameters pr
-    pr.direct = as_csr(d_ip, d_ix, d_v)
-    pr.diff = as_csr(f_ip, f_ix, f_v)
-    pr.has_diff = diff is not None
-    pr.feat_ptr = &feat_ptr[0]
-    pr.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
-    pr.n_table = feat_ptr[feat_ptr.shape[0] - 1]
-    pr.theta = &theta[0]
-    pr.bias_unary = bias_unary
-    pr.bias_edge = &bias_edge[0]
-    pr.edge_col = &edge_col[0] if edge_col.shape[0] else NULL
-    pr.forbid = &forbid[0]
-    pr.forbid_offset = &forbid_offset[0]
-    pr.width = width
-    pr.unary_only = width == ltot
+    diff_rows = triple_or_empty(diff, n)     # kept alive: pr points into it
+    cdef Parameters pr = make_parameters(direct, diff_rows, diff is not None, feat_ptr,
+                                         ent_col, theta, bias_unary, bias_edge, edge_col,
+                                         forbid, forbid_offset, width, ltot)
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     cdef double[::1] loss = loss_arr
