@@ -36,7 +36,6 @@ cdef class Links:
     cdef long long[::1] tied_off, unt_off, tmpl_out_off, tmpl_tacc_off
     cdef double[::1] tied_log, tied_exp, tied_expT, tied_logT, tied_inv, tied_invT, tied_shift
     cdef const double[::1] pair
-    cdef object __weakref__
     cdef LinkView view(self) noexcept
 
 
