@@ -7,7 +7,10 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") else ["-fopenmp"]
-_kernels = ["_chain", "_trp", "_exact", "_features", "_pseudolikelihood", "_simd", "_chainwise"]
+# _alloc (checked scratch memory) and _structure (links, product and TRP tables) are
+# cimported by the others
+_kernels = ["_alloc", "_structure", "_chain", "_trp", "_exact", "_features",
+            "_pseudolikelihood", "_simd", "_chainwise"]
 
 extensions = [
     Extension(

@@ -9,32 +9,33 @@ normaliser underflows to 0 (e.g. the only allowed path goes through entries
 more than ~745 nats below a row max) the sequence is redone in log space, so
 results stay exact.  Viterbi works in log space (additions only).
 
-Python callers: :mod:`skfcrf._bp.inference`.
+The link of the chain (its in-chain templates merged, tied matrices
+exponentiated once) comes from :class:`skfcrf._bp._structure.Links`.  Python
+callers: :mod:`skfcrf._bp.inference`.
 """
 import numpy as np
 
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY, NAN
-from libc.stdlib cimport malloc, free
+from libc.math cimport exp, log, INFINITY
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, matvec, gemm_tn_acc, maxplus
+from ._alloc cimport Block, allocate
+from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
+                      maxplus)
+from ._structure cimport LinkView, Links
 
 
-cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
-                    Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
-                    double* beta, double* nbeta, double* w, double* xi, double* mbuf,
-                    double* node, double* pout, double* tacc, double* rawacc,
-                    double* logz) noexcept nogil:
-    cdef Py_ssize_t t, g, i, j
-    cdef double mx, s, sh, ai, acc, v, lz = 0.0
+cdef int _forward_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                         Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+                         double* mbuf, double* logz) noexcept nogil:
+    """Scaled forward pass: ``alpha`` (T x L, rows normalised), ``u`` the shifted
+    exponentiated unaries, ``scale`` the normalisers, ``logz``.  Returns 1 (``logz`` not
+    written) when a row is all -inf or a normaliser under/overflows."""
+    cdef Py_ssize_t t, g, j
+    cdef double mx, s, sh, lz = 0.0
     cdef const double* row
     cdef const double* M
     cdef double* at
-    cdef double* ap
     cdef double* ut
-    cdef double* raw
-    cdef const double* Mi
-    cdef bint tied
     for t in range(T):
         g = g0 + t
         row = unary + g * ldu
@@ -69,7 +70,26 @@ cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize
         for j in range(L):
             at[j] *= s
     logz[0] = lz
-    # backward pass with the same scaling; beta is kept as one vector
+    return 0
+
+
+cdef void _backward_scaled(const LinkView* lk, int k, int L, Py_ssize_t ldu, Py_ssize_t g0,
+                           Py_ssize_t T, double* alpha, double* u, const double* scale,
+                           double* beta, double* nbeta, double* w, double* xi, double* mbuf,
+                           double* node, double* pout, double* tacc,
+                           double* rawacc) noexcept nogil:
+    """Backward pass with the forward pass's scaling (beta kept as one vector): node
+    marginals, untied pair marginals, and for a tied link ``sum_t alpha_{t-1} (x) w_t``
+    into ``rawacc``.  ``u`` is overwritten."""
+    cdef Py_ssize_t t, g, i, j
+    cdef double s, sh, ai, acc, v
+    cdef const double* M
+    cdef double* at
+    cdef double* ap
+    cdef double* ut
+    cdef double* raw
+    cdef const double* Mi
+    cdef bint tied
     for j in range(L):
         beta[j] = 1.0
     at = alpha + (T - 1) * L
@@ -111,6 +131,19 @@ cdef int _fb_scaled(const Links* lk, int k, int L, const double* unary, Py_ssize
             node[(g - 1) * ldu + i] = ap[i] * nbeta[i]
     if tied and raw != NULL and T > 1:
         gemm_tn_acc(alpha, u + L, T - 1, L, L, raw)   # sum_t alpha_{t-1} (x) w_t
+
+
+cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+                    Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+                    double* beta, double* nbeta, double* w, double* xi, double* mbuf,
+                    double* node, double* pout, double* tacc, double* rawacc,
+                    double* logz) noexcept nogil:
+    """Scaled forward-backward of one sequence; returns 1 (no output written) when the
+    scaled forward pass fails and the log-space pass must be used."""
+    if _forward_scaled(lk, k, L, unary, ldu, g0, T, alpha, u, scale, mbuf, logz):
+        return 1
+    _backward_scaled(lk, k, L, ldu, g0, T, alpha, u, scale, beta, nbeta, w, xi, mbuf, node,
+                     pout, tacc, rawacc)
     return 0
 
 
@@ -129,7 +162,7 @@ cdef inline double _lse_col(const double* a, const double* P, Py_ssize_t j, int 
     return mx + log(s)
 
 
-cdef void _fb_log(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+cdef void _fb_log(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
                   Py_ssize_t g0, Py_ssize_t T, double* alpha, double* beta, double* nbeta,
                   double* w, double* xi, double* mbuf,
                   double* node, double* pout, double* tacc, double* logz) noexcept nogil:
@@ -194,7 +227,7 @@ cdef void _fb_log(const Links* lk, int k, int L, const double* unary, Py_ssize_t
             node[(g - 1) * ldu + i] = exp(ap[i] + nbeta[i] - lz)
 
 
-cdef void _viterbi(const Links* lk, int k, int L, const double* unary, Py_ssize_t ldu,
+cdef void _viterbi(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
                    Py_ssize_t g0, Py_ssize_t T, double* delta, double* nd, int* bp,
                    double* mbuf, int* labels, Py_ssize_t ldl) noexcept nogil:
     """Log-space Viterbi; ties go to the smallest label index."""
@@ -238,47 +271,47 @@ cdef void _viterbi(const Links* lk, int k, int L, const double* unary, Py_ssize_
         labels[(g0 + t - 1) * ldl] = best
 
 
-def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] unary,
-                    object pair, double[:, ::1] node, double[::1] pout, double[::1] logz,
-                    double[:, ::1] tacc, double[:, ::1] rawacc, int n_threads):
-    """Forward-backward for every sequence (one chain); fills the output arrays.
+def chain_marginals(Links links, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                    double[:, ::1] node, double[::1] pout, double[::1] logz, int n_threads):
+    """Forward-backward for every sequence of one chain; fills the output arrays.
 
-    For a tied in-chain link, ``rawacc[thread]`` receives ``sum_t alpha_{t-1}
-    (x) w_t`` (L x L) of the scaled passes; the caller multiplies it by the
-    link's ``tied_exp`` matrix.  Log-space fallbacks write exact marginals
-    to ``tacc`` / ``pout`` as usual.
+    ``node`` (N, L), ``pout`` (laid out like the potentials) and ``logz``
+    (n_seq,) must be zero on entry.  Tied templates receive their expected
+    counts summed over all positions.
     """
-    cdef Links lk = links_from(lkd, pair)
-    cdef int k = lkd["inlink"][0]
-    cdef int L = lkd["link_la"][k]
+    cdef LinkView lk = links.view()
+    cdef int k = links.inchain_link(0)
+    cdef int L = links.n_labels[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef int tid, rc
     cdef double* buf
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    # per thread: tied accumulators (tacc) and, for a tied link, sum_t alpha_{t-1} (x) w_t
+    # of the scaled passes (raw), which times the shifted potential matrix is the expected
+    # count matrix
+    tacc_arr = np.zeros((n_threads, max(links.tacc_size, 1)), np.float64)
+    raw_arr = np.zeros((n_threads, L * L), np.float64)
+    cdef double[:, ::1] tacc = tacc_arr
+    cdef double[:, ::1] rawacc = raw_arr
     cdef double* tacc_p = &tacc[0, 0]
     cdef Py_ssize_t ldt = tacc.shape[1]
     cdef double* raw_p = &rawacc[0, 0]
     cdef Py_ssize_t ldr = rawacc.shape[1]
-    cdef Py_ssize_t per
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    per = 2 * Tmax * L + Tmax + 3 * L + 2 * L * L
+    cdef Py_ssize_t per = 2 * Tmax * L + Tmax + 3 * L + 2 * L * L
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef double* base = <double*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         tid = threadid()
-        buf = <double*> malloc(per * sizeof(double))
+        buf = base + tid * per
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 logz[s] = 0.0
-                continue
-            if buf == NULL:
-                logz[s] = NAN     # scratch allocation failed: reported by the caller
                 continue
             rc = _fb_scaled(&lk, k, L, unary_p, ldu, g0, T, buf, buf + Tmax * L,
                             buf + 2 * Tmax * L, buf + 2 * Tmax * L + Tmax,
@@ -293,38 +326,41 @@ def chain_marginals(dict lkd, const long long[::1] seq_ptr, const double[:, ::1]
                         buf + 2 * Tmax * L + Tmax + 3 * L,
                         buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
                         node_p, pout_p, tacc_p + tid * ldt, &logz[s])
-        free(buf)
+    q0, q1 = links.tmpl_ptr[k], links.tmpl_ptr[k + 1]
+    if links.tied[k] and q1 > q0:
+        add = raw_arr.sum(axis=0) * links.tied_exp_of(k).ravel()
+        for q in range(q0, q1):
+            o = links.tmpl_tacc_off[q]
+            tacc_arr[0, o:o + L * L] += add
+    links.scatter_tied(tacc_arr.sum(axis=0), pout)
 
 
-def chain_viterbi(dict lkd, const long long[::1] seq_ptr, const double[:, ::1] unary,
-                  object pair, int[:, ::1] labels, int n_threads):
-    """Viterbi for every sequence (one chain); fills ``labels[:, 0]``."""
-    cdef Links lk = links_from(lkd, pair)
-    cdef int k = lkd["inlink"][0]
-    cdef int L = lkd["link_la"][k]
+def chain_viterbi(Links links, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  int[:, ::1] labels, int n_threads):
+    """Viterbi for every sequence of one chain; fills ``labels[:, 0]``."""
+    cdef LinkView lk = links.view()
+    cdef int k = links.inchain_link(0)
+    cdef int L = links.n_labels[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t ldl = labels.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef double* buf
     cdef int* ibuf
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
+    cdef Py_ssize_t per = 2 * L + L * L
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Block iscratch = allocate(n_threads * Tmax * L, sizeof(int))
+    cdef int tid
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc((2 * L + L * L) * sizeof(double))
-        ibuf = <int*> malloc(Tmax * L * sizeof(int))
+        tid = threadid()
+        buf = <double*> scratch.ptr + tid * per
+        ibuf = <int*> iscratch.ptr + tid * Tmax * L
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 continue
-            if buf == NULL or ibuf == NULL:
-                lab_p[g0 * ldl] = -1   # scratch allocation failed: reported by the caller
-                continue
             _viterbi(&lk, k, L, unary_p, ldu, g0, T, buf, buf + L, ibuf, buf + 2 * L,
                      lab_p, ldl)
-        free(buf)
-        free(ibuf)

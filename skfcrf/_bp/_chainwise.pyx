@@ -35,12 +35,12 @@ A sequence whose scaled forward pass underflows (a normaliser of 0: only with
 extreme weights) gets loss ``+inf`` (its gradient is then meaningless), which
 makes L-BFGS's line search step back.
 """
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, INFINITY, isfinite, log
-from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 
+from ._alloc cimport Block, allocate
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 
@@ -96,48 +96,29 @@ cdef struct Scratch:
     double* counts      # L x L   tied: sum_t alpha_{t-1} (x) w_t
 
 
-cdef Scratch _new_scratch(Py_ssize_t T, Py_ssize_t width, Py_ssize_t L) noexcept nogil:
-    """Per-thread buffers (returned by value, so a parallel block's assignment makes them
-    private); check them with :func:`_scratch_ok`."""
+cdef Py_ssize_t _scratch_size(Py_ssize_t T, Py_ssize_t width, Py_ssize_t L) noexcept nogil:
+    """Doubles of one thread's :c:type:`Scratch`."""
+    return 2 * T * width + width + 5 * T * L + T + L + 3 * L * L
+
+
+cdef Scratch _carve_scratch(double* base, Py_ssize_t T, Py_ssize_t width,
+                            Py_ssize_t L) noexcept nogil:
+    """One thread's buffers, laid out one after another from ``base``."""
     cdef Scratch s
-    s.scores = <double*> malloc(T * width * sizeof(double))
-    s.dscore = <double*> malloc(T * width * sizeof(double))
-    s.acc = <double*> malloc(width * sizeof(double))
-    s.u = <double*> malloc(T * L * sizeof(double))
-    s.psi = <double*> malloc(T * L * sizeof(double))
-    s.alpha = <double*> malloc(T * L * sizeof(double))
-    s.beta = <double*> malloc(T * L * sizeof(double))
-    s.norm = <double*> malloc(T * sizeof(double))
-    s.tmp = <double*> malloc(L * sizeof(double))
-    s.w = <double*> malloc(T * L * sizeof(double))
-    s.trans = <double*> malloc(L * L * sizeof(double))
-    s.trans_log = <double*> malloc(L * L * sizeof(double))
-    s.counts = <double*> malloc(L * L * sizeof(double))
+    s.scores = base
+    s.dscore = s.scores + T * width
+    s.acc = s.dscore + T * width
+    s.u = s.acc + width
+    s.psi = s.u + T * L
+    s.alpha = s.psi + T * L
+    s.beta = s.alpha + T * L
+    s.w = s.beta + T * L
+    s.norm = s.w + T * L
+    s.tmp = s.norm + T
+    s.trans = s.tmp + L
+    s.trans_log = s.trans + L * L
+    s.counts = s.trans_log + L * L
     return s
-
-
-cdef int _scratch_ok(Scratch* s) noexcept nogil:
-    if (s.scores == NULL or s.dscore == NULL or s.acc == NULL or s.u == NULL or s.psi == NULL
-            or s.alpha == NULL or s.beta == NULL or s.norm == NULL or s.tmp == NULL
-            or s.w == NULL or s.trans == NULL or s.trans_log == NULL or s.counts == NULL):
-        return 0
-    return 1
-
-
-cdef void _free_scratch(Scratch* s) noexcept nogil:
-    free(s.scores)
-    free(s.dscore)
-    free(s.acc)
-    free(s.u)
-    free(s.psi)
-    free(s.alpha)
-    free(s.beta)
-    free(s.norm)
-    free(s.tmp)
-    free(s.w)
-    free(s.trans)
-    free(s.trans_log)
-    free(s.counts)
 
 
 cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
@@ -461,8 +442,9 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
     cdef Py_ssize_t n = gold.shape[0]
     cdef Py_ssize_t b, sq, T, t_max = 1, L_max = 1, i
     cdef int has_diff = diff is not None
-    cdef int failed = 0
-    cdef int* failed_flag = &failed     # written through a pointer: shared by the threads
+    cdef Py_ssize_t per
+    cdef Block scratch
+    cdef double* base
     cdef Scratch s
     d_ip, d_ix, d_v = direct
     f_ip, f_ix, f_v = triple_or_empty(diff, n)
@@ -494,19 +476,18 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = has_allowed
     m.allowed = &allowed[0, 0] if has_allowed else NULL
+    n_threads = max(1, n_threads)
+    per = _scratch_size(t_max, width, L_max)
+    scratch = allocate(n_threads * per, sizeof(double))     # MemoryError if it cannot
+    base = <double*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
-        s = _new_scratch(t_max, width, L_max)
-        if not _scratch_ok(&s):
-            failed_flag[0] = 1
-        else:
-            for b in prange(n_blocks, schedule="dynamic", chunksize=1):
-                for sq in range(block_ptr[b], block_ptr[b + 1]):
-                    T = seq_ptr[sq + 1] - seq_ptr[sq]
-                    if T == 0:
-                        losses[sq] = 0.0
-                        continue
-                    losses[sq] = _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T,
-                                           &block_grad[b, 0])
-        _free_scratch(&s)
-    if failed:
-        raise MemoryError("could not allocate the chain-wise objective's scratch buffers")
+        # assigned in the parallel block, so private to each thread
+        s = _carve_scratch(base + threadid() * per, t_max, width, L_max)
+        for b in prange(n_blocks, schedule="dynamic", chunksize=1):
+            for sq in range(block_ptr[b], block_ptr[b + 1]):
+                T = seq_ptr[sq + 1] - seq_ptr[sq]
+                if T == 0:
+                    losses[sq] = 0.0
+                    continue
+                losses[sq] = _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T,
+                                       &block_grad[b, 0])

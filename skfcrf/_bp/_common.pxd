@@ -3,10 +3,12 @@
 
 A *link* merges every edge template joining the same pair of variables
 (``kind``, ``a``, ``b``); its potential at a token is the product of the
-templates' potentials.  :func:`skfcrf._bp.inference._prepare_links` builds the
-arrays that :func:`links_from` turns into the C struct :c:type:`Links`.
+templates' potentials.  :class:`skfcrf._bp._structure.Links` holds the arrays;
+its ``view()`` is the C struct :c:type:`LinkView` read here.
 """
 from libc.math cimport exp, INFINITY
+
+from ._structure cimport LinkView
 
 
 cdef extern from "_simd.h" nogil:
@@ -16,54 +18,16 @@ cdef extern from "_simd.h" nogil:
                        int plus)
 
 
-cdef struct Links:
-    int K
-    const int* a
-    const int* b
-    const int* kind
-    const int* la
-    const int* lb
-    const long long* tied_off      # per link: start in tied_log / tied_exp
-    const double* tied_log         # sum of the link's tied template matrices
-    const double* tied_exp         # exp(tied_log - tied_shift)
-    const double* tied_expT        # its transpose (L_b x L_a), same offsets
-    const double* tied_shift
-    const int* unt_ptr             # per link: range into unt_off
-    const long long* unt_off       # edge_offset of each untied template
-    const double* pair
-    const int* tmpl_ptr            # per link: range into tmpl_* (templates of the link)
-    const long long* tmpl_out_off  # edge_offset[e] (untied output goes there)
-    const long long* tmpl_tacc_off  # offset in the tied accumulator, -1 for untied
+cdef inline Py_ssize_t longest_sequence(const long long[::1] seq_ptr) noexcept nogil:
+    """Length of the longest sequence of ``seq_ptr`` (at least 1)."""
+    cdef Py_ssize_t s, longest = 1
+    for s in range(seq_ptr.shape[0] - 1):
+        if seq_ptr[s + 1] - seq_ptr[s] > longest:
+            longest = seq_ptr[s + 1] - seq_ptr[s]
+    return longest
 
 
-cdef inline size_t _addr(object arr):
-    return <size_t> arr.__array_interface__["data"][0]
-
-
-cdef inline Links links_from(dict d, object pair):
-    """Fill a :c:type:`Links` from the prepared arrays (kept alive by ``d``)."""
-    cdef Links lk
-    lk.K = d["K"]
-    lk.a = <const int*> _addr(d["link_a"])
-    lk.b = <const int*> _addr(d["link_b"])
-    lk.kind = <const int*> _addr(d["link_kind"])
-    lk.la = <const int*> _addr(d["link_la"])
-    lk.lb = <const int*> _addr(d["link_lb"])
-    lk.tied_off = <const long long*> _addr(d["tied_off"])
-    lk.tied_log = <const double*> _addr(d["tied_log"])
-    lk.tied_exp = <const double*> _addr(d["tied_exp"])
-    lk.tied_expT = <const double*> _addr(d["tied_expT"])
-    lk.tied_shift = <const double*> _addr(d["tied_shift"])
-    lk.unt_ptr = <const int*> _addr(d["unt_ptr"])
-    lk.unt_off = <const long long*> _addr(d["unt_off"])
-    lk.pair = <const double*> _addr(pair)
-    lk.tmpl_ptr = <const int*> _addr(d["tmpl_ptr"])
-    lk.tmpl_out_off = <const long long*> _addr(d["tmpl_out_off"])
-    lk.tmpl_tacc_off = <const long long*> _addr(d["tmpl_tacc_off"])
-    return lk
-
-
-cdef inline const double* link_exp(const Links* lk, int k, Py_ssize_t g,
+cdef inline const double* link_exp(const LinkView* lk, int k, Py_ssize_t g,
                                    double* buf, double* shift) noexcept nogil:
     """Potential matrix of link ``k`` at global token ``g`` as ``exp(score - shift)``.
 
@@ -99,7 +63,7 @@ cdef inline const double* link_exp(const Links* lk, int k, Py_ssize_t g,
     return buf
 
 
-cdef inline const double* link_log(const Links* lk, int k, Py_ssize_t g,
+cdef inline const double* link_log(const LinkView* lk, int k, Py_ssize_t g,
                                    double* buf) noexcept nogil:
     """Score (log-potential) matrix of link ``k`` at global token ``g``."""
     cdef int p0 = lk.unt_ptr[k]
@@ -120,7 +84,7 @@ cdef inline const double* link_log(const Links* lk, int k, Py_ssize_t g,
     return buf
 
 
-cdef inline void write_pair(const Links* lk, int k, Py_ssize_t g, const double* P,
+cdef inline void write_pair(const LinkView* lk, int k, Py_ssize_t g, const double* P,
                             double* out, double* tacc) noexcept nogil:
     """Store the pair marginal ``P`` of link ``k`` at token ``g`` for each template."""
     cdef Py_ssize_t sz = lk.la[k] * lk.lb[k]

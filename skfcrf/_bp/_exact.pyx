@@ -12,27 +12,18 @@ so one forward step applies the chain matrices one axis at a time
 Forward-backward is scaled (probability domain, per-token renormalisation,
 ``exp`` of scores shifted by their max); Viterbi works in log space and
 backtracks by re-maximising over the previous token's stored deltas.
+
+The tables (product states, links) come from
+:class:`skfcrf._bp._structure.ProductSpace`.
 """
 import numpy as np
 
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport exp, log, INFINITY, NAN
-from libc.stdlib cimport malloc, free
+from libc.math cimport exp, log, INFINITY
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec, maxplus
-
-
-cdef struct Prod:
-    int C
-    Py_ssize_t S
-    const int* nl          # labels per chain
-    const int* loff        # label offsets (C + 1)
-    const int* inlink      # in-chain link of each chain (always >= 0 here)
-    const int* lab         # state_lab (S, C)
-    const long long* stride  # per chain
-    const int* cpl         # coupling link ids
-    int n_cpl
-    int maxsz              # max L_a * L_b over links
+from ._alloc cimport Block, allocate
+from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec, maxplus
+from ._structure cimport LinkView, Links, ProductSpace, ProductView
 
 
 cdef void _apply(const double* x, double* y, const double* M, int L,
@@ -96,7 +87,7 @@ cdef void _apply_max(const double* x, double* y, const double* P, int L,
                         yr[r] = v
 
 
-cdef void _prod_ulog(const Links* lk, const Prod* pd, const double* row, Py_ssize_t g,
+cdef void _prod_ulog(const LinkView* lk, const ProductView* pd, const double* row, Py_ssize_t g,
                      double* v, double* cbuf) noexcept nogil:
     """Log unary of every product state at global token ``g``."""
     cdef Py_ssize_t s
@@ -119,22 +110,40 @@ cdef void _prod_ulog(const Links* lk, const Prod* pd, const double* row, Py_ssiz
             v[s] += P[pd.lab[s * C + a] * lb + pd.lab[s * C + b]]
 
 
-cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
-             Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
-             double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
-             double* xi, double* mbufs, const double** Ms,
-             double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+cdef inline void _transition(const ProductView* pd, const double* x, double* tA, double* tB,
+                             const double** Ms, int skip, int transpose,
+                             const double** result) noexcept nogil:
+    """Apply the chains' in-chain matrices ``Ms`` (all but chain ``skip``; -1: none skipped)
+    to the state vector ``x``, one axis at a time, ping-ponging between ``tA`` and ``tB``;
+    ``result`` receives the buffer holding the product."""
+    cdef const double* src = x
+    cdef double* dst
+    cdef int c, q = 0
+    for c in range(pd.C):
+        if c == skip:
+            continue
+        dst = tA if (q % 2 == 0) else tB
+        _apply(src, dst, Ms[c], pd.nl[c], pd.S // (pd.nl[c] * pd.stride[c]), pd.stride[c],
+               transpose)
+        src = dst
+        q += 1
+    result[0] = src
+
+
+cdef int _forward(const LinkView* lk, const ProductView* pd, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u,
+                  double* scale, double* tA, double* tB, double* xi, double* mbufs,
+                  const double** Ms, double* logz) noexcept nogil:
+    """Scaled forward pass: ``alpha`` (T x S, each row normalised), ``u`` the shifted
+    exponentiated state unaries, ``scale`` the normalisers, ``logz``.  Returns 1 if a
+    normaliser is 0 or infinite (no allowed assignment)."""
     cdef Py_ssize_t S = pd.S
-    cdef int C = pd.C
-    cdef Py_ssize_t t, g, s, o, r, i, j, inner, outer
-    cdef int c, a, q, k, La, lb
-    cdef double mx, tot, sh, lz = 0.0, acc
+    cdef Py_ssize_t t, g, s
+    cdef int c
+    cdef double mx, tot, sh, lz = 0.0
     cdef double* at
-    cdef double* ap
     cdef double* ut
     cdef const double* src
-    cdef double* dst
-    cdef const double* M
     for t in range(T):
         g = g0 + t
         ut = u + t * S
@@ -153,14 +162,10 @@ cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ld
             for s in range(S):
                 at[s] = ut[s]
         else:
-            src = alpha + (t - 1) * S
-            for c in range(C):
+            for c in range(pd.C):
                 Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
                 lz += sh
-                dst = tA if (c % 2 == 0) else tB
-                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
-                       pd.stride[c], 0)
-                src = dst
+            _transition(pd, alpha + (t - 1) * S, tA, tB, Ms, -1, 0, &src)
             for s in range(S):
                 at[s] = src[s] * ut[s]
         tot = 0.0
@@ -174,75 +179,100 @@ cdef int _fb(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ld
         for s in range(S):
             at[s] *= tot
     logz[0] = lz
+    return 0
+
+
+cdef void _marginals_at(const LinkView* lk, const ProductView* pd, Py_ssize_t g,
+                        const double* at, const double* beta, double* gam, double* xi,
+                        double* node, Py_ssize_t ldu, double* pout,
+                        double* tacc) noexcept nogil:
+    """Node marginals and coupling pair marginals at global token ``g``."""
+    cdef Py_ssize_t S = pd.S, s, i
+    cdef int C = pd.C, c, q, k, lb
+    for s in range(S):
+        gam[s] = at[s] * beta[s]
+    for s in range(S):
+        for c in range(C):
+            node[g * ldu + pd.loff[c] + pd.lab[s * C + c]] += gam[s]
+    for q in range(pd.n_cpl):
+        k = pd.cpl[q]
+        lb = lk.lb[k]
+        for i in range(lk.la[k] * lb):
+            xi[i] = 0.0
+        for s in range(S):
+            xi[pd.lab[s * C + lk.a[k]] * lb + pd.lab[s * C + lk.b[k]]] += gam[s]
+        write_pair(lk, k, g, xi, pout, tacc)
+
+
+cdef void _inchain_marginals(const LinkView* lk, const ProductView* pd, Py_ssize_t g,
+                             const double* ap, const double* w, double* tA, double* tB,
+                             const double** Ms, double* xi, double* pout,
+                             double* tacc) noexcept nogil:
+    """In-chain pair marginals between global tokens ``g - 1`` and ``g`` of every chain with
+    templates, from ``alpha_{t-1}`` (``ap``) and the scaled ``w = u_t * beta_t``."""
+    cdef Py_ssize_t S = pd.S, o, r, i, j, inner, outer
+    cdef int a, k, La
+    cdef double acc
+    cdef const double* src
+    cdef const double* M
+    for a in range(pd.C):
+        k = pd.inlink[a]
+        if lk.tmpl_ptr[k] == lk.tmpl_ptr[k + 1]:
+            continue
+        _transition(pd, ap, tA, tB, Ms, a, 0, &src)
+        La = pd.nl[a]
+        inner = pd.stride[a]
+        outer = S // (La * inner)
+        M = Ms[a]
+        for i in range(La):
+            for j in range(La):
+                acc = 0.0
+                for o in range(outer):
+                    for r in range(inner):
+                        acc += src[(o * La + i) * inner + r] * w[(o * La + j) * inner + r]
+                xi[i * La + j] = M[i * La + j] * acc
+        write_pair(lk, k, g, xi, pout, tacc)
+
+
+cdef int _fb(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
+             Py_ssize_t g0, Py_ssize_t T, double* alpha, double* u, double* scale,
+             double* beta, double* nbeta, double* w, double* tA, double* tB, double* gam,
+             double* xi, double* mbufs, const double** Ms,
+             double* node, double* pout, double* tacc, double* logz) noexcept nogil:
+    """Scaled forward-backward of one sequence over the product space; returns 1 (nothing
+    written) when the forward pass finds no allowed assignment."""
+    cdef Py_ssize_t S = pd.S
+    cdef Py_ssize_t t, g, s
+    cdef int c
+    cdef double tot, sh
+    cdef double* ut
+    cdef const double* src
+    if _forward(lk, pd, unary, ldu, g0, T, alpha, u, scale, tA, tB, xi, mbufs, Ms, logz):
+        return 1
     for s in range(S):
         beta[s] = 1.0
     for t in range(T - 1, -1, -1):
         g = g0 + t
-        at = alpha + t * S
-        # node and coupling marginals at t
-        for s in range(S):
-            gam[s] = at[s] * beta[s]
-        for s in range(S):
-            for c in range(C):
-                node[g * ldu + pd.loff[c] + pd.lab[s * C + c]] += gam[s]
-        for q in range(pd.n_cpl):
-            k = pd.cpl[q]
-            lb = lk.lb[k]
-            for i in range(lk.la[k] * lb):
-                xi[i] = 0.0
-            for s in range(S):
-                xi[pd.lab[s * C + lk.a[k]] * lb + pd.lab[s * C + lk.b[k]]] += gam[s]
-            write_pair(lk, k, g, xi, pout, tacc)
+        _marginals_at(lk, pd, g, alpha + t * S, beta, gam, xi, node, ldu, pout, tacc)
         if t == 0:
             break
         ut = u + t * S
         tot = 1.0 / scale[t]
         for s in range(S):
             w[s] = ut[s] * beta[s] * tot
-        for c in range(C):
+        for c in range(pd.C):
             Ms[c] = link_exp(lk, pd.inlink[c], g, mbufs + c * pd.maxsz, &sh)
         # beta_{t-1} = transposed transition applied to w
-        src = w
-        for c in range(C):
-            dst = tA if (c % 2 == 0) else tB
-            _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]), pd.stride[c], 1)
-            src = dst
+        _transition(pd, w, tA, tB, Ms, -1, 1, &src)
         for s in range(S):
             nbeta[s] = src[s]
-        # in-chain pair marginals between t-1 and t
-        ap = alpha + (t - 1) * S
-        for a in range(C):
-            k = pd.inlink[a]
-            if lk.tmpl_ptr[k] == lk.tmpl_ptr[k + 1]:
-                continue
-            src = ap
-            q = 0
-            for c in range(C):
-                if c == a:
-                    continue
-                dst = tA if (q % 2 == 0) else tB
-                _apply(src, dst, Ms[c], pd.nl[c], S // (pd.nl[c] * pd.stride[c]),
-                       pd.stride[c], 0)
-                src = dst
-                q += 1
-            La = pd.nl[a]
-            inner = pd.stride[a]
-            outer = S // (La * inner)
-            M = Ms[a]
-            for i in range(La):
-                for j in range(La):
-                    acc = 0.0
-                    for o in range(outer):
-                        for r in range(inner):
-                            acc += src[(o * La + i) * inner + r] * w[(o * La + j) * inner + r]
-                    xi[i * La + j] = M[i * La + j] * acc
-            write_pair(lk, k, g, xi, pout, tacc)
+        _inchain_marginals(lk, pd, g, alpha + (t - 1) * S, w, tA, tB, Ms, xi, pout, tacc)
         for s in range(S):
             beta[s] = nbeta[s]
     return 0
 
 
-cdef void _viterbi(const Links* lk, const Prod* pd, const double* unary, Py_ssize_t ldu,
+cdef void _viterbi(const LinkView* lk, const ProductView* pd, const double* unary, Py_ssize_t ldu,
                    Py_ssize_t g0, Py_ssize_t T, double* delta, double* ul, double* tA,
                    double* tB, double* cbuf, double* mbufs, const double** Ps,
                    int* labels, Py_ssize_t ldl) noexcept nogil:
@@ -301,61 +331,45 @@ cdef void _viterbi(const Links* lk, const Prod* pd, const double* unary, Py_ssiz
             labels[(g - 1) * ldl + c] = pd.lab[best * C + c]
 
 
-cdef Prod _prod_from(dict lkd, dict pdd):
-    cdef Prod pd
-    pd.C = pdd["C"]
-    pd.S = pdd["S"]
-    pd.nl = <const int*> _addr(pdd["nl"])
-    pd.loff = <const int*> _addr(pdd["loff"])
-    pd.inlink = <const int*> _addr(lkd["inlink"])
-    pd.lab = <const int*> _addr(pdd["lab"])
-    pd.stride = <const long long*> _addr(pdd["stride"])
-    pd.cpl = <const int*> _addr(pdd["cpl"])
-    pd.n_cpl = pdd["n_cpl"]
-    pd.maxsz = pdd["maxsz"]
-    return pd
-
-
-def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
-                      const double[:, ::1] unary, object pair, double[:, ::1] node,
-                      double[::1] pout, double[::1] logz, double[:, ::1] tacc,
-                      int n_threads):
-    """Exact forward-backward over the product space; fills the outputs.
+def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
+                      const double[:, ::1] unary, double[:, ::1] node, double[::1] pout,
+                      double[::1] logz, int n_threads):
+    """Exact forward-backward over the product space; fills the outputs (zero on entry).
 
     ``logz[s]`` is ``-inf`` (and the marginals of ``s`` stay 0) when the
     scaled pass underflows to zero, i.e. when no allowed assignment exists.
+    Tied templates receive their expected counts summed over all positions.
     """
-    cdef Links lk = links_from(lkd, pair)
-    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Links links = space.links
+    cdef LinkView lk = links.view()
+    cdef ProductView pd = space.view()
     cdef Py_ssize_t S = pd.S
     cdef int C = pd.C
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0, per
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef int tid, rc, msz = pd.maxsz
     cdef double* buf
     cdef const double** Ms
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
+    tacc_arr = np.zeros((n_threads, max(links.tacc_size, 1)), np.float64)
+    cdef double[:, ::1] tacc = tacc_arr
     cdef double* tacc_p = &tacc[0, 0]
     cdef Py_ssize_t ldt = tacc.shape[1]
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
+    cdef Py_ssize_t per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
     with nogil, parallel(num_threads=n_threads):
         tid = threadid()
-        buf = <double*> malloc(per * sizeof(double))
-        Ms = <const double**> malloc(C * sizeof(double*))
+        buf = <double*> scratch.ptr + tid * per
+        Ms = <const double**> matrices.ptr + tid * C
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 logz[s] = 0.0
-                continue
-            if buf == NULL or Ms == NULL:
-                logz[s] = NAN     # scratch allocation failed: reported by the caller
                 continue
             rc = _fb(&lk, &pd, unary_p, ldu, g0, T,
                      buf, buf + Tmax * S, buf + 2 * Tmax * S,
@@ -370,44 +384,38 @@ def product_marginals(dict lkd, dict pdd, const long long[::1] seq_ptr,
                      node_p, pout_p, tacc_p + tid * ldt, &logz[s])
             if rc != 0:
                 logz[s] = -INFINITY
-        free(buf)
-        free(Ms)
+    links.scatter_tied(tacc_arr.sum(axis=0), pout)
 
 
-def product_viterbi(dict lkd, dict pdd, const long long[::1] seq_ptr,
-                    const double[:, ::1] unary, object pair, int[:, ::1] labels,
-                    int n_threads):
+def product_viterbi(ProductSpace space, const long long[::1] seq_ptr,
+                    const double[:, ::1] unary, int[:, ::1] labels, int n_threads):
     """Exact Viterbi over the product space; fills ``labels`` (N, C)."""
-    cdef Links lk = links_from(lkd, pair)
-    cdef Prod pd = _prod_from(lkd, pdd)
+    cdef Links links = space.links
+    cdef LinkView lk = links.view()
+    cdef ProductView pd = space.view()
     cdef Py_ssize_t S = pd.S
     cdef int C = pd.C
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t ldl = labels.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0, per
-    cdef int msz = pd.maxsz
+    cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
+    cdef int tid, msz = pd.maxsz
     cdef double* buf
     cdef const double** Ps
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    per = Tmax * S + 3 * S + msz + C * msz
+    cdef Py_ssize_t per = Tmax * S + 3 * S + msz + C * msz
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc(per * sizeof(double))
-        Ps = <const double**> malloc(C * sizeof(double*))
+        tid = threadid()
+        buf = <double*> scratch.ptr + tid * per
+        Ps = <const double**> matrices.ptr + tid * C
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 continue
-            if buf == NULL or Ps == NULL:
-                lab_p[g0 * ldl] = -1   # scratch allocation failed: reported by the caller
-                continue
             _viterbi(&lk, &pd, unary_p, ldu, g0, T, buf, buf + Tmax * S,
                      buf + Tmax * S + S, buf + Tmax * S + 2 * S, buf + Tmax * S + 3 * S,
                      buf + Tmax * S + 3 * S + msz, Ps, lab_p, ldl)
-        free(buf)
-        free(Ps)

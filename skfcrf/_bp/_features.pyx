@@ -15,10 +15,10 @@ within a sequence.  Both functions run over sequences in parallel; the inner
 loops are those of :mod:`skfcrf._bp._table`.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.stdlib cimport free, malloc
 
 import numpy as np
 
+from ._alloc cimport Block, allocate
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 
@@ -41,15 +41,16 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
     cdef Py_ssize_t s, g0
     cdef double* acc
+    n_threads = max(n_threads, 1)
     if n == 0 or width == 0:
         return
-    with nogil, parallel(num_threads=max(n_threads, 1)):
-        acc = <double*> malloc(sizeof(double) * width)
+    cdef Block scratch = allocate(n_threads * width, sizeof(double))
+    with nogil, parallel(num_threads=n_threads):
+        acc = <double*> scratch.ptr + threadid() * width
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0,
                             seq_ptr[s + 1] - g0, width, &out[g0, 0], acc)
-        free(acc)
 
 
 def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,

@@ -48,17 +48,27 @@ per-thread copy, where they are contiguous, and are added back at the end.
 :mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
 :func:`pseudolikelihood_objective` (what training calls) does all three steps (feature
 products, pseudolikelihood, gradient mapping) one sequence at a time in per-thread buffers
-that stay in cache, so no whole-batch score, potential or gradient array is ever built.
+that stay in cache, so no whole-batch score, potential or gradient array is ever built:
+:func:`sequence_potentials`, :func:`sequence_loss`, :func:`sequence_weight_gradient`.
+
+The edge templates and their tied tables (``exp``, inverse, transposes) are a
+:class:`skfcrf._bp._structure.Links` with one link per template
+(:func:`~skfcrf._bp._structure.template_links`), the structure the inference kernels use;
+:c:type:`Model` points into it.  Per-thread scratch comes from
+:func:`skfcrf._bp._alloc.allocate` (``MemoryError`` on failure).
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport log, INFINITY
-from libc.stdlib cimport malloc, free
 from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._alloc cimport Block, allocate
+from ._structure cimport LinkView, Links
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
+
+from ._structure import EXP_RANGE, template_links
 
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
@@ -75,9 +85,6 @@ cdef enum:
     COUPLING = 1
     CHUNK = 128     # factor instances of one tied edge evaluated together
 
-
-# widest span of a tied matrix whose conditionals are built from the cached exp(full score)
-EXP_RANGE = 600.0
 
 # Gradient accumulators belong to fixed blocks of sequences, not to threads: threads take
 # whole blocks, each block's sequences run in order, and the blocks are summed in order.
@@ -565,117 +572,56 @@ cdef double sequence_loss(Model* m, Scratch* w, Py_ssize_t start,
     return acc
 
 
-class _Structure:
-    """The graph's arrays as the kernels take them, and the tied edges' tables.
-
-    ``tied_pair`` holds each tied edge's log-potential matrix at
-    ``tied_offset[e]`` (``-inf`` at forbidden assignments).
-    """
-
-    def __init__(self, graph, tied_pair):
-        E = graph.n_edges
-        self.C = graph.n_chains
-        self.E = E
-        self.ltot = graph.total_labels
-        self.lmax = max(graph.n_labels) if self.C else 1
-        self.n_labels = np.ascontiguousarray(graph.n_labels, dtype=np.int32)
-        self.label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
-        self.edge_a = np.ascontiguousarray(graph.edge_a, dtype=np.int32)
-        self.edge_b = np.ascontiguousarray(graph.edge_b, dtype=np.int32)
-        self.edge_kind = np.ascontiguousarray(graph.edge_kind, dtype=np.int32)
-        self.edge_tied = np.ascontiguousarray(graph.edge_tied, dtype=np.int32)
-        self.sizes = [graph.edge_size(e) for e in range(E)]
-        tied_sizes = [self.sizes[e] if graph.edge_tied[e] else 0 for e in range(E)]
-        self.tied_offset = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
-        self.n_tied = int(self.tied_offset[E])
-        size = max(self.n_tied, 1)
-        self.tied_pair = np.zeros(size, dtype=np.float64)
-        self.tied_pair[:self.n_tied] = tied_pair
-        self.tied_exp = np.zeros(size, dtype=np.float64)
-        self.tied_expT = np.zeros(size, dtype=np.float64)
-        self.tied_pairT = np.zeros(size, dtype=np.float64)
-        self.tied_inv = np.zeros(size, dtype=np.float64)
-        self.tied_invT = np.zeros(size, dtype=np.float64)
-        self.tied_max = np.zeros(max(E, 1), dtype=np.float64)
-        self.tied_fast = np.zeros(max(E, 1), dtype=np.int32)
-        for e in self.tied_edges():
-            sl = self.tied_slice(e)
-            block = self.tied_pair[sl]
-            finite = block[np.isfinite(block)]
-            mx = float(finite.max()) if finite.size else 0.0
-            self.tied_max[e] = mx
-            self.tied_exp[sl] = np.exp(block - mx)
-            la, lb = self.shape(e)
-            self.tied_expT[sl] = self.tied_exp[sl].reshape(la, lb).T.ravel()
-            self.tied_pairT[sl] = block.reshape(la, lb).T.ravel()
-            if finite.size == block.size and mx - float(finite.min()) <= EXP_RANGE:
-                self.tied_fast[e] = 1
-                self.tied_inv[sl] = np.exp(mx - block)
-                self.tied_invT[sl] = self.tied_inv[sl].reshape(la, lb).T.ravel()
-
-    def tied_edges(self):
-        return [e for e in range(self.E) if self.edge_tied[e]]
-
-    def tied_slice(self, e):
-        return slice(int(self.tied_offset[e]), int(self.tied_offset[e]) + self.sizes[e])
-
-    def shape(self, e):
-        return int(self.n_labels[self.edge_a[e]]), int(self.n_labels[self.edge_b[e]])
-
-    def tied_gradient(self, dtied, dtiedT, outer):
-        """Per tied edge, its gradient from the per-thread accumulators (see the module doc)."""
-        tied_sum = dtied.sum(axis=0) + self.tied_exp * outer.sum(axis=0)
-        tied_sumT = dtiedT.sum(axis=0)
-        out = {}
-        for e in self.tied_edges():
-            sl = self.tied_slice(e)
-            la, lb = self.shape(e)
-            grad = tied_sum[sl] + tied_sumT[sl].reshape(lb, la).T.ravel()
-            # at a forbidden entry, what the factor instances' own conditionals take away
-            # their ends' other conditionals add back (see scatter_sequence); summed over
-            # many instances that cancels only up to rounding, so set the exact value
-            grad[~np.isfinite(self.tied_pair[sl])] = 0.0
-            out[e] = grad
-        return out
+def _tied_gradient(Links links, dtied, dtiedT, outer):
+    """Per tied edge, its gradient from the per-block accumulators (see the module doc)."""
+    tied_exp = np.asarray(links.tied_exp)
+    tied_log = np.asarray(links.tied_log)
+    tied_sum = dtied.sum(axis=0) + tied_exp * outer.sum(axis=0)
+    tied_sumT = dtiedT.sum(axis=0)
+    out = {}
+    for e in range(links.n_links):
+        if not links.tied[e]:
+            continue
+        la, lb = links.la[e], links.lb[e]
+        sl = slice(links.tied_off[e], links.tied_off[e] + la * lb)
+        grad = tied_sum[sl] + tied_sumT[sl].reshape(lb, la).T.ravel()
+        # at a forbidden entry, what the factor instances' own conditionals take away
+        # their ends' other conditionals add back (see scatter_sequence); summed over
+        # many instances that cancels only up to rounding, so set the exact value
+        grad[~np.isfinite(tied_log[sl])] = 0.0
+        out[e] = grad
+    return out
 
 
-cdef Model make_model(st, const long long[::1] edge_offset) except *:
-    """A :c:type:`Model` over ``st``'s arrays (data pointers are set by the caller)."""
+cdef Model make_model(Links links, const long long[::1] edge_offset) noexcept:
+    """A :c:type:`Model` over ``links`` (one link per edge template) with the potentials at
+    ``edge_offset``; data and gradient pointers are set by the caller."""
     cdef Model m
-    cdef int[::1] n_labels = st.n_labels
-    cdef int[::1] label_offset = st.label_offset
-    cdef int[::1] edge_a = st.edge_a
-    cdef int[::1] edge_b = st.edge_b
-    cdef int[::1] edge_kind = st.edge_kind
-    cdef int[::1] edge_tied = st.edge_tied
-    cdef long long[::1] tied_offset = st.tied_offset
-    cdef double[::1] tied_exp = st.tied_exp
-    cdef double[::1] tied_expT = st.tied_expT
-    cdef double[::1] tied_pairT = st.tied_pairT
-    cdef double[::1] tied_inv = st.tied_inv
-    cdef double[::1] tied_invT = st.tied_invT
-    cdef double[::1] tied_max = st.tied_max
-    cdef int[::1] tied_fast = st.tied_fast
-    cdef int E = st.E
-    m.n_labels = &n_labels[0]
-    m.label_offset = &label_offset[0]
-    m.edge_a = &edge_a[0] if E else NULL
-    m.edge_b = &edge_b[0] if E else NULL
-    m.edge_kind = &edge_kind[0] if E else NULL
-    m.edge_tied = &edge_tied[0] if E else NULL
+    cdef LinkView lk = links.view()
+    m.n_labels = &links.n_labels[0]
+    m.label_offset = &links.label_offset[0]
+    m.edge_a = lk.a
+    m.edge_b = lk.b
+    m.edge_kind = lk.kind
+    m.edge_tied = lk.tied
     m.edge_offset = &edge_offset[0]
-    m.tied_offset = &tied_offset[0]
-    m.n_edges = E
-    m.n_chains = st.C
-    m.ltot = st.ltot
-    m.tied_exp = &tied_exp[0]
-    m.tied_expT = &tied_expT[0]
-    m.tied_pairT = &tied_pairT[0]
-    m.tied_max = &tied_max[0]
-    m.tied_inv = &tied_inv[0]
-    m.tied_invT = &tied_invT[0]
-    m.tied_fast = &tied_fast[0]
+    m.tied_offset = lk.tied_off
+    m.n_edges = links.n_links
+    m.n_chains = links.n_chains
+    m.ltot = links.total_labels
+    m.tied_exp = lk.tied_exp
+    m.tied_expT = lk.tied_expT
+    m.tied_pairT = lk.tied_logT
+    m.tied_max = lk.tied_shift
+    m.tied_inv = lk.tied_inv
+    m.tied_invT = lk.tied_invT
+    m.tied_fast = lk.tied_fast
     return m
+
+
+cdef Py_ssize_t scratch_size(int lmax) noexcept nogil:
+    """Doubles of one thread's :c:type:`Scratch` arrays (without the per-sequence cache)."""
+    return 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
 
 
 def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
@@ -692,16 +638,16 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     if pair.shape[0] != edge_offset[E]:
         raise ValueError("pair has the wrong length for this layout")
     pair_arr = np.asarray(pair)
-    st = _Structure(graph, np.concatenate(
-        [pair_arr[edge_offset[e]:edge_offset[e] + graph.edge_size(e)]
-         for e in range(E) if graph.edge_tied[e]] or [np.zeros(0)]))
-    cdef Py_ssize_t n_tied = max(st.n_tied, 1)
+    cdef Links links = template_links(graph, [
+        pair_arr[edge_offset[e]:edge_offset[e] + graph.edge_size(e)] if graph.edge_tied[e]
+        else None for e in range(E)])
+    cdef Py_ssize_t n_tied = max(links.tied_size, 1)
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     dunary_arr = np.zeros((n, graph.total_labels), dtype=np.float64)
     dpair_arr = np.zeros(pair.shape[0], dtype=np.float64)
     # per block of sequences (see sequence_blocks): the tied edges' accumulators
-    cdef long long[::1] blocks = sequence_blocks(seq_ptr, 3 * n_tied)
+    cdef long long[::1] blocks = sequence_blocks(seq_ptr, 3 * max(links.tacc_size, 1))
     cdef Py_ssize_t n_blocks = blocks.shape[0] - 1
     dtied_arr = np.zeros((n_blocks, n_tied), dtype=np.float64)
     dtiedT_arr = np.zeros((n_blocks, n_tied), dtype=np.float64)
@@ -717,8 +663,8 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef Py_ssize_t per_seq = max(tmax * (graph.total_labels + 2 * C), 1)
     seq_cache_arr = np.empty((n_threads, per_seq), dtype=np.float64)
     cdef double[:, ::1] seq_cache = seq_cache_arr
-    cdef int lmax = st.lmax
-    cdef Model base_model = make_model(st, edge_offset)
+    cdef int lmax = links.max_labels
+    cdef Model base_model = make_model(links, edge_offset)
     base_model.unary = &unary[0, 0] if n else NULL
     base_model.pair = &pair[0] if pair.shape[0] else NULL
     base_model.gold = &gold[0, 0] if n else NULL
@@ -726,14 +672,13 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     base_model.dpair = &dpair[0] if pair.shape[0] else NULL
 
     cdef Py_ssize_t s, T, start, b
-    cdef double* buf
     cdef Model m
     cdef Scratch w
-    cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
+    cdef Py_ssize_t per = scratch_size(lmax)
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc(sizeof(double) * scratch)
         # whole-struct assignments make w and m private to each thread
-        w = make_scratch(buf, lmax)
+        w = make_scratch(<double*> scratch.ptr + threadid() * per, lmax)
         m = base_model
         w.F = &seq_cache[threadid(), 0]
         w.mfull = w.F + tmax * m.ltot
@@ -746,9 +691,8 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
                 start = seq_ptr[s]
                 T = seq_ptr[s + 1] - start
                 loss[s] = sequence_loss(&m, &w, start, T)
-        free(buf)
 
-    for e, grad in st.tied_gradient(dtied_arr, dtiedT_arr, outer_arr).items():
+    for e, grad in _tied_gradient(links, dtied_arr, dtiedT_arr, outer_arr).items():
         dpair_arr[edge_offset[e]:edge_offset[e] + grad.size] += grad
     return loss_arr, dunary_arr, dpair_arr
 
@@ -781,9 +725,173 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
         Gradient w.r.t. ``unary``.
     dpair : ndarray like ``pair``
         Gradient w.r.t. ``pair`` (tied edges: one matrix).
+
+    Raises
+    ------
+    MemoryError
+        When the kernel's scratch memory cannot be allocated.
     """
     with threadpool_limits(limits=1, user_api="blas"):
         return _pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads)
+
+
+cdef struct Parameters:
+    # what maps a sequence's observations to its potentials (see pseudolikelihood_objective)
+    CSR direct
+    CSR diff
+    int has_diff
+    const long long* feat_ptr
+    const int* ent_col
+    Py_ssize_t n_table
+    const double* theta
+    Py_ssize_t bias_unary
+    const long long* bias_edge
+    const long long* edge_col      # score column of each untied edge's first entry
+    const unsigned char* forbid
+    const long long* forbid_offset
+    Py_ssize_t width               # columns of the score matrix
+    int unary_only                 # width == ltot: the score rows are the unary rows
+
+
+cdef struct SequenceBuffers:
+    # one thread's potentials of one sequence and their gradients (T rows each)
+    double* S       # scores (T x width); later the score gradient
+    double* unary   # unary potentials (T x ltot); S itself when unary_only
+    double* dunary  # their gradient
+    double* acc     # width doubles of scratch for the running sums
+    # the Model's pair / dpair: tied matrices, then T x k blocks of the untied edges
+
+
+cdef inline SequenceBuffers sequence_buffers(double* S, double* unary, double* dunary,
+                                            double* acc) noexcept nogil:
+    cdef SequenceBuffers sb
+    sb.S = S
+    sb.unary = unary
+    sb.dunary = dunary
+    sb.acc = acc
+    return sb
+
+
+cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuffers* sb,
+                              Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """Scores of the sequence's tokens (rows ``g0 ..``) and its potentials: unary rows into
+    ``sb.unary``, untied pair blocks into ``m.pair``; their gradients zeroed."""
+    cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef int e, l, ltot = m.ltot
+    cdef double* S = sb.S
+    cdef double* pair = <double*> m.pair
+    for j in range(T * width):
+        S[j] = 0.0
+    if pr.n_table:
+        sequence_scores(pr.direct, pr.diff, pr.has_diff, pr.feat_ptr, pr.ent_col, pr.theta, g0,
+                        T, width, S, sb.acc)
+    for t in range(T):
+        for l in range(ltot):
+            sb.unary[t * ltot + l] = S[t * width + l] + pr.theta[pr.bias_unary + l]
+            sb.dunary[t * ltot + l] = 0.0
+    for e in range(m.n_edges):
+        if m.edge_tied[e]:
+            continue
+        k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
+        col = pr.edge_col[e]
+        lo = m.edge_offset[e]
+        for t in range(T):
+            for j in range(k):
+                if pr.forbid[pr.forbid_offset[e] + j]:
+                    pair[lo + t * k + j] = -INFINITY
+                else:
+                    pair[lo + t * k + j] = S[t * width + col + j] + pr.theta[pr.bias_edge[e] + j]
+                m.dpair[lo + t * k + j] = 0.0
+
+
+cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, SequenceBuffers* sb,
+                                   Py_ssize_t g0, Py_ssize_t T, double* grad) noexcept nogil:
+    """Add the gradient w.r.t. the parameters (biases, then feature weights through the
+    score gradient, built in ``sb.S``) of the potentials' gradient of one sequence."""
+    cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef int e, l, ltot = m.ltot
+    cdef double v
+    cdef double* srow
+    for t in range(T):
+        srow = sb.S + t * width
+        for l in range(ltot):
+            v = sb.dunary[t * ltot + l]
+            grad[pr.bias_unary + l] += v
+            if not pr.unary_only:
+                srow[l] = v
+    for e in range(m.n_edges):
+        if m.edge_tied[e]:
+            continue
+        k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
+        col = pr.edge_col[e]
+        lo = m.edge_offset[e]
+        for t in range(T):
+            srow = sb.S + t * width + col
+            for j in range(k):
+                # a forbidden entry's potential does not depend on the weights
+                v = 0.0 if pr.forbid[pr.forbid_offset[e] + j] else m.dpair[lo + t * k + j]
+                srow[j] = v
+                grad[pr.bias_edge[e] + j] += v
+    if pr.n_table:
+        sequence_gradient(pr.direct, pr.diff, pr.has_diff, pr.feat_ptr, pr.ent_col, g0, T,
+                          width, sb.dunary if pr.unary_only else sb.S, grad)
+
+
+cdef Parameters make_parameters(object direct, object diff, int has_diff,
+                                const long long[::1] feat_ptr, const int[::1] ent_col,
+                                const double[::1] theta, Py_ssize_t bias_unary,
+                                const long long[::1] bias_edge, const long long[::1] edge_col,
+                                const unsigned char[::1] forbid,
+                                const long long[::1] forbid_offset, Py_ssize_t width,
+                                int ltot) except *:
+    """:c:type:`Parameters` over the arrays (kept alive by the caller)."""
+    cdef Parameters pr
+    pr.direct = as_csr(direct[0], direct[1], direct[2])
+    pr.diff = as_csr(diff[0], diff[1], diff[2])
+    pr.has_diff = has_diff
+    pr.feat_ptr = &feat_ptr[0]
+    pr.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
+    pr.n_table = feat_ptr[feat_ptr.shape[0] - 1]
+    pr.theta = &theta[0]
+    pr.bias_unary = bias_unary
+    pr.bias_edge = &bias_edge[0]
+    pr.edge_col = &edge_col[0] if edge_col.shape[0] else NULL
+    pr.forbid = &forbid[0]
+    pr.forbid_offset = &forbid_offset[0]
+    pr.width = width
+    pr.unary_only = width == ltot
+    return pr
+
+
+def _objective_links(graph, const double[::1] theta, const long long[::1] bias_edge,
+                     const unsigned char[::1] forbid, const long long[::1] forbid_offset):
+    """One link per edge template, the tied ones' matrices from their biases (``-inf`` at
+    forbidden assignments)."""
+    tied = []
+    for e in range(graph.n_edges):
+        if graph.edge_tied[e]:
+            block = np.array(theta[bias_edge[e]:bias_edge[e + 1]], dtype=np.float64)
+            block[np.asarray(forbid[forbid_offset[e]:forbid_offset[e + 1]], dtype=bool)] = -np.inf
+            tied.append(block)
+        else:
+            tied.append(None)
+    return template_links(graph, tied)
+
+
+def _local_offsets(Links links, Py_ssize_t tmax):
+    """Per-thread pair layout: the tied matrices (at their ``tied_off``), then ``tmax`` x k
+    blocks of the untied edges.  Returns the offsets (E + 1) and the length."""
+    E = links.n_links
+    local_offset = np.zeros(E + 1, dtype=np.int64)
+    pos = max(links.tied_size, 1)
+    for e in range(E):
+        if links.tied[e]:
+            local_offset[e] = links.tied_off[e]
+        else:
+            local_offset[e] = pos
+            pos += tmax * links.la[e] * links.lb[e]
+    local_offset[E] = pos
+    return local_offset, pos
 
 
 def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, direct, diff,
@@ -792,58 +900,39 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
                const long long[::1] bias_edge, const unsigned char[::1] forbid,
                const long long[::1] forbid_offset, Py_ssize_t width, int n_threads=1):
     """Kernel of :func:`pseudolikelihood_objective` (see there)."""
-    cdef int C = graph.n_chains, E = graph.n_edges
+    cdef int C = graph.n_chains
     cdef Py_ssize_t n = gold.shape[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t n_table = feat_ptr[feat_ptr.shape[0] - 1]
     cdef Py_ssize_t n_params = theta.shape[0]
     cdef int ltot = graph.total_labels
-    cdef int has_diff = diff is not None
-    cdef int unary_only = width == ltot
     if n_threads < 1:
         n_threads = 1
-    # tied edges: one matrix each, built once; forbidden assignments at -inf
-    tied = []
-    for ei in range(E):
-        if graph.edge_tied[ei]:
-            block = np.array(theta[bias_edge[ei]:bias_edge[ei + 1]], dtype=np.float64)
-            block[np.asarray(forbid[forbid_offset[ei]:forbid_offset[ei + 1]], dtype=bool)] = -np.inf
-            tied.append(block)
-    st = _Structure(graph, np.concatenate(tied) if tied else np.zeros(0))
-    # per-thread pair layout: the tied matrices, then T x k blocks of the untied edges
+    cdef Links links = _objective_links(graph, theta, bias_edge, forbid, forbid_offset)
     cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
-    local_offset_arr = np.zeros(E + 1, dtype=np.int64)
-    pos = max(st.n_tied, 1)
-    for ei in range(E):
-        if graph.edge_tied[ei]:
-            local_offset_arr[ei] = st.tied_offset[ei]
-        else:
-            local_offset_arr[ei] = pos
-            pos += tmax * graph.edge_size(ei)
-    local_offset_arr[E] = pos
+    local_offset_arr, n_local = _local_offsets(links, tmax)
     cdef long long[::1] local_offset = local_offset_arr
-    cdef Py_ssize_t n_local = pos
-    cdef Py_ssize_t n_tied = max(st.n_tied, 1)
+    cdef Py_ssize_t n_tied = max(links.tied_size, 1)
 
-    f_ip, f_ix, f_v = triple_or_empty(diff, n)
-    d_ip, d_ix, d_v = direct
-    cdef CSR xd = as_csr(d_ip, d_ix, d_v)
-    cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    diff_rows = triple_or_empty(diff, n)     # kept alive: pr points into it
+    cdef Parameters pr = make_parameters(direct, diff_rows, diff is not None, feat_ptr,
+                                         ent_col, theta, bias_unary, bias_edge, edge_col,
+                                         forbid, forbid_offset, width, ltot)
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     cdef double[::1] loss = loss_arr
-    # per-thread work arrays (see the loop below)
+    # per-thread work arrays (see SequenceBuffers and Scratch)
     cdef double[:, ::1] S = np.empty((n_threads, max(tmax * width, 1)))
     cdef double[:, ::1] U = np.empty((n_threads, 1 if width == ltot else max(tmax * ltot, 1)))
     cdef double[:, ::1] DU = np.empty((n_threads, max(tmax * ltot, 1)))
     P_arr = np.zeros((n_threads, n_local))
-    P_arr[:, :st.n_tied] = st.tied_pair[:st.n_tied]
+    P_arr[:, :links.tied_size] = np.asarray(links.tied_log)[:links.tied_size]
     cdef double[:, ::1] P = P_arr
     cdef double[:, ::1] DP = np.zeros((n_threads, n_local))
     cdef double[:, ::1] F = np.empty((n_threads, max(tmax * (ltot + 2 * C), 1)))
     cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
     # per block of sequences (see sequence_blocks): weight gradient and tied accumulators
-    cdef long long[::1] blocks = sequence_blocks(seq_ptr, n_params + 3 * n_tied)
+    cdef long long[::1] blocks = sequence_blocks(seq_ptr,
+                                                 n_params + 3 * max(links.tacc_size, 1))
     cdef Py_ssize_t n_blocks = blocks.shape[0] - 1
     gacc_arr = np.zeros((n_blocks, n_params))
     cdef double[:, ::1] gacc = gacc_arr
@@ -853,101 +942,45 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
     cdef double[:, ::1] dtied = dtied_arr
     cdef double[:, ::1] dtiedT = dtiedT_arr
     cdef double[:, ::1] outer = outer_arr
-    cdef int lmax = st.lmax
-    cdef Model base_model = make_model(st, local_offset)
-    cdef int[::1] edge_tied = st.edge_tied
-    cdef long long[::1] sizes = np.asarray(st.sizes, dtype=np.int64) if E else np.zeros(1, np.int64)
+    cdef int lmax = links.max_labels
+    cdef Model base_model = make_model(links, local_offset)
 
-    cdef Py_ssize_t s, T, g0, t, j, k, col, lo, th, b
-    cdef int e, l
-    cdef double v
-    cdef double* buf
-    cdef double* srow
-    cdef double* g
-    cdef double* ub
+    cdef Py_ssize_t s, T, g0, th, b
     cdef Model m
     cdef Scratch w
-    cdef Py_ssize_t scratch = 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
+    cdef SequenceBuffers sb
+    cdef Py_ssize_t per = scratch_size(lmax)
+    cdef Block scratch = allocate(n_threads * per, sizeof(double))
     with nogil, parallel(num_threads=n_threads):
-        buf = <double*> malloc(sizeof(double) * scratch)
         th = threadid()
-        w = make_scratch(buf, lmax)
+        w = make_scratch(<double*> scratch.ptr + th * per, lmax)
         w.F = &F[th, 0]
         w.mfull = w.F + tmax * ltot
         w.gfull = w.mfull + tmax * C
+        # whole-struct assignments make w, sb and m private to each thread
+        sb = sequence_buffers(&S[th, 0], &S[th, 0] if pr.unary_only else &U[th, 0],
+                              &DU[th, 0], &acc[th, 0])
         m = base_model
-        # without untied edges the score rows are the unary rows: potentials in place, and
-        # the unary gradient is the score gradient
-        ub = &S[th, 0] if unary_only else &U[th, 0]
-        m.unary = ub
-        m.dunary = &DU[th, 0]
+        m.unary = sb.unary
+        m.dunary = sb.dunary
         m.pair = &P[th, 0]
         m.dpair = &DP[th, 0]
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             m.dtied = &dtied[b, 0]
             m.dtiedT = &dtiedT[b, 0]
             m.outer = &outer[b, 0]
-            g = &gacc[b, 0]
             for s in range(blocks[b], blocks[b + 1]):
                 g0 = seq_ptr[s]
                 T = seq_ptr[s + 1] - g0
                 if T == 0:
                     continue
-                # 1. scores of the sequence's tokens (T x width), then its potentials
-                for j in range(T * width):
-                    S[th, j] = 0.0
-                if n_table:
-                    sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0, T,
-                                    width, &S[th, 0], &acc[th, 0])
-                for t in range(T):
-                    for l in range(ltot):
-                        ub[t * ltot + l] = S[th, t * width + l] + theta[bias_unary + l]
-                        DU[th, t * ltot + l] = 0.0
-                for e in range(E):
-                    if edge_tied[e]:
-                        continue
-                    k = sizes[e]
-                    col = edge_col[e]
-                    lo = local_offset[e]
-                    for t in range(T):
-                        for j in range(k):
-                            if forbid[forbid_offset[e] + j]:
-                                P[th, lo + t * k + j] = -INFINITY
-                            else:
-                                P[th, lo + t * k + j] = (S[th, t * width + col + j]
-                                                         + theta[bias_edge[e] + j])
-                            DP[th, lo + t * k + j] = 0.0
-                # 2. the pseudolikelihood and its gradient w.r.t. the potentials
+                sequence_potentials(&pr, &m, &sb, g0, T)
                 m.gold = &gold[g0, 0]
                 loss[s] = sequence_loss(&m, &w, 0, T)
-                # 3. gradient w.r.t. the scores (into S), the biases, and the weights
-                for t in range(T):
-                    srow = &S[th, t * width]
-                    for l in range(ltot):
-                        v = DU[th, t * ltot + l]
-                        g[bias_unary + l] += v
-                        if not unary_only:
-                            srow[l] = v
-                for e in range(E):
-                    if edge_tied[e]:
-                        continue
-                    k = sizes[e]
-                    col = edge_col[e]
-                    lo = local_offset[e]
-                    for t in range(T):
-                        srow = &S[th, t * width + col]
-                        for j in range(k):
-                            # a forbidden entry's potential does not depend on the weights
-                            v = 0.0 if forbid[forbid_offset[e] + j] else DP[th, lo + t * k + j]
-                            srow[j] = v
-                            g[bias_edge[e] + j] += v
-                if n_table:
-                    sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0, T, width,
-                                      &DU[th, 0] if unary_only else &S[th, 0], g)
-        free(buf)
+                sequence_weight_gradient(&pr, &m, &sb, g0, T, &gacc[b, 0])
 
     grad = gacc_arr.sum(axis=0)
-    for ei, tg in st.tied_gradient(dtied_arr, dtiedT_arr, outer_arr).items():
+    for ei, tg in _tied_gradient(links, dtied_arr, dtiedT_arr, outer_arr).items():
         grad[bias_edge[ei]:bias_edge[ei + 1]] = tg
     return loss_arr, grad
 

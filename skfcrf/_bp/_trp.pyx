@@ -25,34 +25,22 @@ tree drawn twice in a row reproduces its own messages exactly while the
 other edges are stale).  This implies every edge was updated at least once.
 A graph that is a forest is solved exactly by its first iteration and stops
 there.  Otherwise, after ``max_iter`` iterations, reported as not converged.
+
+The layout (links, message and potential blocks) comes from
+:class:`skfcrf._bp._structure.TrpLayout`.  One sequence runs as
+:func:`_prepare_sequence`, :func:`_run_schedule` (each iteration
+:func:`_draw_forest`, :func:`_bfs_order`, :func:`_tree_sweeps`), then
+:func:`_beliefs` (sum-product) or :func:`_decode` and :func:`_refine`
+(max-product).
 """
 import numpy as np
 
-from cython.parallel cimport prange, parallel, threadid
+from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, fabs, INFINITY
-from libc.stdlib cimport malloc, free
 
-from ._common cimport Links, links_from, link_exp, link_log, write_pair, _addr, matvec
-
-
-cdef struct Trp:
-    int C
-    int Ltot
-    int K
-    Py_ssize_t MS
-    Py_ssize_t PS
-    int maxL
-    int maxsz
-    const int* nl
-    const int* loff
-    const int* inlink       # in-chain link of each chain or -1
-    const int* cpl_ptr      # per chain: range into cpl_k
-    const int* cpl_k        # coupling links touching the chain
-    const long long* moff   # per link: message offset inside a token block
-    const long long* psi_off  # per untied link: offset inside a token psi block; -1 if tied
-    int maxprod
-    int max_iter
-    double tol
+from ._alloc cimport Block, allocate
+from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec
+from ._structure cimport LinkView, Links, TrpLayout, TrpView
 
 
 cdef struct Work:
@@ -83,6 +71,7 @@ cdef struct Work:
     double* pshift
     int* vbp
     int* vlab
+    int E           # edges of the current sequence (see _init_messages)
 
 
 cdef inline unsigned long long _splitmix(unsigned long long* x) noexcept nogil:
@@ -106,21 +95,21 @@ cdef inline int _find(int* uf, int x) noexcept nogil:
     return x
 
 
-cdef inline const double* _psi(const Trp* tp, const Links* lk, const double* psi, int k,
+cdef inline const double* _psi(const TrpView* tp, const LinkView* lk, const double* psi, int k,
                                Py_ssize_t t) noexcept nogil:
     if tp.psi_off[k] >= 0:
         return psi + t * tp.PS + tp.psi_off[k]
     return lk.tied_exp + lk.tied_off[k]
 
 
-cdef inline const double* _psiT(const Trp* tp, const Links* lk, const double* psi, int k,
+cdef inline const double* _psiT(const TrpView* tp, const LinkView* lk, const double* psi, int k,
                                 Py_ssize_t t) noexcept nogil:
     if tp.psi_off[k] >= 0:
         return psi + t * tp.PS + tp.psi_off[k] + lk.la[k] * lk.lb[k]
     return lk.tied_expT + lk.tied_off[k]
 
 
-cdef inline double tp_shift(const Trp* tp, const Links* lk, Work* wk, int k,
+cdef inline double tp_shift(const TrpView* tp, const LinkView* lk, Work* wk, int k,
                            Py_ssize_t t) noexcept nogil:
     """Shift subtracted from link ``k``'s scores at instance ``t`` before exp."""
     if tp.psi_off[k] >= 0:
@@ -128,7 +117,7 @@ cdef inline double tp_shift(const Trp* tp, const Links* lk, Work* wk, int k,
     return lk.tied_shift[k]
 
 
-cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double* msg,
+cdef int _gather(const TrpView* tp, const LinkView* lk, const double* phi, const double* msg,
                  Py_ssize_t T, int c, Py_ssize_t t, long long excl, double* h) noexcept nogil:
     """h = unary of (c, t) times incoming messages except the one at offset ``excl``.
 
@@ -179,7 +168,7 @@ cdef int _gather(const Trp* tp, const Links* lk, const double* phi, const double
     return deg
 
 
-cdef double _send(const Trp* tp, const Links* lk, Work* wk, Py_ssize_t T, int k,
+cdef double _send(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T, int k,
                   Py_ssize_t t, int fwd) noexcept nogil:
     """Recompute one message of link ``k`` at instance ``t``; returns its max change."""
     cdef int a = lk.a[k], b = lk.b[k], La = lk.la[k], Lb = lk.lb[k]
@@ -231,7 +220,7 @@ cdef double _send(const Trp* tp, const Links* lk, Work* wk, Py_ssize_t T, int k,
     return delta
 
 
-cdef double _cond_unary(const Trp* tp, const Links* lk, Work* wk, const double* unary,
+cdef double _cond_unary(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
                         Py_ssize_t ldu, Py_ssize_t g0, int c, Py_ssize_t t,
                         double* out) noexcept nogil:
     """Unary scores of chain ``c`` at ``t`` plus coupling scores to the other chains'
@@ -254,105 +243,119 @@ cdef double _cond_unary(const Trp* tp, const Links* lk, Work* wk, const double* 
     return 0.0
 
 
-cdef void _refine(const Trp* tp, const Links* lk, Work* wk, const double* unary,
-                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
-    """Block coordinate ascent on the decoded labelling: re-decode one chain at a
-    time by exact Viterbi given the other chains' labels; a chain is replaced only
-    when its conditional score strictly improves, so the joint score never drops."""
-    cdef int C = tp.C, c, L, kc, sweep, y, i, best, changed
+cdef inline int _argmax(const double* h, int L, double* best_value) noexcept nogil:
+    """First index of the largest entry of ``h`` and that entry."""
+    cdef int y, best = 0
+    cdef double bv = h[0]
+    for y in range(1, L):
+        if h[y] > bv:
+            bv = h[y]
+            best = y
+    best_value[0] = bv
+    return best
+
+
+cdef void _conditional_viterbi(const TrpView* tp, const LinkView* lk, Work* wk,
+                               const double* unary, Py_ssize_t ldu, Py_ssize_t g0,
+                               Py_ssize_t T, int c, double* old) noexcept nogil:
+    """Viterbi over chain ``c`` given the other chains' labels (``wk.dec``): the last
+    token's scores in ``wk.vd``, back pointers in ``wk.vbp``; ``old`` receives the score of
+    chain ``c``'s current labels under the same conditional model."""
+    cdef int C = tp.C, L = tp.nl[c], kc = tp.inlink[c], y, i, best
     cdef Py_ssize_t t
     cdef double* delta = wk.vd
     cdef double* nd = wk.vd + tp.maxL
     cdef double* cu = wk.vd + 2 * tp.maxL
     cdef const double* P
-    cdef double v, mx, old, di
+    cdef double v, mx, di
     cdef int* bpt
-    if C == 1 and tp.inlink[0] >= 0:
+    old[0] = 0.0
+    for t in range(T):
+        _cond_unary(tp, lk, wk, unary, ldu, g0, c, t, cu)
+        old[0] += cu[wk.dec[t * C + c]]
+        if t == 0:
+            for y in range(L):
+                delta[y] = cu[y]
+            continue
+        bpt = wk.vbp + t * L
+        if kc < 0:
+            mx = -INFINITY
+            best = 0
+            for i in range(L):
+                if delta[i] > mx:
+                    mx = delta[i]
+                    best = i
+            for y in range(L):
+                delta[y] = mx + cu[y]
+                bpt[y] = best
+            continue
+        P = link_log(lk, kc, g0 + t, wk.lbuf)
+        old[0] += P[wk.dec[(t - 1) * C + c] * L + wk.dec[t * C + c]]
+        for y in range(L):
+            nd[y] = -INFINITY
+            bpt[y] = 0
+        for i in range(L):
+            di = delta[i]
+            if di == -INFINITY:
+                continue
+            for y in range(L):
+                v = di + P[i * L + y]
+                if v > nd[y]:
+                    nd[y] = v
+                    bpt[y] = i
+        for y in range(L):
+            delta[y] = nd[y] + cu[y]
+
+
+cdef void _replace_chain(const TrpView* tp, Work* wk, Py_ssize_t T, int c,
+                         int best) noexcept nogil:
+    """Backtrack :func:`_conditional_viterbi`'s pointers from label ``best`` at the last
+    token and store the path as chain ``c``'s labels in ``wk.dec``."""
+    cdef int L = tp.nl[c]
+    cdef Py_ssize_t t
+    wk.vlab[T - 1] = best
+    for t in range(T - 1, 0, -1):
+        best = wk.vbp[t * L + best]
+        wk.vlab[t - 1] = best
+    for t in range(T):
+        wk.dec[t * tp.C + c] = wk.vlab[t]
+
+
+cdef void _refine(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """Block coordinate ascent on the decoded labelling: re-decode one chain at a
+    time by exact Viterbi given the other chains' labels; a chain is replaced only
+    when its conditional score strictly improves, so the joint score never drops."""
+    cdef int c, sweep, best, changed
+    cdef double mx, old
+    if tp.C == 1 and tp.inlink[0] >= 0:
         return          # the sequential decoding already is exact Viterbi
     for sweep in range(20):
         changed = 0
-        for c in range(C):
-            L = tp.nl[c]
-            kc = tp.inlink[c]
-            old = 0.0
-            for t in range(T):
-                _cond_unary(tp, lk, wk, unary, ldu, g0, c, t, cu)
-                old += cu[wk.dec[t * C + c]]
-                if t == 0:
-                    for y in range(L):
-                        delta[y] = cu[y]
-                    continue
-                bpt = wk.vbp + t * L
-                if kc < 0:
-                    mx = -INFINITY
-                    best = 0
-                    for i in range(L):
-                        if delta[i] > mx:
-                            mx = delta[i]
-                            best = i
-                    for y in range(L):
-                        delta[y] = mx + cu[y]
-                        bpt[y] = best
-                    continue
-                P = link_log(lk, kc, g0 + t, wk.lbuf)
-                old += P[wk.dec[(t - 1) * C + c] * L + wk.dec[t * C + c]]
-                for y in range(L):
-                    nd[y] = -INFINITY
-                    bpt[y] = 0
-                for i in range(L):
-                    di = delta[i]
-                    if di == -INFINITY:
-                        continue
-                    for y in range(L):
-                        v = di + P[i * L + y]
-                        if v > nd[y]:
-                            nd[y] = v
-                            bpt[y] = i
-                for y in range(L):
-                    delta[y] = nd[y] + cu[y]
-            best = 0
-            mx = delta[0]
-            for y in range(1, L):
-                if delta[y] > mx:
-                    mx = delta[y]
-                    best = y
+        for c in range(tp.C):
+            _conditional_viterbi(tp, lk, wk, unary, ldu, g0, T, c, &old)
+            best = _argmax(wk.vd, tp.nl[c], &mx)
             if not (mx > old + 1e-9 * (1.0 + fabs(mx))) and old > -INFINITY:
                 continue
             if mx == -INFINITY:
                 continue
             changed = 1
-            wk.vlab[T - 1] = best
-            for t in range(T - 1, 0, -1):
-                best = wk.vbp[t * L + best]
-                wk.vlab[t - 1] = best
-            for t in range(T):
-                wk.dec[t * C + c] = wk.vlab[t]
+            _replace_chain(tp, wk, T, c, best)
         if not changed:
             break
 
 
-cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary,
-                   Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, unsigned long long seed,
-                   double* node, double* pout, double* tacc, double* logz,
-                   unsigned char* conv, int* niter, int* labels, Py_ssize_t ldl) noexcept nogil:
-    cdef int C = tp.C, K = tp.K
-    cdef int V = <int> (T * C)
-    cdef int E = 0, e, k, c, t, i, j, y, it, n_calm = 0, gen = 0, n_acc, r, q, v, w, head, n_ord
-    cdef int ru, rv, a, L, La, Lb, deg, best, kc, cu, cv, tu, tv
-    cdef long long mo
-    cdef unsigned long long rng = seed
+cdef void _exp_unaries(const TrpView* tp, Work* wk, const double* unary, Py_ssize_t ldu,
+                       Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """``wk.phi``: each variable's unary potentials, ``exp(score - max)`` (0 if all -inf)."""
+    cdef int c, y, L
+    cdef Py_ssize_t t
     cdef const double* row
-    cdef const double* P
-    cdef const double* m
     cdef double* ph
-    cdef double mx, sh, delta, tot, bv, lz = 0.0
-    cdef int infeasible = 0
-    cdef int n_it = 0
-    cdef unsigned char converged = 0
-    # exponentiated unaries, shifted per variable
+    cdef double mx
     for t in range(T):
         row = unary + (g0 + t) * ldu
-        for c in range(C):
+        for c in range(tp.C):
             ph = wk.phi + t * tp.Ltot + tp.loff[c]
             L = tp.nl[c]
             mx = -INFINITY
@@ -365,23 +368,41 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             else:
                 for y in range(L):
                     ph[y] = exp(row[tp.loff[c] + y] - mx)
-    # untied pair potentials of this sequence, exponentiated once
-    if tp.PS > 0:
-        for t in range(T):
-            for k in range(K):
-                if tp.psi_off[k] < 0 or (lk.kind[k] == 0 and t == 0):
-                    continue
-                ph = wk.psi + t * tp.PS + tp.psi_off[k]
-                link_exp(lk, k, g0 + t, ph, &sh)
-                wk.pshift[t * K + k] = sh
-                La = lk.la[k]
-                Lb = lk.lb[k]
-                for i in range(La):
-                    for j in range(Lb):
-                        ph[La * Lb + j * La + i] = ph[i * Lb + j]
-    # messages start uniform; edge list
+
+
+cdef void _exp_untied(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t g0,
+                      Py_ssize_t T) noexcept nogil:
+    """``wk.psi``: the untied links' potential matrices of this sequence and their
+    transposes, exponentiated once; their shifts in ``wk.pshift``."""
+    cdef int k, i, j, La, Lb
+    cdef Py_ssize_t t
+    cdef double* ph
+    cdef double sh
+    if tp.PS == 0:
+        return
     for t in range(T):
-        for k in range(K):
+        for k in range(tp.K):
+            if tp.psi_off[k] < 0 or (lk.kind[k] == 0 and t == 0):
+                continue
+            ph = wk.psi + t * tp.PS + tp.psi_off[k]
+            link_exp(lk, k, g0 + t, ph, &sh)
+            wk.pshift[t * tp.K + k] = sh
+            La = lk.la[k]
+            Lb = lk.lb[k]
+            for i in range(La):
+                for j in range(Lb):
+                    ph[La * Lb + j * La + i] = ph[i * Lb + j]
+
+
+cdef int _init_messages(const TrpView* tp, const LinkView* lk, Work* wk,
+                        Py_ssize_t T) noexcept nogil:
+    """Uniform messages, and the edge list (``eu``, ``ev``: variable ids; ``ek``, ``et``:
+    link and instance).  Returns the number of edges."""
+    cdef int C = tp.C, E = 0, k, y, La, Lb
+    cdef Py_ssize_t t
+    cdef long long mo
+    for t in range(T):
+        for k in range(tp.K):
             mo = t * tp.MS + tp.moff[k]
             La = lk.la[k]
             Lb = lk.lb[k]
@@ -402,81 +423,125 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             wk.perm[E] = E
             wk.upd[E] = -1
             E += 1
+    return E
+
+
+cdef void _prepare_sequence(const TrpView* tp, const LinkView* lk, Work* wk,
+                            const double* unary, Py_ssize_t ldu, Py_ssize_t g0,
+                            Py_ssize_t T) noexcept nogil:
+    """Potentials of one sequence, uniform messages and the edge list (into ``wk``)."""
+    _exp_unaries(tp, wk, unary, ldu, g0, T)
+    _exp_untied(tp, lk, wk, g0, T)
+    wk.E = _init_messages(tp, lk, wk, T)
+
+
+cdef int _draw_forest(Work* wk, int V, unsigned long long* rng) noexcept nogil:
+    """A random spanning forest: Kruskal on a uniformly shuffled edge order.
+
+    Its edges go to ``wk.tre``, its adjacency (CSR) to ``wk.dptr`` / ``wk.adj``;
+    ``wk.vis`` is cleared.  Returns the number of forest edges.
+    """
+    cdef int E = wk.E, i, j, e, v, ru, rv, n_acc = 0
+    for i in range(E - 1, 0, -1):
+        j = _below(rng, i + 1)
+        e = wk.perm[i]
+        wk.perm[i] = wk.perm[j]
+        wk.perm[j] = e
+    for v in range(V):
+        wk.uf[v] = v
+        wk.dptr[v] = 0
+        wk.vis[v] = 0
+    wk.dptr[V] = 0
+    for i in range(E):
+        e = wk.perm[i]
+        ru = _find(wk.uf, wk.eu[e])
+        rv = _find(wk.uf, wk.ev[e])
+        if ru == rv:
+            continue
+        wk.uf[ru] = rv
+        wk.tre[n_acc] = e
+        n_acc += 1
+        wk.dptr[wk.eu[e] + 1] += 1
+        wk.dptr[wk.ev[e] + 1] += 1
+    for v in range(V):
+        wk.dptr[v + 1] += wk.dptr[v]
+        wk.cur[v] = wk.dptr[v]
+    for i in range(n_acc):
+        e = wk.tre[i]
+        wk.adj[wk.cur[wk.eu[e]]] = e
+        wk.cur[wk.eu[e]] += 1
+        wk.adj[wk.cur[wk.ev[e]]] = e
+        wk.cur[wk.ev[e]] += 1
+    return n_acc
+
+
+cdef void _bfs_order(Work* wk, int V, unsigned long long* rng) noexcept nogil:
+    """Breadth-first order of the forest (``wk.order``) from a random start, each
+    component rooted at its first node reached; ``wk.pare[v]`` is the edge to ``v``'s
+    parent (-1 at a root)."""
+    cdef int n_ord = 0, r, q, v, w, head, i, e
+    r = _below(rng, V)
+    for q in range(V):
+        v = (r + q) % V
+        if wk.vis[v]:
+            continue
+        wk.vis[v] = 1
+        wk.pare[v] = -1
+        wk.order[n_ord] = v
+        head = n_ord
+        n_ord += 1
+        while head < n_ord:
+            v = wk.order[head]
+            head += 1
+            for i in range(wk.dptr[v], wk.dptr[v + 1]):
+                e = wk.adj[i]
+                w = wk.eu[e] + wk.ev[e] - v
+                if not wk.vis[w]:
+                    wk.vis[w] = 1
+                    wk.pare[w] = e
+                    wk.order[n_ord] = w
+                    n_ord += 1
+
+
+cdef double _tree_sweeps(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T,
+                         int V) noexcept nogil:
+    """Collect (leaves to roots) then distribute (roots to leaves) along ``wk.order``;
+    returns the largest change of a message sent."""
+    cdef int i, v, e
+    cdef double mx, delta = 0.0
+    for i in range(V - 1, -1, -1):
+        v = wk.order[i]
+        e = wk.pare[v]
+        if e < 0:
+            continue
+        mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.eu[e] == v)
+        if mx > delta:
+            delta = mx
+    for i in range(V):
+        v = wk.order[i]
+        e = wk.pare[v]
+        if e < 0:
+            continue
+        mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.ev[e] == v)
+        if mx > delta:
+            delta = mx
+    return delta
+
+
+cdef void _run_schedule(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T,
+                        unsigned long long seed, unsigned char* conv,
+                        int* niter) noexcept nogil:
+    """TRP iterations on one prepared sequence until converged (module docstring) or
+    ``tp.max_iter``."""
+    cdef int V = <int> (T * tp.C), E = wk.E
+    cdef int it, i, e, n_acc, n_calm = 0, gen = 0, n_it = 0
+    cdef unsigned long long rng = seed
+    cdef unsigned char converged = 0
+    cdef double delta
     for it in range(tp.max_iter):
-        # random spanning forest: Kruskal on a shuffled edge order
-        for i in range(E - 1, 0, -1):
-            j = _below(&rng, i + 1)
-            e = wk.perm[i]
-            wk.perm[i] = wk.perm[j]
-            wk.perm[j] = e
-        for v in range(V):
-            wk.uf[v] = v
-            wk.dptr[v] = 0
-            wk.vis[v] = 0
-        wk.dptr[V] = 0
-        n_acc = 0
-        for i in range(E):
-            e = wk.perm[i]
-            ru = _find(wk.uf, wk.eu[e])
-            rv = _find(wk.uf, wk.ev[e])
-            if ru == rv:
-                continue
-            wk.uf[ru] = rv
-            wk.tre[n_acc] = e
-            n_acc += 1
-            wk.dptr[wk.eu[e] + 1] += 1
-            wk.dptr[wk.ev[e] + 1] += 1
-        for v in range(V):
-            wk.dptr[v + 1] += wk.dptr[v]
-            wk.cur[v] = wk.dptr[v]
-        for i in range(n_acc):
-            e = wk.tre[i]
-            wk.adj[wk.cur[wk.eu[e]]] = e
-            wk.cur[wk.eu[e]] += 1
-            wk.adj[wk.cur[wk.ev[e]]] = e
-            wk.cur[wk.ev[e]] += 1
-        # breadth-first order from a random start
-        n_ord = 0
-        r = _below(&rng, V)
-        for q in range(V):
-            v = (r + q) % V
-            if wk.vis[v]:
-                continue
-            wk.vis[v] = 1
-            wk.pare[v] = -1
-            wk.order[n_ord] = v
-            head = n_ord
-            n_ord += 1
-            while head < n_ord:
-                v = wk.order[head]
-                head += 1
-                for i in range(wk.dptr[v], wk.dptr[v + 1]):
-                    e = wk.adj[i]
-                    w = wk.eu[e] + wk.ev[e] - v
-                    if not wk.vis[w]:
-                        wk.vis[w] = 1
-                        wk.pare[w] = e
-                        wk.order[n_ord] = w
-                        n_ord += 1
-        delta = 0.0
-        # collect: leaves to roots
-        for i in range(V - 1, -1, -1):
-            v = wk.order[i]
-            e = wk.pare[v]
-            if e < 0:
-                continue
-            mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.eu[e] == v)
-            if mx > delta:
-                delta = mx
-        # distribute: roots to leaves
-        for i in range(V):
-            v = wk.order[i]
-            e = wk.pare[v]
-            if e < 0:
-                continue
-            mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.ev[e] == v)
-            if mx > delta:
-                delta = mx
+        n_acc = _draw_forest(wk, V, &rng)
+        _bfs_order(wk, V, &rng)
+        delta = _tree_sweeps(tp, lk, wk, T, V)
         n_it = it + 1
         if n_acc == E:
             converged = 1   # a forest: two sweeps are exact
@@ -496,59 +561,70 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             n_calm = 0
     conv[0] = converged
     niter[0] = n_it
-    if tp.maxprod:
-        # sequential decoding: each variable maximises its unary, the
-        # potentials to already decoded neighbours and the max-product
-        # messages of the others (exact Viterbi backtracking on a chain)
-        for t in range(T):
-            row = unary + (g0 + t) * ldu
-            for c in range(C):
-                L = tp.nl[c]
-                for y in range(L):
-                    wk.h[y] = row[tp.loff[c] + y]
-                kc = tp.inlink[c]
-                if kc >= 0 and t > 0:
-                    P = _psi(tp, lk, wk.psi, kc, t) + wk.dec[(t - 1) * C + c] * L
-                    for y in range(L):
-                        wk.h[y] += log(P[y])
-                if kc >= 0 and t < T - 1:
-                    m = wk.msg + (t + 1) * tp.MS + tp.moff[kc] + L
-                    for y in range(L):
-                        wk.h[y] += log(m[y])
-                for q in range(tp.cpl_ptr[c], tp.cpl_ptr[c + 1]):
-                    k = tp.cpl_k[q]
-                    if lk.a[k] == c:
-                        m = wk.msg + t * tp.MS + tp.moff[k] + lk.lb[k]
-                        for y in range(L):
-                            wk.h[y] += log(m[y])
-                    else:
-                        P = _psi(tp, lk, wk.psi, k, t) + wk.dec[t * C + lk.a[k]] * lk.lb[k]
-                        for y in range(L):
-                            wk.h[y] += log(P[y])
-                best = 0
-                bv = wk.h[0]
-                for y in range(1, L):
-                    if wk.h[y] > bv:
-                        bv = wk.h[y]
-                        best = y
-                if bv == -INFINITY:
-                    _gather(tp, lk, wk.phi, wk.msg, T, c, t, -1, wk.h)
-                    best = 0
-                    bv = wk.h[0]
-                    for y in range(1, L):
-                        if wk.h[y] > bv:
-                            bv = wk.h[y]
-                            best = y
-                wk.dec[t * C + c] = best
-        _refine(tp, lk, wk, unary, ldu, g0, T)
-        for t in range(T):
-            for c in range(C):
-                labels[(g0 + t) * ldl + c] = wk.dec[t * C + c]
-        return
-    # sum-product: node beliefs (4.6), pair beliefs (4.7), Bethe log Z
+
+
+cdef int _decode_variable(const TrpView* tp, const LinkView* lk, Work* wk,
+                          const double* row, Py_ssize_t T, int c,
+                          Py_ssize_t t) noexcept nogil:
+    """Label of (c, t) maximising its unary ``row``, the potentials to the decoded
+    neighbours (left in-chain, earlier chains) and the max-product messages of the others;
+    if all are -inf, the argmax of its belief."""
+    cdef int C = tp.C, L = tp.nl[c], kc, q, k, y, best
+    cdef const double* P
+    cdef const double* m
+    cdef double bv
+    for y in range(L):
+        wk.h[y] = row[tp.loff[c] + y]
+    kc = tp.inlink[c]
+    if kc >= 0 and t > 0:
+        P = _psi(tp, lk, wk.psi, kc, t) + wk.dec[(t - 1) * C + c] * L
+        for y in range(L):
+            wk.h[y] += log(P[y])
+    if kc >= 0 and t < T - 1:
+        m = wk.msg + (t + 1) * tp.MS + tp.moff[kc] + L
+        for y in range(L):
+            wk.h[y] += log(m[y])
+    for q in range(tp.cpl_ptr[c], tp.cpl_ptr[c + 1]):
+        k = tp.cpl_k[q]
+        if lk.a[k] == c:
+            m = wk.msg + t * tp.MS + tp.moff[k] + lk.lb[k]
+            for y in range(L):
+                wk.h[y] += log(m[y])
+        else:
+            P = _psi(tp, lk, wk.psi, k, t) + wk.dec[t * C + lk.a[k]] * lk.lb[k]
+            for y in range(L):
+                wk.h[y] += log(P[y])
+    best = _argmax(wk.h, L, &bv)
+    if bv == -INFINITY:
+        _gather(tp, lk, wk.phi, wk.msg, T, c, t, -1, wk.h)
+        best = _argmax(wk.h, L, &bv)
+    return best
+
+
+cdef void _decode(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                  Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """Sequential decoding into ``wk.dec``, token-major (exact Viterbi backtracking on a
+    chain), then block coordinate ascent (:func:`_refine`)."""
+    cdef int c
+    cdef Py_ssize_t t
+    for t in range(T):
+        for c in range(tp.C):
+            wk.dec[t * tp.C + c] = _decode_variable(tp, lk, wk, unary + (g0 + t) * ldu, T, c, t)
+    _refine(tp, lk, wk, unary, ldu, g0, T)
+
+
+cdef int _node_beliefs(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                       Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, double* node,
+                       double* lz) noexcept nogil:
+    """Node beliefs (4.6) into ``node``; adds their Bethe terms to ``lz``.  Returns 1 if
+    some variable has no allowed label."""
+    cdef int c, y, L, deg, infeasible = 0
+    cdef Py_ssize_t t
+    cdef const double* row
+    cdef double tot, bv
     for t in range(T):
         row = unary + (g0 + t) * ldu
-        for c in range(C):
+        for c in range(tp.C):
             L = tp.nl[c]
             deg = _gather(tp, lk, wk.phi, wk.msg, T, c, t, -1, wk.h)
             tot = 0.0
@@ -562,8 +638,19 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
                 bv = wk.h[y] * tot
                 node[(g0 + t) * ldu + tp.loff[c] + y] = bv
                 if bv > 0.0:
-                    lz += bv * row[tp.loff[c] + y] - (1 - deg) * bv * log(bv)
-    for e in range(E):
+                    lz[0] += bv * row[tp.loff[c] + y] - (1 - deg) * bv * log(bv)
+    return infeasible
+
+
+cdef int _pair_beliefs(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T,
+                       Py_ssize_t g0, double* pout, double* tacc, double* lz) noexcept nogil:
+    """Pair beliefs (4.7) of every edge into ``pout`` / ``tacc``; adds their Bethe terms
+    to ``lz``.  Returns 1 if some edge has no allowed assignment."""
+    cdef int C = tp.C, e, k, i, j, La, Lb, cu, cv, tu, tv, t, infeasible = 0
+    cdef long long mo
+    cdef const double* P
+    cdef double tot, bv
+    for e in range(wk.E):
         k = wk.ek[e]
         t = wk.et[e]
         La = lk.la[k]
@@ -587,7 +674,7 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
             continue
         # E_b[score] + H(b) with log b = log psi_exp + log h_u + log h_v - log tot
         # and score = log psi_exp + shift wherever b > 0: only La + Lb logs
-        lz += log(tot) + (tp_shift(tp, lk, wk, k, t))
+        lz[0] += log(tot) + (tp_shift(tp, lk, wk, k, t))
         tot = 1.0 / tot
         for j in range(Lb):
             wk.mt[j] = 0.0
@@ -598,35 +685,27 @@ cdef void _trp_seq(const Trp* tp, const Links* lk, Work* wk, const double* unary
                 bv += wk.pb[i * Lb + j]
                 wk.mt[j] += wk.pb[i * Lb + j]
             if bv > 0.0:
-                lz -= bv * log(wk.h[i])
+                lz[0] -= bv * log(wk.h[i])
         for j in range(Lb):
             if wk.mt[j] > 0.0:
-                lz -= wk.mt[j] * log(wk.h2[j])
+                lz[0] -= wk.mt[j] * log(wk.h2[j])
         write_pair(lk, k, g0 + t, wk.pb, pout, tacc)
-    logz[0] = -INFINITY if infeasible else lz
+    return infeasible
 
 
-cdef Trp _trp_from(dict tpd):
-    cdef Trp tp
-    tp.C = tpd["C"]
-    tp.Ltot = tpd["Ltot"]
-    tp.K = tpd["K"]
-    tp.MS = tpd["MS"]
-    tp.PS = tpd["PS"]
-    tp.maxL = tpd["maxL"]
-    tp.maxsz = tpd["maxsz"]
-    tp.nl = <const int*> _addr(tpd["nl"])
-    tp.loff = <const int*> _addr(tpd["loff"])
-    tp.inlink = <const int*> _addr(tpd["inlink"])
-    tp.cpl_ptr = <const int*> _addr(tpd["cpl_ptr"])
-    tp.cpl_k = <const int*> _addr(tpd["cpl_k"])
-    tp.moff = <const long long*> _addr(tpd["moff"])
-    tp.psi_off = <const long long*> _addr(tpd["psi_off"])
-    return tp
+cdef double _beliefs(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                     Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, double* node, double* pout,
+                     double* tacc) noexcept nogil:
+    """Node and pair beliefs of one sequence after the schedule; returns the Bethe
+    ``log Z`` (``-inf`` if some factor has no allowed assignment)."""
+    cdef double lz = 0.0
+    cdef int infeasible = _node_beliefs(tp, lk, wk, unary, ldu, g0, T, node, &lz)
+    infeasible |= _pair_beliefs(tp, lk, wk, T, g0, pout, tacc, &lz)
+    return -INFINITY if infeasible else lz
 
 
 cdef void _carve(Work* wk, double* dbuf, int* ibuf, Py_ssize_t Tmax, Py_ssize_t Emax,
-                 Py_ssize_t Vmax, const Trp* tp) noexcept:
+                 Py_ssize_t Vmax, const TrpView* tp) noexcept nogil:
     wk.phi = dbuf
     wk.msg = wk.phi + Tmax * tp.Ltot
     wk.psi = wk.msg + Tmax * tp.MS
@@ -654,70 +733,101 @@ cdef void _carve(Work* wk, double* dbuf, int* ibuf, Py_ssize_t Tmax, Py_ssize_t 
     wk.vlab = wk.vbp + Tmax * tp.maxL
     wk.vd = wk.lbuf + tp.maxsz
     wk.pshift = wk.vd + 3 * tp.maxL
+    wk.E = 0
 
 
-def trp(dict lkd, dict tpd, const long long[::1] seq_ptr, const double[:, ::1] unary,
-        object pair, const unsigned long long[::1] seeds, int maxprod, int max_iter,
-        double tol, double[:, ::1] node, double[::1] pout, double[::1] logz,
-        double[:, ::1] tacc, unsigned char[::1] conv, int[::1] niter, int[:, ::1] labels,
-        int n_threads):
-    """TRP sum-product (``maxprod=0``) or max-product (``maxprod=1``) for every sequence."""
-    cdef Links lk = links_from(lkd, pair)
-    cdef Trp tp = _trp_from(tpd)
+cdef class _Workspace:
+    """One :c:type:`Work` per thread, carved out of two checked allocations."""
+    cdef Block works, dbuf, ibuf
+
+    def __cinit__(self, TrpLayout layout, Py_ssize_t Tmax, int n_threads):
+        cdef TrpView tp = layout.view()
+        cdef Py_ssize_t Emax = Tmax * tp.K + 1
+        cdef Py_ssize_t Vmax = Tmax * tp.C + 1
+        cdef Py_ssize_t nd = Tmax * (tp.Ltot + tp.MS + tp.PS + tp.K) + 6 * tp.maxL + 2 * tp.maxsz
+        cdef Py_ssize_t ni = 6 * Emax + 10 * Vmax + Tmax * tp.maxL + Tmax + 2
+        cdef int tid
+        self.works = allocate(n_threads, sizeof(Work))
+        self.dbuf = allocate(n_threads * nd, sizeof(double))
+        self.ibuf = allocate(n_threads * ni, sizeof(int))
+        for tid in range(n_threads):
+            _carve(<Work*> self.works.ptr + tid, <double*> self.dbuf.ptr + tid * nd,
+                   <int*> self.ibuf.ptr + tid * ni, Tmax, Emax, Vmax, &tp)
+
+
+def trp_marginals(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  const unsigned long long[::1] seeds, int max_iter, double tol,
+                  double[:, ::1] node, double[::1] pout, double[::1] logz,
+                  unsigned char[::1] conv, int[::1] niter, int n_threads):
+    """TRP sum-product for every sequence; fills the outputs (``node``, ``pout``: zero on
+    entry).  Tied templates receive their expected counts summed over all positions."""
+    cdef Links links = layout.links
+    cdef LinkView lk = links.view()
+    cdef TrpView tp = layout.view()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t ldl = labels.shape[1]
-    cdef Py_ssize_t Tmax = 1, s, T, g0, nd, ni, Emax, Vmax
+    cdef Py_ssize_t s, T, g0
     cdef int tid
-    cdef Work* works
-    cdef double* dbuf
-    cdef int* ibuf
+    cdef _Workspace ws = _Workspace(layout, longest_sequence(seq_ptr), n_threads)
+    cdef Work* works = <Work*> ws.works.ptr
+    cdef Work* wk
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
-    cdef double* tacc_p = &tacc[0, 0]
-    cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    cdef Py_ssize_t ldt = tacc.shape[1]
-    tp.maxprod = maxprod
+    tacc_arr = np.zeros((n_threads, max(links.tacc_size, 1)), np.float64)
+    cdef double[:, ::1] tacc = tacc_arr
+    tp.maxprod = 0
     tp.max_iter = max_iter
     tp.tol = tol
-    for s in range(n_seq):
-        if seq_ptr[s + 1] - seq_ptr[s] > Tmax:
-            Tmax = seq_ptr[s + 1] - seq_ptr[s]
-    Emax = Tmax * tp.K + 1
-    Vmax = Tmax * tp.C + 1
-    nd = Tmax * (tp.Ltot + tp.MS + tp.PS + tp.K) + 6 * tp.maxL + 2 * tp.maxsz
-    ni = 6 * Emax + 10 * Vmax + Tmax * tp.maxL + Tmax + 2
-    works = <Work*> malloc(n_threads * sizeof(Work))
-    if works == NULL:
-        raise MemoryError("TRP scratch buffers")
-    for tid in range(n_threads):
-        works[tid].phi = NULL
-        works[tid].eu = NULL
-    try:
-        for tid in range(n_threads):
-            dbuf = <double*> malloc(nd * sizeof(double))
-            ibuf = <int*> malloc(ni * sizeof(int))
-            works[tid].phi = dbuf
-            works[tid].eu = ibuf
-            if dbuf == NULL or ibuf == NULL:
-                raise MemoryError("TRP scratch buffers")
-            _carve(&works[tid], dbuf, ibuf, Tmax, Emax, Vmax, &tp)
-        with nogil:
-            for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
-                tid = threadid()
-                g0 = seq_ptr[s]
-                T = seq_ptr[s + 1] - g0
-                if T == 0:
-                    logz[s] = 0.0
-                    conv[s] = 1
-                    niter[s] = 0
-                    continue
-                _trp_seq(&tp, &lk, &works[tid], unary_p, ldu, g0, T, seeds[s], node_p,
-                         pout_p, tacc_p + tid * ldt, &logz[s], &conv[s], &niter[s],
-                         lab_p, ldl)
-    finally:
-        for tid in range(n_threads):
-            free(works[tid].phi)
-            free(works[tid].eu)
-        free(works)
+    with nogil:
+        for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
+            tid = threadid()
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                logz[s] = 0.0
+                conv[s] = 1
+                niter[s] = 0
+                continue
+            wk = &works[tid]
+            _prepare_sequence(&tp, &lk, wk, unary_p, ldu, g0, T)
+            _run_schedule(&tp, &lk, wk, T, seeds[s], &conv[s], &niter[s])
+            logz[s] = _beliefs(&tp, &lk, wk, unary_p, ldu, g0, T, node_p, pout_p,
+                               &tacc[tid, 0])
+    links.scatter_tied(tacc_arr.sum(axis=0), pout)
+
+
+def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
+            const unsigned long long[::1] seeds, int max_iter, double tol, int[:, ::1] labels,
+            unsigned char[::1] conv, int[::1] niter, int n_threads):
+    """TRP max-product and decoding for every sequence; fills ``labels`` (N, C)."""
+    cdef LinkView lk = layout.links.view()
+    cdef TrpView tp = layout.view()
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t ldu = unary.shape[1]
+    cdef Py_ssize_t ldl = labels.shape[1]
+    cdef Py_ssize_t s, T, g0, t
+    cdef int tid, c
+    cdef _Workspace ws = _Workspace(layout, longest_sequence(seq_ptr), n_threads)
+    cdef Work* works = <Work*> ws.works.ptr
+    cdef Work* wk
+    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
+    tp.maxprod = 1
+    tp.max_iter = max_iter
+    tp.tol = tol
+    with nogil:
+        for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
+            tid = threadid()
+            g0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - g0
+            if T == 0:
+                conv[s] = 1
+                niter[s] = 0
+                continue
+            wk = &works[tid]
+            _prepare_sequence(&tp, &lk, wk, unary_p, ldu, g0, T)
+            _run_schedule(&tp, &lk, wk, T, seeds[s], &conv[s], &niter[s])
+            _decode(&tp, &lk, wk, unary_p, ldu, g0, T)
+            for t in range(T):
+                for c in range(tp.C):
+                    labels[g0 + t, c] = wk.dec[t * tp.C + c]

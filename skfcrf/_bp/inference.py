@@ -15,7 +15,10 @@ for what it returns.
 
 Edge templates joining the same two variables (same kind and chains) are
 merged into one *link* whose potential is the product of theirs; each of the
-merged templates receives the link's pair marginal.
+merged templates receives the link's pair marginal.  The links, and the
+product-state and TRP tables built on them, are the typed structure objects of
+:mod:`skfcrf._bp._structure`, built once per call and passed to the kernels.
+The kernels raise ``MemoryError`` when their scratch memory cannot be allocated.
 """
 import numbers
 import os
@@ -35,13 +38,13 @@ _DEFAULT_SEED = 0x5EED5EED
 
 def _kernels():
     try:
-        from skfcrf._bp import _chain, _exact, _trp
+        from skfcrf._bp import _chain, _exact, _structure, _trp
     except ImportError as exc:  # pragma: no cover - build problem
         raise ImportError(
             "skfcrf's compiled inference kernels are missing; build them with "
             "`python setup.py build_ext --inplace` or `pip install -e .`"
         ) from exc
-    return _chain, _exact, _trp
+    return _chain, _exact, _structure, _trp
 
 
 # ---------------------------------------------------------------------------
@@ -117,161 +120,6 @@ def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_t
     return seq_ptr, unary, pair, edge_offset, seeds, n_threads
 
 
-# ---------------------------------------------------------------------------
-# link preparation (shared by the kernels, see _common.pxd)
-# ---------------------------------------------------------------------------
-
-def _prepare_links(graph, pair, edge_offset, virtual_inchain):
-    """Merge edge templates into links and precompute tied potentials.
-
-    With ``virtual_inchain`` every chain gets an in-chain link, an all-ones
-    one (no templates) when the graph has none, which the exact kernels use
-    as "no dependence".  Returns ``(lkd, tied)``: the arrays read by
-    ``links_from`` and the list of ``(edge_offset, tacc_offset, size)`` of
-    tied templates (for scattering the per-thread accumulators).
-    """
-    C = graph.n_chains
-    nl = np.asarray(graph.n_labels, dtype=np.int64)
-    groups = {}
-    for e in range(graph.n_edges):
-        key = (int(graph.edge_kind[e]), int(graph.edge_a[e]), int(graph.edge_b[e]))
-        groups.setdefault(key, []).append(e)
-    keys = []
-    for c in range(C):
-        if (IN_CHAIN, c, c) in groups or virtual_inchain:
-            keys.append((IN_CHAIN, c, c))
-    keys += sorted(k for k in groups if k[0] == COUPLING)
-
-    K = len(keys)
-    link_a = np.zeros(K, np.int32)
-    link_b = np.zeros(K, np.int32)
-    link_kind = np.zeros(K, np.int32)
-    link_la = np.zeros(K, np.int32)
-    link_lb = np.zeros(K, np.int32)
-    tied_off = np.zeros(K, np.int64)
-    tied_shift = np.zeros(K, np.float64)
-    tied_log_parts, tied_exp_parts, tied_expT_parts = [], [], []
-    unt_ptr = [0]
-    unt_off = []
-    tmpl_ptr = [0]
-    tmpl_out_off, tmpl_tacc_off = [], []
-    tied = []
-    tacc_size = 0
-    pos = 0
-    inlink = np.full(C, -1, np.int32)
-    for k, (kind, a, b) in enumerate(keys):
-        la, lb = int(nl[a]), int(nl[b])
-        sz = la * lb
-        link_a[k], link_b[k], link_kind[k], link_la[k], link_lb[k] = a, b, kind, la, lb
-        if kind == IN_CHAIN:
-            inlink[a] = k
-        tl = np.zeros(sz, np.float64)
-        for e in groups.get((kind, a, b), []):
-            off = int(edge_offset[e])
-            if graph.edge_tied[e]:
-                tl += pair[off:off + sz]
-                tmpl_out_off.append(off)
-                tmpl_tacc_off.append(tacc_size)
-                tied.append((off, tacc_size, sz))
-                tacc_size += sz
-            else:
-                unt_off.append(off)
-                tmpl_out_off.append(off)
-                tmpl_tacc_off.append(-1)
-        unt_ptr.append(len(unt_off))
-        tmpl_ptr.append(len(tmpl_out_off))
-        mx = tl.max() if sz else 0.0
-        if not np.isfinite(mx):
-            mx = 0.0
-        with np.errstate(under="ignore"):
-            te = np.exp(tl - mx)
-        tied_shift[k] = mx
-        tied_off[k] = pos
-        pos += sz
-        tied_log_parts.append(tl)
-        tied_exp_parts.append(te)
-        tied_expT_parts.append(te.reshape(la, lb).T.ravel())
-
-    def cat(parts, dtype):
-        return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(1), dtype=dtype)
-
-    def arr(x, dtype):
-        x = np.asarray(x, dtype=dtype)
-        return x if x.size else np.zeros(1, dtype)
-
-    lkd = dict(
-        K=K,
-        link_a=arr(link_a, np.int32), link_b=arr(link_b, np.int32),
-        link_kind=arr(link_kind, np.int32),
-        link_la=arr(link_la, np.int32), link_lb=arr(link_lb, np.int32),
-        tied_off=arr(tied_off, np.int64),
-        tied_log=cat(tied_log_parts, np.float64), tied_exp=cat(tied_exp_parts, np.float64),
-        tied_expT=cat(tied_expT_parts, np.float64),
-        tied_shift=arr(tied_shift, np.float64),
-        unt_ptr=arr(unt_ptr, np.int32), unt_off=arr(unt_off, np.int64),
-        tmpl_ptr=arr(tmpl_ptr, np.int32),
-        tmpl_out_off=arr(tmpl_out_off, np.int64), tmpl_tacc_off=arr(tmpl_tacc_off, np.int64),
-        inlink=inlink, tacc_size=tacc_size,
-    )
-    return lkd, tied
-
-
-def _product_info(graph, lkd):
-    """Mixed-radix product-state tables for the exact multi-chain kernel."""
-    nl = [int(x) for x in graph.n_labels]
-    S = int(np.prod(nl))
-    lab = np.stack(np.unravel_index(np.arange(S), nl), axis=1).astype(np.int32)
-    stride = np.ones(len(nl), np.int64)
-    for c in range(len(nl) - 2, -1, -1):
-        stride[c] = stride[c + 1] * nl[c + 1]
-    kinds = lkd["link_kind"][:lkd["K"]]
-    cpl = np.flatnonzero(kinds == COUPLING).astype(np.int32)
-    maxsz = int(max([a * b for a, b in zip(lkd["link_la"][:lkd["K"]], lkd["link_lb"][:lkd["K"]])]
-                    + [1]))
-    return dict(
-        C=len(nl), S=S, nl=np.asarray(nl, np.int32),
-        loff=np.ascontiguousarray(graph.label_offset, dtype=np.int32),
-        lab=np.ascontiguousarray(lab), stride=stride,
-        cpl=cpl if cpl.size else np.zeros(1, np.int32), n_cpl=int(cpl.size), maxsz=maxsz,
-    )
-
-
-def _trp_info(graph, lkd):
-    """Message / potential layout for the TRP kernel."""
-    C = graph.n_chains
-    K = lkd["K"]
-    la, lb = lkd["link_la"][:K], lkd["link_lb"][:K]
-    kinds, a, b = lkd["link_kind"][:K], lkd["link_a"][:K], lkd["link_b"][:K]
-    moff = np.zeros(max(K, 1), np.int64)
-    ms = 0
-    for k in range(K):
-        moff[k] = ms
-        ms += int(la[k]) + int(lb[k])
-    psi_off = np.full(max(K, 1), -1, np.int64)
-    ps = 0
-    unt_ptr = lkd["unt_ptr"]
-    for k in range(K):
-        if unt_ptr[k + 1] > unt_ptr[k]:
-            psi_off[k] = ps
-            ps += 2 * int(la[k]) * int(lb[k])   # matrix and its transpose
-    cpl_ptr = [0]
-    cpl_k = []
-    for c in range(C):
-        for k in range(K):
-            if kinds[k] == COUPLING and (a[k] == c or b[k] == c):
-                cpl_k.append(k)
-        cpl_ptr.append(len(cpl_k))
-    maxsz = int(max([int(x) * int(y) for x, y in zip(la, lb)] + [1]))
-    return dict(
-        C=C, Ltot=graph.total_labels, K=K, MS=ms, PS=ps,
-        maxL=int(max(graph.n_labels)), maxsz=maxsz,
-        nl=np.ascontiguousarray(graph.n_labels, dtype=np.int32),
-        loff=np.ascontiguousarray(graph.label_offset, dtype=np.int32),
-        inlink=lkd["inlink"], cpl_ptr=np.asarray(cpl_ptr, np.int32),
-        cpl_k=np.asarray(cpl_k if cpl_k else [0], np.int32), moff=moff, psi_off=psi_off,
-    )
-
-
 def _check_product_size(graph):
     S = int(np.prod([int(x) for x in graph.n_labels], dtype=object))
     if S > MAX_PRODUCT_STATES:
@@ -343,7 +191,7 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     """
     seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
         graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
-    _chain, _exact, _trp = _kernels()
+    _chain, _exact, _structure, _trp = _kernels()
     n_seq = seq_ptr.shape[0] - 1
     N = unary.shape[0]
     node = np.zeros((N, graph.total_labels), np.float64)
@@ -353,40 +201,16 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
-    lkd, tied = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
-    tacc = np.zeros((n_threads, max(lkd["tacc_size"], 1)), np.float64)
-    if method == "exact":
-        if graph.n_chains == 1:
-            k = int(lkd["inlink"][0])
-            L = int(lkd["link_la"][k])
-            rawacc = np.zeros((n_threads, L * L), np.float64)
-            _chain.chain_marginals(lkd, seq_ptr, unary, pair, node, pout, log_z, tacc, rawacc,
-                                   n_threads)
-            q0, q1 = int(lkd["tmpl_ptr"][k]), int(lkd["tmpl_ptr"][k + 1])
-            if lkd["unt_ptr"][k] == lkd["unt_ptr"][k + 1] and q1 > q0:
-                # scaled passes accumulated sum_t alpha_{t-1} (x) w_t; times the
-                # shifted potential matrix this is the expected count matrix
-                Mexp = lkd["tied_exp"][lkd["tied_off"][k]:lkd["tied_off"][k] + L * L]
-                add = rawacc.sum(axis=0) * Mexp
-                for q in range(q0, q1):
-                    o = int(lkd["tmpl_tacc_off"][q])
-                    tacc[0, o:o + L * L] += add
-        else:
-            pdd = _product_info(graph, lkd)
-            _exact.product_marginals(lkd, pdd, seq_ptr, unary, pair, node, pout, log_z, tacc,
-                                     n_threads)
+    links = _structure.inference_links(graph, pair, edge_offset,
+                                       virtual_inchain=(method == "exact"))
+    if method == "trp":
+        _trp.trp_marginals(_structure.TrpLayout(links), seq_ptr, unary, seeds, int(max_iter),
+                           float(tol), node, pout, log_z, converged, n_iter, n_threads)
+    elif graph.n_chains == 1:
+        _chain.chain_marginals(links, seq_ptr, unary, node, pout, log_z, n_threads)
     else:
-        tpd = _trp_info(graph, lkd)
-        labels = np.zeros((1, graph.n_chains), np.int32)
-        _trp.trp(lkd, tpd, seq_ptr, unary, pair, seeds, 0, int(max_iter), float(tol), node,
-                 pout, log_z, tacc, converged, n_iter, labels, n_threads)
-    if method == "exact" and np.isnan(log_z).any():
-        raise MemoryError("could not allocate the forward-backward scratch buffers "
-                          "(longest sequence too long for this state space?)")
-    if tied:
-        total = tacc.sum(axis=0)
-        for off, toff, sz in tied:
-            pout[off:off + sz] = total[toff:toff + sz]
+        _exact.product_marginals(_structure.ProductSpace(links), seq_ptr, unary, node, pout,
+                                 log_z, n_threads)
     return node, pout, log_z, converged.astype(bool), n_iter
 
 
@@ -421,7 +245,7 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     """
     seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
         graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
-    _chain, _exact, _trp = _kernels()
+    _chain, _exact, _structure, _trp = _kernels()
     n_seq = seq_ptr.shape[0] - 1
     N = unary.shape[0]
     labels = np.zeros((N, graph.n_chains), np.int32)
@@ -429,20 +253,14 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
-    lkd, _ = _prepare_links(graph, pair, edge_offset, virtual_inchain=(method == "exact"))
-    if method == "exact":
-        if graph.n_chains == 1:
-            _chain.chain_viterbi(lkd, seq_ptr, unary, pair, labels, n_threads)
-        else:
-            pdd = _product_info(graph, lkd)
-            _exact.product_viterbi(lkd, pdd, seq_ptr, unary, pair, labels, n_threads)
-        if (labels < 0).any():
-            raise MemoryError("could not allocate the Viterbi scratch buffers "
-                              "(longest sequence too long for this state space?)")
+    links = _structure.inference_links(graph, pair, edge_offset,
+                                       virtual_inchain=(method == "exact"))
+    if method == "trp":
+        _trp.trp_map(_structure.TrpLayout(links), seq_ptr, unary, seeds, int(max_iter),
+                     float(tol), labels, converged, n_iter, n_threads)
+    elif graph.n_chains == 1:
+        _chain.chain_viterbi(links, seq_ptr, unary, labels, n_threads)
     else:
-        tpd = _trp_info(graph, lkd)
-        dummy = np.zeros((1, 1), np.float64)
-        _trp.trp(lkd, tpd, seq_ptr, unary, pair, seeds, 1, int(max_iter), float(tol),
-                 dummy, np.zeros(1), np.zeros(n_seq), dummy, converged, n_iter, labels,
-                 n_threads)
+        _exact.product_viterbi(_structure.ProductSpace(links), seq_ptr, unary, labels,
+                               n_threads)
     return labels, converged.astype(bool), n_iter

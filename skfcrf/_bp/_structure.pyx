@@ -1,0 +1,382 @@
+# cython: language_level=3
+"""The model structure the kernels read, built once per call as typed arrays.
+
+Links (:class:`Links`)
+----------------------
+A *link* is a pair of variables joined by one or more edge templates of the
+graph (:mod:`skfcrf._bp.graph`): in-chain ``(a, t-1) -- (a, t)`` or coupling
+``(a, t) -- (b, t)``.  Its potential at a token is the product of its templates'
+potentials, i.e. the sum of their scores: the *tied* templates' matrices, summed
+once into ``tied_log``, plus the *untied* templates' matrices at that token, read
+from the flat ``pair`` array.  Per link ``k`` (``K`` links):
+
+``a[k], b[k], kind[k], la[k], lb[k]``
+    Its chains, kind (0 in-chain, 1 coupling) and label counts.
+``tied_off[k]``
+    Start of its ``la x lb`` row-major block in ``tied_log`` (the sum of its
+    tied matrices, zeros if none), ``tied_exp = exp(tied_log - tied_shift[k])``,
+    their transposes ``tied_logT``, ``tied_expT`` (``lb x la``), and
+    ``tied_inv = exp(tied_shift[k] - tied_log)`` (only where ``tied_fast[k]``).
+``tied_shift[k]``
+    The largest finite entry of ``tied_log`` (0 if none).
+``tied[k]``
+    1 when the link has no untied template: its potential is ``tied_log``.
+``tied_fast[k]``
+    1 when, moreover, every entry is finite and they span at most
+    :data:`EXP_RANGE` nats (``tied_inv`` is then finite; the pseudolikelihood
+    kernel's cached-exponential path).
+``unt_ptr[k] .. unt_ptr[k+1]``
+    Its untied templates: ``unt_off[p]`` is the template's offset in ``pair``;
+    its matrix at global token ``g`` starts at ``unt_off[p] + g * la * lb``.
+``tmpl_ptr[k] .. tmpl_ptr[k+1]``
+    All its templates ``q`` (graph edge ``tmpl_edge[q]``), where its marginals go:
+    untied ones to ``tmpl_out_off[q] + g * la * lb`` of the output, tied ones
+    (summed over tokens) to ``tmpl_tacc_off[q]`` of a per-thread accumulator of
+    ``tacc_size`` doubles (-1 for untied).
+
+Per chain ``c``: ``n_labels[c]``, ``label_offset[c]`` (column of its first label
+in a unary row; ``label_offset[C]`` is the row width) and ``inlink[c]``, its
+in-chain link or -1.
+
+Inference merges templates: :func:`inference_links` orders the links in-chain
+first (chain order), then couplings sorted by ``(a, b)``; for exact inference
+every chain gets an in-chain link (an all-zero-score one if the graph has none).
+The pseudolikelihood keeps one link per template, in template order
+(:func:`template_links`), so its sums run in the graph's edge order.
+
+Product space (:class:`ProductSpace`, exact inference over several chains)
+--------------------------------------------------------------------------
+``S = prod(n_labels)`` states in mixed radix, chain ``C-1`` fastest:
+``lab[s * C + c]`` is chain ``c``'s label in state ``s``, ``stride[c]`` the
+distance between states differing by one in chain ``c``'s label; ``cpl`` lists
+the coupling links.
+
+TRP layout (:class:`TrpLayout`)
+-------------------------------
+Per token, a block of ``message_size`` doubles holds every link's two messages:
+forward (``lb`` entries) at ``moff[k]``, backward (``la``) right after.  Per
+token, a block of ``potential_size`` doubles holds the exponentiated matrix
+and its transpose of each link with untied templates, at ``psi_off[k]`` (-1 for
+tied links, whose ``tied_exp`` / ``tied_expT`` are used).  ``cpl_ptr[c] ..
+cpl_ptr[c+1]`` indexes ``cpl_k``, the coupling links touching chain ``c``.
+"""
+import numpy as np
+
+from skfcrf._bp.graph import COUPLING, IN_CHAIN
+
+#: Widest span (nats) of a tied matrix whose pseudolikelihood conditionals are
+#: built from cached exponentials (see :mod:`skfcrf._bp._pseudolikelihood`).
+EXP_RANGE = 600.0
+
+
+def _ints(values, dtype):
+    """``values`` as a contiguous array of at least one element (pointers stay valid)."""
+    x = np.ascontiguousarray(values, dtype=dtype)
+    return x if x.size else np.zeros(1, dtype)
+
+
+def _cat(parts):
+    return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(1),
+                                dtype=np.float64)
+
+
+cdef class Links:
+    """Links of a graph and their tied potentials (see the module docstring).
+
+    Parameters
+    ----------
+    graph : skfcrf._bp.graph.Graph
+    tied_matrices : sequence
+        Per edge template: its flat ``L_a * L_b`` score matrix if tied, else None.
+    untied_offset : int64 array of shape (E,) or more
+        Per edge template: its offset in ``pair`` (and in the output).
+    pair : float64 ndarray, optional
+        The untied potentials the kernels read (kept alive here).
+    merge : bool
+        Merge templates joining the same variables (inference), or keep one
+        link per template in template order (pseudolikelihood).
+    virtual_inchain : bool
+        Give every chain an in-chain link (merge only).
+    """
+
+    def __init__(self, graph, tied_matrices, untied_offset, pair=None, merge=True,
+                 virtual_inchain=False):
+        C = graph.n_chains
+        nl = np.asarray(graph.n_labels, dtype=np.int64)
+        E = graph.n_edges
+        if merge:
+            groups = {}
+            for e in range(E):
+                key = (int(graph.edge_kind[e]), int(graph.edge_a[e]), int(graph.edge_b[e]))
+                groups.setdefault(key, []).append(e)
+            keys = [(IN_CHAIN, c, c) for c in range(C)
+                    if (IN_CHAIN, c, c) in groups or virtual_inchain]
+            keys += sorted(k for k in groups if k[0] == COUPLING)
+            members = [groups.get(key, []) for key in keys]
+        else:
+            keys = [(int(graph.edge_kind[e]), int(graph.edge_a[e]), int(graph.edge_b[e]))
+                    for e in range(E)]
+            members = [[e] for e in range(E)]
+        K = len(keys)
+        link = np.zeros((6, K), np.int32)     # a, b, kind, la, lb, tied
+        tied_fast = np.zeros(K, np.int32)
+        tied_off = np.zeros(K, np.int64)
+        tied_shift = np.zeros(K, np.float64)
+        logs, exps, expTs, logTs, invs, invTs = [], [], [], [], [], []
+        unt_ptr, unt_off = [0], []
+        tmpl_ptr, tmpl_edge, tmpl_out_off, tmpl_tacc_off = [0], [], [], []
+        inlink = np.full(C, -1, np.int32)
+        tacc_size = 0
+        pos = 0
+        for k, ((kind, a, b), group) in enumerate(zip(keys, members)):
+            la, lb = int(nl[a]), int(nl[b])
+            sz = la * lb
+            if kind == IN_CHAIN and inlink[a] < 0:
+                inlink[a] = k
+            tl = np.zeros(sz, np.float64)
+            n_untied = len(unt_off)
+            for e in group:
+                off = int(untied_offset[e])
+                tmpl_edge.append(e)
+                tmpl_out_off.append(off)
+                if graph.edge_tied[e]:
+                    tl += tied_matrices[e]
+                    tmpl_tacc_off.append(tacc_size)
+                    tacc_size += sz
+                else:
+                    unt_off.append(off)
+                    tmpl_tacc_off.append(-1)
+            link[:, k] = a, b, kind, la, lb, len(unt_off) == n_untied
+            unt_ptr.append(len(unt_off))
+            tmpl_ptr.append(len(tmpl_edge))
+            mx = tl.max() if sz else 0.0
+            if not np.isfinite(mx):
+                mx = 0.0
+            with np.errstate(under="ignore"):
+                te = np.exp(tl - mx)
+            inv = np.zeros(sz, np.float64)
+            if link[5, k] and group and sz and np.isfinite(tl).all() and mx - tl.min() <= EXP_RANGE:
+                tied_fast[k] = 1
+                inv = np.exp(mx - tl)
+            tied_shift[k] = mx
+            tied_off[k] = pos
+            pos += sz
+            logs.append(tl)
+            exps.append(te)
+            expTs.append(te.reshape(la, lb).T.ravel())
+            logTs.append(tl.reshape(la, lb).T.ravel())
+            invs.append(inv)
+            invTs.append(inv.reshape(la, lb).T.ravel())
+
+        self.n_chains = C
+        self.total_labels = int(graph.label_offset[C])
+        self.n_links = K
+        self.max_labels = int(nl.max()) if C else 1
+        self.max_size = int(max([int(la) * int(lb) for la, lb in zip(link[3], link[4])] + [1]))
+        self.tied_size = pos
+        self.tacc_size = tacc_size
+        self.n_labels = _ints(graph.n_labels, np.int32)
+        self.label_offset = _ints(graph.label_offset, np.int32)
+        self.inlink = _ints(inlink, np.int32)
+        self.a, self.b, self.kind, self.la, self.lb, self.tied = [_ints(x, np.int32) for x in link]
+        self.tied_fast = _ints(tied_fast, np.int32)
+        self.tied_off = _ints(tied_off, np.int64)
+        self.tied_shift = _ints(tied_shift, np.float64)
+        self.tied_log, self.tied_exp, self.tied_expT = _cat(logs), _cat(exps), _cat(expTs)
+        self.tied_logT, self.tied_inv, self.tied_invT = _cat(logTs), _cat(invs), _cat(invTs)
+        self.unt_ptr = _ints(unt_ptr, np.int32)
+        self.unt_off = _ints(unt_off, np.int64)
+        self.tmpl_ptr = _ints(tmpl_ptr, np.int32)
+        self.tmpl_edge = _ints(tmpl_edge, np.int32)
+        self.tmpl_out_off = _ints(tmpl_out_off, np.int64)
+        self.tmpl_tacc_off = _ints(tmpl_tacc_off, np.int64)
+        if pair is not None:
+            self.pair = pair
+
+    cdef LinkView view(self) noexcept:
+        cdef LinkView lk
+        lk.K = self.n_links
+        lk.a = &self.a[0]
+        lk.b = &self.b[0]
+        lk.kind = &self.kind[0]
+        lk.la = &self.la[0]
+        lk.lb = &self.lb[0]
+        lk.tied = &self.tied[0]
+        lk.tied_off = &self.tied_off[0]
+        lk.tied_log = &self.tied_log[0]
+        lk.tied_exp = &self.tied_exp[0]
+        lk.tied_expT = &self.tied_expT[0]
+        lk.tied_logT = &self.tied_logT[0]
+        lk.tied_inv = &self.tied_inv[0]
+        lk.tied_invT = &self.tied_invT[0]
+        lk.tied_shift = &self.tied_shift[0]
+        lk.tied_fast = &self.tied_fast[0]
+        lk.unt_ptr = &self.unt_ptr[0]
+        lk.unt_off = &self.unt_off[0]
+        lk.pair = &self.pair[0] if self.pair is not None and self.pair.shape[0] else NULL
+        lk.tmpl_ptr = &self.tmpl_ptr[0]
+        lk.tmpl_out_off = &self.tmpl_out_off[0]
+        lk.tmpl_tacc_off = &self.tmpl_tacc_off[0]
+        return lk
+
+    def arrays(self):
+        """The per-link and per-template arrays as numpy arrays, trimmed to their lengths
+        (for inspection and tests; the kernels read :meth:`view`)."""
+        K, n_unt, n_tmpl = self.n_links, self.unt_ptr[self.n_links], self.tmpl_ptr[self.n_links]
+        per_link = dict(a=self.a, b=self.b, kind=self.kind, la=self.la, lb=self.lb,
+                        tied=self.tied, tied_fast=self.tied_fast, tied_off=self.tied_off,
+                        tied_shift=self.tied_shift)
+        tied = dict(tied_log=self.tied_log, tied_exp=self.tied_exp, tied_expT=self.tied_expT,
+                    tied_logT=self.tied_logT, tied_inv=self.tied_inv, tied_invT=self.tied_invT)
+        out = {name: np.asarray(x)[:K] for name, x in per_link.items()}
+        out.update({name: np.asarray(x)[:self.tied_size] for name, x in tied.items()})
+        out.update(unt_ptr=np.asarray(self.unt_ptr)[:K + 1],
+                   tmpl_ptr=np.asarray(self.tmpl_ptr)[:K + 1],
+                   unt_off=np.asarray(self.unt_off)[:n_unt],
+                   tmpl_edge=np.asarray(self.tmpl_edge)[:n_tmpl],
+                   tmpl_out_off=np.asarray(self.tmpl_out_off)[:n_tmpl],
+                   tmpl_tacc_off=np.asarray(self.tmpl_tacc_off)[:n_tmpl],
+                   inlink=np.asarray(self.inlink)[:self.n_chains])
+        return out
+
+    def inchain_link(self, int c):
+        """The in-chain link of chain ``c``, or -1."""
+        return self.inlink[c]
+
+    def tied_exp_of(self, int k):
+        """``tied_exp`` of link ``k`` as an ``(la, lb)`` array (a view)."""
+        o = self.tied_off[k]
+        return np.asarray(self.tied_exp)[o:o + self.la[k] * self.lb[k]].reshape(
+            self.la[k], self.lb[k])
+
+    def tied_log_of(self, int k):
+        """``tied_log`` of link ``k`` as an ``(la, lb)`` array (a view)."""
+        o = self.tied_off[k]
+        return np.asarray(self.tied_log)[o:o + self.la[k] * self.lb[k]].reshape(
+            self.la[k], self.lb[k])
+
+    def scatter_tied(self, const double[::1] total, double[::1] out):
+        """Copy each tied template's block of the summed accumulator ``total`` to ``out``
+        at the template's offset (its expected counts)."""
+        cdef Py_ssize_t q, i, sz, k
+        cdef long long o
+        for k in range(self.n_links):
+            sz = self.la[k] * self.lb[k]
+            for q in range(self.tmpl_ptr[k], self.tmpl_ptr[k + 1]):
+                o = self.tmpl_tacc_off[q]
+                if o < 0:
+                    continue
+                for i in range(sz):
+                    out[self.tmpl_out_off[q] + i] = total[o + i]
+
+
+def inference_links(graph, pair, edge_offset, virtual_inchain=False):
+    """The merged :class:`Links` of ``graph`` over potentials ``pair`` (``pair_layout``)."""
+    tied = [pair[edge_offset[e]:edge_offset[e] + graph.edge_size(e)] if graph.edge_tied[e]
+            else None for e in range(graph.n_edges)]
+    return Links(graph, tied, edge_offset, pair, merge=True, virtual_inchain=virtual_inchain)
+
+
+def template_links(graph, tied_matrices):
+    """One :class:`Links` link per edge template, in template order (pseudolikelihood).
+
+    The pseudolikelihood kernel places the untied potentials itself, so the links'
+    untied offsets are left at 0 and no ``pair`` is attached.
+    """
+    return Links(graph, tied_matrices, np.zeros(max(graph.n_edges, 1), np.int64), merge=False)
+
+
+cdef class ProductSpace:
+    """Mixed-radix product-state tables of exact multi-chain inference (see module doc).
+
+    ``links`` must have an in-chain link for every chain (``virtual_inchain``).
+    """
+
+    def __init__(self, Links links):
+        nl = [int(x) for x in np.asarray(links.n_labels)[:links.n_chains]]
+        S = int(np.prod(nl))
+        lab = np.stack(np.unravel_index(np.arange(S), nl), axis=1).astype(np.int32)
+        stride = np.ones(len(nl), np.int64)
+        for c in range(len(nl) - 2, -1, -1):
+            stride[c] = stride[c + 1] * nl[c + 1]
+        kinds = np.asarray(links.kind)[:links.n_links]
+        self.links = links
+        self.n_chains = len(nl)
+        self.n_states = S
+        self.lab = _ints(lab.ravel(), np.int32)
+        self.stride = _ints(stride, np.int64)
+        self.cpl = _ints(np.flatnonzero(kinds == COUPLING), np.int32)
+
+    cdef ProductView view(self) noexcept:
+        cdef ProductView pd
+        cdef Links lk = self.links
+        cdef int k
+        pd.C = self.n_chains
+        pd.S = self.n_states
+        pd.nl = &lk.n_labels[0]
+        pd.loff = &lk.label_offset[0]
+        pd.inlink = &lk.inlink[0]
+        pd.lab = &self.lab[0]
+        pd.stride = &self.stride[0]
+        pd.cpl = &self.cpl[0]
+        pd.n_cpl = 0
+        for k in range(lk.n_links):
+            pd.n_cpl += lk.kind[k] == COUPLING
+        pd.maxsz = lk.max_size
+        return pd
+
+
+cdef class TrpLayout:
+    """Message and potential layout of TRP (see the module docstring)."""
+
+    def __init__(self, Links links):
+        C, K = links.n_chains, links.n_links
+        la, lb = np.asarray(links.la)[:K], np.asarray(links.lb)[:K]
+        kinds, a, b = (np.asarray(links.kind)[:K], np.asarray(links.a)[:K],
+                       np.asarray(links.b)[:K])
+        unt_ptr = np.asarray(links.unt_ptr)
+        moff = np.zeros(max(K, 1), np.int64)
+        psi_off = np.full(max(K, 1), -1, np.int64)
+        ms = ps = 0
+        for k in range(K):
+            moff[k] = ms
+            ms += int(la[k]) + int(lb[k])
+        for k in range(K):
+            if unt_ptr[k + 1] > unt_ptr[k]:
+                psi_off[k] = ps
+                ps += 2 * int(la[k]) * int(lb[k])   # matrix and its transpose
+        cpl_ptr, cpl_k = [0], []
+        for c in range(C):
+            for k in range(K):
+                if kinds[k] == COUPLING and (a[k] == c or b[k] == c):
+                    cpl_k.append(k)
+            cpl_ptr.append(len(cpl_k))
+        self.links = links
+        self.message_size = ms
+        self.potential_size = ps
+        self.moff = moff
+        self.psi_off = psi_off
+        self.cpl_ptr = _ints(cpl_ptr, np.int32)
+        self.cpl_k = _ints(cpl_k, np.int32)
+
+    cdef TrpView view(self) noexcept:
+        cdef TrpView tp
+        cdef Links lk = self.links
+        tp.C = lk.n_chains
+        tp.Ltot = lk.total_labels
+        tp.K = lk.n_links
+        tp.MS = self.message_size
+        tp.PS = self.potential_size
+        tp.maxL = lk.max_labels
+        tp.maxsz = lk.max_size
+        tp.nl = &lk.n_labels[0]
+        tp.loff = &lk.label_offset[0]
+        tp.inlink = &lk.inlink[0]
+        tp.cpl_ptr = &self.cpl_ptr[0]
+        tp.cpl_k = &self.cpl_k[0]
+        tp.moff = &self.moff[0]
+        tp.psi_off = &self.psi_off[0]
+        tp.maxprod = 0
+        tp.max_iter = 0
+        tp.tol = 0.0
+        return tp
