@@ -1,7 +1,7 @@
 """Kernels whose scratch memory cannot be allocated raise MemoryError (no sentinel values)."""
 import numpy as np
 import pytest
-from kernel_reference import GRAPHS, inference_problem, pl_problem, pl_results, PL_PROBLEMS
+from kernel_reference import GRAPHS, PL_PROBLEMS, inference_problem, pl_problem, pl_results
 
 from skfcrf._bp import _alloc
 from skfcrf._bp.inference import map_assign, marginals

@@ -1,8 +1,15 @@
 """Inference and pseudolikelihood results pinned bit for bit (see kernel_reference.py)."""
 import numpy as np
 import pytest
-from kernel_reference import (GRAPHS, PATH, PL_PROBLEMS, inference_problem, inference_results,
-                              pl_problem, pl_results)
+from kernel_reference import (
+    GRAPHS,
+    PATH,
+    PL_PROBLEMS,
+    inference_problem,
+    inference_results,
+    pl_problem,
+    pl_results,
+)
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from skfcrf._bp._structure import (EXP_RANGE, ProductSpace, TrpLayout, inference_links,
-                                   template_links)
+from skfcrf._bp._structure import EXP_RANGE, ProductSpace, TrpLayout, inference_links, template_links
 from skfcrf._bp.graph import Graph, pair_layout
 
 # chain 0 has a tied and an untied in-chain template; chains 0-1 a tied coupling template

@@ -20,7 +20,7 @@ from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, allocate
 from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
-                      maxplus)
+                       maxplus)
 from ._structure cimport LinkView, Links
 
 
@@ -232,10 +232,9 @@ cdef void _viterbi(const LinkView* lk, int k, int L, const double* unary, Py_ssi
                    double* mbuf, int* labels, Py_ssize_t ldl) noexcept nogil:
     """Log-space Viterbi; ties go to the smallest label index."""
     cdef Py_ssize_t t, g, i, j
-    cdef double di, v, mx
+    cdef double v, mx
     cdef const double* row
     cdef const double* P
-    cdef const double* Pi
     cdef int* bpt
     cdef int best
     row = unary + g0 * ldu

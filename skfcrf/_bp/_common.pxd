@@ -110,8 +110,8 @@ cdef inline void matvec(const double* x, int nin, const double* P, int nout, dou
     loads ``P`` (SIMD-friendly, no store per multiply-add).  Products are
     non-negative, so max starts from 0.
     """
-    cdef int i, j, j0 = 0
-    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi, v
+    cdef int i, j0 = 0
+    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi
     cdef const double* Pi
     if use_max:
         skfcrf_matmax(x, nin, P, nout, out, 0)

@@ -17,7 +17,8 @@ entry.  Untied templates, and instances whose product under/overflows, take
 the log-domain path.
 
 On qualifying tied edges (below), a variable's scores are exponentiated once,
-in the unary pass, not again for every pairwise factor that touches it.  That pass of a sequence keeps, in a per-thread buffer,
+in the unary pass, not again for every pairwise factor that touches it.  That pass of
+a sequence keeps, in a per-thread buffer,
 ``F = exp(s - m)`` for every variable, where ``s`` is its *full* score (all
 neighbours at gold, nothing left out) and ``m = max s``, together with ``m``
 and ``s`` at the gold label.  A pairwise conditional needs the score of each
@@ -68,7 +69,7 @@ from ._alloc cimport Block, allocate
 from ._structure cimport LinkView, Links
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._structure import EXP_RANGE, template_links
+from ._structure import template_links
 
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
@@ -138,14 +139,15 @@ cdef struct Model:
     double* dunary
     double* dpair
     double* dtied          # this block's direct gradient of tied edges, at tied_offset[e]
-    double* dtiedT         # this block's gradient of tied edges fed by their first ends'
-                           # conditionals, transposed (Lb x La), at tied_offset[e]
+    # this block's gradient of tied edges fed by their first ends' conditionals,
+    # transposed (Lb x La), at tied_offset[e]
+    double* dtiedT
     double* outer          # this block's sum of (eu_t / Z_t) ew_t^T, at tied_offset[e]
-    const double* tied_exp # exp(pair - max) of each tied edge, at tied_offset[e]
+    const double* tied_exp  # exp(pair - max) of each tied edge, at tied_offset[e]
     const double* tied_expT  # its transpose (Lb x La), at tied_offset[e]
-    const double* tied_inv # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
+    const double* tied_inv  # 1 / tied_exp, at tied_offset[e] (edges with tied_fast only)
     const double* tied_invT  # its transpose (Lb x La), at tied_offset[e]
-    const double* tied_max # that max, per edge
+    const double* tied_max  # that max, per edge
     const int* tied_fast   # 1: all finite, span <= EXP_RANGE; conditionals from the cache
 
 
@@ -224,7 +226,7 @@ cdef void var_scores(const Model* m, int c, Py_ssize_t start, Py_ssize_t t, Py_s
     left (t-1, t), 1 the one to the right (t, t+1), 2 a coupling edge.
     """
     cdef int L = m.n_labels[c]
-    cdef int e, lb, la, other, l
+    cdef int e, lb, other, l
     cdef Py_ssize_t g = start + t
     cdef long long base
     cdef int ltot = m.ltot
@@ -625,8 +627,8 @@ cdef Py_ssize_t scratch_size(int lmax) noexcept nogil:
 
 
 def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
-                     const double[::1] pair, const long long[::1] edge_offset,
-                     const int[:, ::1] gold, int n_threads=1):
+                      const double[::1] pair, const long long[::1] edge_offset,
+                      const int[:, ::1] gold, int n_threads=1):
     """Kernel of :func:`pseudolikelihood` (see there)."""
     cdef int C = graph.n_chains, E = graph.n_edges
     cdef Py_ssize_t n = unary.shape[0]
@@ -763,7 +765,7 @@ cdef struct SequenceBuffers:
 
 
 cdef inline SequenceBuffers sequence_buffers(double* S, double* unary, double* dunary,
-                                            double* acc) noexcept nogil:
+                                             double* acc) noexcept nogil:
     cdef SequenceBuffers sb
     sb.S = S
     sb.unary = unary

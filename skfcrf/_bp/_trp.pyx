@@ -110,7 +110,7 @@ cdef inline const double* _psiT(const TrpView* tp, const LinkView* lk, const dou
 
 
 cdef inline double tp_shift(const TrpView* tp, const LinkView* lk, Work* wk, int k,
-                           Py_ssize_t t) noexcept nogil:
+                            Py_ssize_t t) noexcept nogil:
     """Shift subtracted from link ``k``'s scores at instance ``t`` before exp."""
     if tp.psi_off[k] >= 0:
         return wk.pshift[t * tp.K + k]
@@ -174,14 +174,12 @@ cdef double _send(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T,
     cdef int a = lk.a[k], b = lk.b[k], La = lk.la[k], Lb = lk.lb[k]
     cdef long long mo = t * tp.MS + tp.moff[k]
     cdef long long excl, tgt
-    cdef int csrc, Lout, i, j
+    cdef int csrc, Lout, j
     cdef Py_ssize_t tsrc
-    cdef const double* P
-    cdef const double* Pi
     cdef double* h = wk.h
     cdef double* out = wk.mt
     cdef double* old
-    cdef double hi, v, acc, tot, d, delta = 0.0
+    cdef double tot, d, delta = 0.0
     if lk.kind[k] == 0:
         csrc = a
         tsrc = t - 1 if fwd else t
@@ -326,11 +324,11 @@ cdef void _refine(const TrpView* tp, const LinkView* lk, Work* wk, const double*
     """Block coordinate ascent on the decoded labelling: re-decode one chain at a
     time by exact Viterbi given the other chains' labels; a chain is replaced only
     when its conditional score strictly improves, so the joint score never drops."""
-    cdef int c, sweep, best, changed
+    cdef int c, _sweep, best, changed
     cdef double mx, old
     if tp.C == 1 and tp.inlink[0] >= 0:
         return          # the sequential decoding already is exact Viterbi
-    for sweep in range(20):
+    for _sweep in range(20):
         changed = 0
         for c in range(tp.C):
             _conditional_viterbi(tp, lk, wk, unary, ldu, g0, T, c, &old)
@@ -805,7 +803,6 @@ def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1]
     cdef TrpView tp = layout.view()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t ldl = labels.shape[1]
     cdef Py_ssize_t s, T, g0, t
     cdef int tid, c
     cdef _Workspace ws = _Workspace(layout, longest_sequence(seq_ptr), n_threads)
