@@ -1,0 +1,273 @@
+# cython: language_level=3
+"""Exact inference over a given set of joint label states (label combinations).
+
+A model whose joint label space is restricted to ``S`` states (the label
+combinations seen in training, say) is a linear chain over those states:
+
+``states``
+    int32 ``(S, C)``: state ``s`` gives chain ``c`` label ``states[s, c]``.
+state score at token ``g``
+    ``phi_g(s) = sum_c unary[g, off_c + states[s, c]]`` plus every coupling
+    edge's potential ``pair_e(g)[states[s, a], states[s, b]]`` (edge tables
+    below; tied couplings have one matrix, untied ones one per token).
+transition score
+    ``trans[s, s']``: the sum over chains of their (tied) in-chain potentials
+    between ``states[s, c]`` and ``states[s', c]``, an ``S x S`` row-major
+    matrix, ``-inf`` where forbidden; ``trans_t`` is its transpose.
+
+Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
+(``L_b``), ``cpl_off`` (offset of the edge in the flat ``pair`` array),
+``cpl_tied`` (1: one matrix at ``cpl_off``; 0: token ``g``'s matrix at
+``cpl_off + g * L_a * L_b``), as in :mod:`skfcrf._bp.graph`.
+
+:func:`joint_viterbi` is exact max-sum over the states (forward pass with the
+vectorised max-plus product of :mod:`skfcrf._bp._common`; the back-pointers are
+recomputed from the same sums while tracing back, so ties go to the smallest
+state index, deterministically).  :func:`joint_forward_backward` gives the
+per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
+``dgemv`` steps over ``exp(trans - max)``).
+"""
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport exp, INFINITY, log
+from scipy.linalg.cython_blas cimport dgemv
+
+from ._alloc cimport Block, allocate
+from ._common cimport maxplus
+
+
+cdef struct Tables:
+    Py_ssize_t S
+    Py_ssize_t C
+    Py_ssize_t K
+    Py_ssize_t ldu
+    const int* states
+    const int* label_offset
+    const double* unary
+    const double* pair
+    const int* cpl_a
+    const int* cpl_b
+    const int* cpl_lb
+    const int* cpl_la
+    const long long* cpl_off
+    const int* cpl_tied
+
+
+cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
+    """``phi[s]``: the score of every state at global token ``g``."""
+    cdef Py_ssize_t s, c, k
+    cdef const int* st
+    cdef const double* u = tb.unary + g * tb.ldu
+    cdef const double* P
+    cdef double v
+    for s in range(tb.S):
+        st = tb.states + s * tb.C
+        v = 0.0
+        for c in range(tb.C):
+            v += u[tb.label_offset[c] + st[c]]
+        for k in range(tb.K):
+            P = tb.pair + tb.cpl_off[k]
+            if not tb.cpl_tied[k]:
+                P = P + g * tb.cpl_la[k] * tb.cpl_lb[k]
+            v += P[st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]]
+        phi[s] = v
+
+
+cdef double _viterbi_sequence(const Tables* tb, const double* trans, const double* trans_t,
+                              Py_ssize_t g0, Py_ssize_t T, double* delta, double* phi,
+                              double* best, int* path) noexcept nogil:
+    """Best state path of one sequence into ``path``; returns its score."""
+    cdef Py_ssize_t S = tb.S, t, s
+    cdef double m, v
+    cdef int arg
+    _state_scores(tb, g0, delta)
+    for t in range(1, T):
+        maxplus(delta + (t - 1) * S, <int> S, trans, <int> S, best)
+        _state_scores(tb, g0 + t, phi)
+        for s in range(S):
+            delta[t * S + s] = phi[s] + best[s]
+    arg, m = 0, -INFINITY
+    for s in range(S):
+        if delta[(T - 1) * S + s] > m:
+            arg, m = <int> s, delta[(T - 1) * S + s]
+    path[T - 1] = arg
+    t = T - 1
+    while t >= 1:
+        # the forward pass's max over s of delta[t-1, s] + trans[s, path[t]], recomputed
+        m, arg = -INFINITY, 0
+        for s in range(S):
+            v = delta[(t - 1) * S + s] + trans_t[path[t] * S + s]
+            if v > m:
+                m, arg = v, <int> s
+        path[t - 1] = arg
+        t = t - 1
+    return delta[(T - 1) * S + path[T - 1]]
+
+
+cdef Tables _tables(const double[:, ::1] unary, const double[::1] pair,
+                    const int[:, ::1] states, const int[::1] label_offset,
+                    const int[::1] cpl_a, const int[::1] cpl_b, const int[::1] cpl_la,
+                    const int[::1] cpl_lb, const long long[::1] cpl_off,
+                    const int[::1] cpl_tied):
+    cdef Tables tb
+    tb.S, tb.C, tb.K = states.shape[0], states.shape[1], cpl_a.shape[0]
+    tb.ldu = unary.shape[1]
+    tb.states = &states[0, 0]
+    tb.label_offset = &label_offset[0]
+    tb.unary = &unary[0, 0] if unary.shape[0] else NULL
+    tb.pair = &pair[0] if pair.shape[0] else NULL
+    tb.cpl_a = &cpl_a[0] if tb.K else NULL
+    tb.cpl_b = &cpl_b[0] if tb.K else NULL
+    tb.cpl_la = &cpl_la[0] if tb.K else NULL
+    tb.cpl_lb = &cpl_lb[0] if tb.K else NULL
+    tb.cpl_off = &cpl_off[0] if tb.K else NULL
+    tb.cpl_tied = &cpl_tied[0] if tb.K else NULL
+    return tb
+
+
+def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  const double[::1] pair, const int[:, ::1] states,
+                  const int[::1] label_offset, const int[::1] cpl_a, const int[::1] cpl_b,
+                  const int[::1] cpl_la, const int[::1] cpl_lb, const long long[::1] cpl_off,
+                  const int[::1] cpl_tied, const double[::1] trans, const double[::1] trans_t,
+                  int[:, ::1] labels, double[::1] score, int n_threads=1):
+    """Exact best labelling over the joint states; labels ``(N, C)``, score per sequence.
+
+    A sequence with no allowed labelling gets score ``-inf`` (and state 0's
+    labels).  Empty sequences get score 0.
+    """
+    cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
+                             cpl_off, cpl_tied)
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1, per
+    cdef Block scratch
+    cdef double* base
+    cdef double* delta
+    cdef double* phi
+    cdef double* best
+    cdef int* path
+    for sq in range(n_seq):
+        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
+            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    n_threads = max(1, n_threads)
+    per = (t_max + 2) * S + t_max       # delta, phi, best (doubles) and the path (ints)
+    scratch = allocate(n_threads * per, sizeof(double))
+    base = <double*> scratch.ptr
+    with nogil, parallel(num_threads=n_threads):
+        delta = base + threadid() * per
+        phi = delta + t_max * S
+        best = phi + S
+        path = <int*> (best + S)
+        for sq in prange(n_seq, schedule="dynamic", chunksize=1):
+            T = seq_ptr[sq + 1] - seq_ptr[sq]
+            if T == 0:
+                score[sq] = 0.0
+                continue
+            score[sq] = _viterbi_sequence(&tb, &trans[0], &trans_t[0], seq_ptr[sq], T,
+                                          delta, phi, best, path)
+            for t in range(T):
+                for c in range(C):
+                    labels[seq_ptr[sq] + t, c] = tb.states[path[t] * C + c]
+
+
+cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssize_t g0,
+                         Py_ssize_t T, double* alpha, double* beta, double* psi,
+                         double* norm, double* tmp, double* marg) noexcept nogil:
+    """State marginals of one sequence into ``marg`` (T x S); returns log Z."""
+    cdef Py_ssize_t S = tb.S, t, s
+    cdef double m, total, log_z = 0.0
+    cdef char tn = b"N", tt = b"T"
+    cdef int n = <int> S, one = 1
+    cdef double a1 = 1.0, b0 = 0.0
+    for t in range(T):
+        _state_scores(tb, g0 + t, psi + t * S)
+        m = -INFINITY
+        for s in range(S):
+            if psi[t * S + s] > m:
+                m = psi[t * S + s]
+        if m == -INFINITY:
+            return -INFINITY
+        for s in range(S):
+            psi[t * S + s] = exp(psi[t * S + s] - m)
+        log_z += m
+    for t in range(T):
+        if t == 0:
+            for s in range(S):
+                tmp[s] = psi[s]
+        else:
+            # tmp = alpha_{t-1}^T E (row-major E is E^T in BLAS's column-major terms)
+            dgemv(&tn, &n, &n, &a1, <double*> E, &n, alpha + (t - 1) * S, &one, &b0, tmp,
+                  &one)
+            for s in range(S):
+                tmp[s] *= psi[t * S + s]
+            log_z += shift
+        total = 0.0
+        for s in range(S):
+            total += tmp[s]
+        if not (total > 0):
+            return -INFINITY
+        norm[t] = total
+        log_z += log(total)
+        for s in range(S):
+            alpha[t * S + s] = tmp[s] / total
+    for s in range(S):
+        beta[(T - 1) * S + s] = 1.0
+    t = T - 1
+    while t >= 1:
+        for s in range(S):
+            tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
+        dgemv(&tt, &n, &n, &a1, <double*> E, &n, tmp, &one, &b0, beta + (t - 1) * S, &one)
+        t = t - 1
+    for t in range(T):
+        for s in range(S):
+            marg[t * S + s] = alpha[t * S + s] * beta[t * S + s]
+    return log_z
+
+
+def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] unary,
+                           const double[::1] pair, const int[:, ::1] states,
+                           const int[::1] label_offset, const int[::1] cpl_a,
+                           const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
+                           const long long[::1] cpl_off, const int[::1] cpl_tied,
+                           const double[::1] trans_exp, double shift,
+                           double[:, ::1] state_marg, double[::1] log_z, int n_threads=1):
+    """State marginals ``(N, S)`` and ``log Z`` per sequence over the joint states.
+
+    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden).  A sequence
+    with no allowed labelling gets ``log Z = -inf`` and zero marginals.
+    """
+    cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
+                             cpl_off, cpl_tied)
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per, k
+    cdef Block scratch
+    cdef double* base
+    cdef double* alpha
+    cdef double* beta
+    cdef double* psi
+    cdef double* norm
+    cdef double* tmp
+    cdef double* marg
+    for sq in range(n_seq):
+        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
+            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    n_threads = max(1, n_threads)
+    per = 3 * t_max * S + t_max + S
+    scratch = allocate(n_threads * per, sizeof(double))
+    base = <double*> scratch.ptr
+    with nogil, parallel(num_threads=n_threads):
+        alpha = base + threadid() * per
+        beta = alpha + t_max * S
+        psi = beta + t_max * S
+        norm = psi + t_max * S
+        tmp = norm + t_max
+        for sq in prange(n_seq, schedule="dynamic", chunksize=1):
+            T = seq_ptr[sq + 1] - seq_ptr[sq]
+            if T == 0:
+                log_z[sq] = 0.0
+                continue
+            log_z[sq] = _fb_sequence(&tb, &trans_exp[0], shift, seq_ptr[sq], T, alpha, beta,
+                                     psi, norm, tmp, &state_marg[seq_ptr[sq], 0])
+            if log_z[sq] == -INFINITY:
+                marg = &state_marg[seq_ptr[sq], 0]
+                for k in range(T * S):
+                    marg[k] = 0.0

@@ -1,0 +1,142 @@
+"""Exact inference over the joint label combinations a model allows.
+
+On the dictation task the three chains have 7, 72 and 44 labels (22,176
+product states) but only about 390 label combinations ever occur.  A model
+whose joint label space is those combinations -- every other combination has
+zero potential -- is a linear chain over them, so Viterbi and forward-backward
+over ``S`` joint states are exact, at ``S**2`` operations per token.
+
+``states`` is an int32 array ``(S, C)`` of label indices, one row per allowed
+combination (:func:`joint_states_from_labels`).  Inputs are those of
+:func:`skfcrf._bp.inference.marginals` (layout in :mod:`skfcrf._bp.graph`);
+in-chain templates must be tied (one transition matrix for all positions),
+coupling templates may be tied or untied.  Kernels: :mod:`skfcrf._bp._joint`.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
+
+__all__ = ["MAX_JOINT_STATES", "joint_states_from_labels", "supports_joint", "joint_map",
+           "joint_marginals"]
+
+#: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
+MAX_JOINT_STATES = 4096
+
+
+def joint_states_from_labels(gold):
+    """The distinct label combinations (rows) of ``gold`` ``(N, C)``, sorted, int32."""
+    gold = np.asarray(gold)
+    if gold.ndim != 2:
+        raise ValueError(f"gold must be 2-D (N, n_chains), got shape {gold.shape}")
+    return np.ascontiguousarray(np.unique(gold, axis=0), dtype=np.int32)
+
+
+def supports_joint(graph, n_states):
+    """Whether joint-state inference applies: tied in-chain templates, few enough states."""
+    inchain_tied = all(graph.edge_tied[e] for e in range(graph.n_edges)
+                       if graph.edge_kind[e] == IN_CHAIN)
+    return inchain_tied and 0 < n_states <= MAX_JOINT_STATES
+
+
+def _kernel():
+    from skfcrf._bp import _joint
+    return _joint
+
+
+def _prepare(graph, states, seq_ptr, unary, pair):
+    """Validated arrays and the kernels' tables: couplings and the state transition matrix."""
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    if states.ndim != 2 or states.shape[1] != graph.n_chains or states.shape[0] < 1:
+        raise ValueError(f"states must have shape (S >= 1, {graph.n_chains}), got {states.shape}")
+    if states.shape[0] > MAX_JOINT_STATES:
+        raise ValueError(f"{states.shape[0]} joint states exceed the limit of "
+                         f"{MAX_JOINT_STATES}; use TRP inference")
+    for c in range(graph.n_chains):
+        if states[:, c].min() < 0 or states[:, c].max() >= graph.n_labels[c]:
+            raise ValueError(f"states: labels of chain {c} out of range")
+    seq_ptr = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+    n = int(seq_ptr[-1])
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    if unary.shape != (n, graph.total_labels):
+        raise ValueError(f"unary has shape {unary.shape}, expected ({n}, {graph.total_labels})")
+    edge_offset = pair_layout(graph, n)
+    pair = np.ascontiguousarray(pair, dtype=np.float64)
+    if pair.shape != (int(edge_offset[-1]),):
+        raise ValueError(f"pair must have length {int(edge_offset[-1])}, got {pair.shape}")
+    S = states.shape[0]
+    trans = np.zeros((S, S))
+    cpl = []
+    for e in range(graph.n_edges):
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        la, lb = int(graph.n_labels[a]), int(graph.n_labels[b])
+        if graph.edge_kind[e] == IN_CHAIN:
+            if not graph.edge_tied[e]:
+                raise ValueError("joint-state inference needs tied in-chain templates "
+                                 "(transition_features='default')")
+            W = pair[edge_offset[e]:edge_offset[e] + la * la].reshape(la, la)
+            trans += W[states[:, a][:, None], states[:, a][None, :]]
+        elif graph.edge_kind[e] == COUPLING:
+            cpl.append((a, b, la, lb, int(edge_offset[e]), int(graph.edge_tied[e])))
+    cols = list(zip(*cpl)) if cpl else [()] * 6
+    tables = dict(
+        cpl_a=np.asarray(cols[0], np.int32), cpl_b=np.asarray(cols[1], np.int32),
+        cpl_la=np.asarray(cols[2], np.int32), cpl_lb=np.asarray(cols[3], np.int32),
+        cpl_off=np.asarray(cols[4], np.int64), cpl_tied=np.asarray(cols[5], np.int32))
+    label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
+    return states, seq_ptr, unary, pair, label_offset, tables, trans
+
+
+def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1):
+    """Exact most probable labelling over the joint states.
+
+    Returns
+    -------
+    labels : int32 ndarray of shape (N, C)
+    score : float64 ndarray of shape (n_seq,)
+        The labelling's score (sum of its log-potentials); ``-inf`` when no
+        labelling of the sequence is allowed (its labels are then those of
+        state 0).  Ties go to the labelling whose states are smallest, from the
+        end of the sequence backwards.
+    """
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair)
+    n_seq = len(seq_ptr) - 1
+    labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
+    score = np.zeros(n_seq)
+    _kernel().joint_viterbi(seq_ptr, unary, pair, states, loff, t["cpl_a"], t["cpl_b"],
+                            t["cpl_la"], t["cpl_lb"], t["cpl_off"], t["cpl_tied"],
+                            np.ascontiguousarray(trans.ravel()),
+                            np.ascontiguousarray(trans.T.ravel()), labels, score,
+                            max(1, int(n_threads)))
+    return labels, score
+
+
+def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1):
+    """Exact per-chain label marginals and ``log Z`` over the joint states.
+
+    Returns
+    -------
+    node : float64 ndarray of shape (N, Ltot)
+        Per token and chain the marginal of every label (zero for labels in
+        no allowed state).
+    log_z : float64 ndarray of shape (n_seq,)
+        ``-inf`` (and zero marginals) when no labelling is allowed.
+    """
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair)
+    finite = np.isfinite(trans)
+    shift = float(trans[finite].max()) if finite.any() else 0.0
+    with np.errstate(under="ignore"):
+        trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
+    n, S = unary.shape[0], states.shape[0]
+    state_marg = np.zeros((n, S))
+    log_z = np.zeros(len(seq_ptr) - 1)
+    _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
+                                     t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
+                                     t["cpl_tied"], np.ascontiguousarray(trans_exp.ravel()),
+                                     shift, state_marg, log_z, max(1, int(n_threads)))
+    # node[g, off_c + l] = sum of the marginals of the states with label l on chain c
+    rows = np.repeat(np.arange(S), graph.n_chains)
+    cols = (states + np.asarray(graph.label_offset[:-1])).ravel()
+    onehot = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S, graph.total_labels))
+    node = np.asarray((onehot.T @ state_marg.T).T)
+    return node, log_z

@@ -1,0 +1,124 @@
+"""Exact inference over joint label states, against brute-force enumeration."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._bp.inference import map_assign, marginals
+from skfcrf._bp.joint import joint_map, joint_marginals, joint_states_from_labels
+
+from brute import full_score
+
+
+def problem(seed, n_labels, lengths, couplings, cpl_tied, forbid=False):
+    rng = np.random.default_rng(seed)
+    edges = [(c, c, IN_CHAIN, 1) for c in range(len(n_labels))]
+    edges += [(a, b, COUPLING, cpl_tied) for a, b in couplings]
+    graph = Graph.build(n_labels, edges)
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(seq_ptr[-1])
+    unary = rng.normal(size=(n, graph.total_labels))
+    pair = rng.normal(size=int(pair_layout(graph, n)[-1]))
+    if forbid:
+        pair[rng.random(pair.size) < 0.2] = -np.inf
+    product = np.array(list(itertools.product(*[range(L) for L in n_labels])), dtype=np.int32)
+    keep = rng.random(len(product)) < 0.6
+    keep[rng.integers(len(product))] = True
+    return graph, seq_ptr, unary, pair, product[keep], product
+
+
+def enumerate_sequence(graph, unary, pair, start, T, states):
+    eo = pair_layout(graph, unary.shape[0])
+    allowed = {tuple(s) for s in states}
+    labs, scores = [], []
+    for path in itertools.product(sorted(allowed), repeat=T):
+        y = np.array(path, dtype=np.int64).reshape(T, -1)
+        labs.append(y)
+        scores.append(full_score(graph, unary, pair, eo, start, y))
+    return labs, np.array(scores)
+
+
+CASES = [([3], [], 1), ([2, 3], [(0, 1)], 1), ([2, 3], [(0, 1)], 0), ([2, 2, 3], [(0, 1), (1, 2)], 1),
+         ([2, 2, 2], [(0, 1), (0, 2), (1, 2)], 0)]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("forbid", [False, True])
+def test_map_and_marginals_equal_enumeration(case, forbid):
+    n_labels, couplings, tied = CASES[case]
+    lengths = [0, 1, 3, 2, 4]
+    graph, seq_ptr, unary, pair, states, _ = problem(case, n_labels, lengths, couplings, tied,
+                                                     forbid)
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair)
+    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair)
+    for s, T in enumerate(lengths):
+        lo = seq_ptr[s]
+        if T == 0:
+            assert score[s] == 0.0 and log_z[s] == 0.0
+            continue
+        labs, scores = enumerate_sequence(graph, unary, pair, lo, T, states)
+        best = scores.max()
+        if not np.isfinite(best):
+            assert score[s] == -np.inf and log_z[s] == -np.inf
+            assert np.all(node[lo:lo + T] == 0)
+            continue
+        assert score[s] == pytest.approx(best, abs=1e-10)
+        assert full_score(graph, unary, pair, pair_layout(graph, unary.shape[0]), lo,
+                          labels[lo:lo + T]) == pytest.approx(best, abs=1e-10)
+        assert tuple(map(tuple, labels[lo:lo + T])) in {tuple(map(tuple, y)) for y in labs}
+        assert log_z[s] == pytest.approx(logsumexp(scores), abs=1e-9)
+        p = np.exp(scores - logsumexp(scores))
+        for c in range(graph.n_chains):
+            off = graph.label_offset[c]
+            for t in range(T):
+                ref = np.array([p[[y[t, c] == lab for y in labs]].sum()
+                                for lab in range(graph.n_labels[c])])
+                np.testing.assert_allclose(node[lo + t, off:off + graph.n_labels[c]], ref,
+                                           atol=1e-10)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_full_product_space_equals_exact_inference(case):
+    n_labels, couplings, tied = CASES[case]
+    lengths = [1, 5, 3]
+    graph, seq_ptr, unary, pair, _, product = problem(10 + case, n_labels, lengths, couplings,
+                                                      tied)
+    labels, _ = joint_map(graph, product, seq_ptr, unary, pair)
+    ref_labels, _, _ = map_assign(graph, seq_ptr, unary, pair, method="exact")
+    np.testing.assert_array_equal(labels, ref_labels)
+    node, log_z = joint_marginals(graph, product, seq_ptr, unary, pair)
+    ref_node, _, ref_log_z, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact")
+    np.testing.assert_allclose(node, ref_node, atol=1e-10)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 20), scale=st.sampled_from([0.1, 1.0, 20.0]))
+def test_map_is_optimal_and_thread_independent(seed, scale):
+    graph, seq_ptr, unary, pair, states, _ = problem(seed, [2, 3], [3, 1, 4, 2], [(0, 1)], 1)
+    unary *= scale
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair, n_threads=1)
+    labels2, score2 = joint_map(graph, states, seq_ptr, unary, pair, n_threads=3)
+    assert np.array_equal(labels, labels2) and np.array_equal(score, score2)
+    for s in range(len(seq_ptr) - 1):
+        lo, T = seq_ptr[s], seq_ptr[s + 1] - seq_ptr[s]
+        _, scores = enumerate_sequence(graph, unary, pair, lo, T, states)
+        assert score[s] == pytest.approx(scores.max(), abs=1e-9 * max(1.0, scale))
+
+
+def test_states_from_labels_and_bad_input():
+    gold = np.array([[1, 0], [0, 2], [1, 0]])
+    assert joint_states_from_labels(gold).tolist() == [[0, 2], [1, 0]]
+    graph, seq_ptr, unary, pair, states, _ = problem(0, [2, 3], [2], [(0, 1)], 1)
+    with pytest.raises(ValueError, match="states"):
+        joint_map(graph, np.array([[0, 5]]), seq_ptr, unary, pair)
+    with pytest.raises(ValueError, match="unary"):
+        joint_map(graph, states, seq_ptr, unary[:1], pair)
+    untied = Graph.build([2], [(0, 0, IN_CHAIN, 0)])
+    with pytest.raises(ValueError, match="tied"):
+        joint_map(untied, np.array([[0], [1]]), seq_ptr, np.zeros((2, 2)),
+                  np.zeros(int(pair_layout(untied, 2)[-1])))
