@@ -345,3 +345,35 @@ def test_predictions_are_valid_labels(seed):
     for p, t in zip(est.predict(X), y):
         assert p.shape == (len(t), 2)
         assert set(p[:, 0]) <= set(est.classes_[0]) and set(p[:, 1]) <= set(est.classes_[1])
+
+
+@short_fit
+def test_joint_decoding_is_exact_and_default_for_several_chains(tmp_path):
+    """inference='auto' decodes several chains exactly over the observed label combinations;
+    the result is the best labelling among those combinations (TRP's labelling never scores
+    higher) and survives save/load."""
+    X, y = synthetic(n_seq=30, n_chains=3, noise=0.3)
+    est = FactorialCRF(max_iter=30, coupling="all", random_state=0).fit(X, y)
+    assert est.joint_states_.shape[1] == 3
+    decoded = est.decode(X)
+    assert all(d.status == "exact" for d in decoded)
+    trp = FactorialCRF(**{**est.get_params(), "inference": "trp"})
+    trp.__dict__.update({k: v for k, v in est.__dict__.items() if k.endswith("_")})
+    trp._one_chain = est._one_chain
+    Xm, seq_ptr = est.encoder_.transform(X)
+    unary, pair, eo = est.layout_.potentials(est.coef_, est.layout_.observation_rows(Xm, seq_ptr),
+                                             1, est.forbidden_)
+    index = [{lab: i for i, lab in enumerate(c)} for c in est.classes_]
+    for s, (d, t) in enumerate(zip(decoded, trp.predict(X))):
+        lab = lambda rows: np.array([[index[c][v] for c, v in enumerate(r)] for r in rows])
+        joint_score = full_score(est.graph_, unary, pair, eo, seq_ptr[s], lab(d.labels))
+        if all(tuple(r) in {tuple(x) for x in est.joint_states_} for r in lab(t)):
+            assert joint_score >= full_score(est.graph_, unary, pair, eo, seq_ptr[s],
+                                             lab(t)) - 1e-9
+    path = tmp_path / "m.npz"
+    est.save(path)
+    again = FactorialCRF.load(path)
+    assert np.array_equal(again.joint_states_, est.joint_states_)
+    assert all(np.array_equal(a.labels, b.labels) for a, b in zip(again.decode(X), decoded))
+    marg = est.predict_marginals(X[:3])
+    assert all(np.allclose(m.sum(axis=1), 1.0) for seq in marg for m in seq)

@@ -4,8 +4,8 @@ Every decoded sequence gets a :class:`SequenceDecoding` record: its labels and
 how far the inference that produced them can be trusted.
 
 ``status`` of a labelling
-    ``"exact"``: exact inference was used (Viterbi on one chain, or over the
-    product label space); ``"certified"``: a bound proves the labelling optimal;
+    ``"exact"``: exact inference was used (Viterbi on one chain, over the
+    product label space, or over the model's joint label states); ``"certified"``: a bound proves the labelling optimal;
     ``"converged"``: loopy max-product messages converged (the labelling is
     then locally optimal, not necessarily globally); ``"approximate"``: none of
     these.  Empty sequences are ``"exact"`` with ``n_iter == 0``.
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from skfcrf._bp import inference
+from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint
 
 __all__ = ["SequenceDecoding", "STATUSES", "resolve_method", "map_labels", "node_marginals"]
 
@@ -55,11 +56,30 @@ class SequenceDecoding:
         return self.status != "approximate"
 
 
-def resolve_method(inference_param, n_chains):
-    """The inference method an ``inference=`` setting means for ``n_chains`` chains."""
-    if inference_param == "auto":
-        return "exact" if n_chains == 1 else "trp"
-    return inference_param
+def resolve_method(inference_param, graph, joint_states=None, training=False):
+    """The inference method an ``inference=`` setting means for a model.
+
+    ``"auto"``: exact for one chain; for several, ``"joint"`` (exact over the
+    model's joint label states) when :func:`~skfcrf._bp.joint.supports_joint`
+    holds, else ``"trp"``.  Likelihood training (``training=True``) needs pair
+    marginals, which the joint-state kernels do not give yet: it uses TRP.
+    """
+    if inference_param != "auto":
+        if inference_param == "joint":
+            if training:
+                raise ValueError("inference='joint' is for decoding; likelihood training "
+                                 "over joint states is not available yet (use 'trp' or "
+                                 "'exact')")
+            if joint_states is None or not supports_joint(graph, len(joint_states)):
+                raise ValueError("inference='joint' needs tied in-chain templates "
+                                 "(transition_features='default') and at most 4096 "
+                                 "observed label combinations")
+        return inference_param
+    if graph.n_chains == 1:
+        return "exact"
+    if not training and joint_states is not None and supports_joint(graph, len(joint_states)):
+        return "joint"
+    return "trp"
 
 
 def _nonempty(seq_ptr):
@@ -79,7 +99,8 @@ def _per_sequence(method, n_seq, keep, converged, n_it):
     return status, n_iter
 
 
-def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads):
+def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads,
+               joint_states=None):
     """The most probable labelling of every sequence and its status.
 
     Returns
@@ -88,6 +109,11 @@ def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_t
     status : ndarray of str, shape (n_seq,)
     n_iter : int ndarray of shape (n_seq,)
     """
+    if method == "joint":
+        labels, _ = joint_map(graph, joint_states, seq_ptr, unary, pair, n_threads)
+        n_seq = len(seq_ptr) - 1
+        return labels, np.full(n_seq, "exact", dtype=object), (np.diff(seq_ptr) > 0).astype(
+            np.int64)
     ptr, keep = _nonempty(seq_ptr)
     labels, converged, n_it = inference.map_assign(
         graph, ptr, unary, pair, method=method, max_iter=max_iter, tol=tol,
@@ -96,12 +122,18 @@ def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_t
     return labels, status, n_iter
 
 
-def node_marginals(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads):
+def node_marginals(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads,
+                   joint_states=None):
     """Per-token label marginals ``(N, Ltot)`` of every chain, with status and iterations.
 
     The status of marginals is ``"exact"`` or, for TRP sum-product,
     ``"converged"`` / ``"approximate"``.
     """
+    if method == "joint":
+        node, _ = joint_marginals(graph, joint_states, seq_ptr, unary, pair, n_threads)
+        n_seq = len(seq_ptr) - 1
+        return node, np.full(n_seq, "exact", dtype=object), (np.diff(seq_ptr) > 0).astype(
+            np.int64)
     ptr, keep = _nonempty(seq_ptr)
     node, _, _, converged, n_it = inference.marginals(
         graph, ptr, unary, pair, method=method, max_iter=max_iter, tol=tol,

@@ -79,6 +79,8 @@ def save(est, path):
         arrays["kept_columns"] = enc.kept_columns
     for e, mask in est.forbidden_.items():
         arrays[f"forbidden_{e}"] = mask
+    if getattr(est, "joint_states_", None) is not None:
+        arrays["joint_states"] = np.asarray(est.joint_states_, dtype=np.int32)
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -155,6 +157,8 @@ def load(cls, path):
     est.n_features_in_ = header["n_features_in"]
     est.layout_ = ParameterLayout(graph, n_features, arrays["feat_ptr"], arrays["ent_col"])
     est.coef_ = arrays["coef"]
+    # files written before joint decoding existed have none: "auto" then decodes with TRP
+    est.joint_states_ = arrays.get("joint_states")
     est.forbidden_ = {e: arrays[f"forbidden_{e}"] for e in header["forbidden_edges"]}
     est.loss_curve_ = header["loss_curve"]
     est.n_iter_ = header["n_iter"]
