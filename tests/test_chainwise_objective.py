@@ -52,7 +52,8 @@ def enumerated(est, objective, theta, joint_states=None):
 @pytest.mark.parametrize("forbid", [False, True])
 def test_loss_equals_enumerated_conditionals(n_chains, support, forbid):
     X, y = synthetic(n_seq=4, n_chains=n_chains, length=(1, 4))
-    est = FactorialCRF(objective="chainwise", unary_features=support[0],
+    # inference="trp": the objective over the full label space (no joint-state restriction)
+    est = FactorialCRF(objective="chainwise", unary_features=support[0], inference="trp",
                        transition_features=support[1], coupling_features=support[2],
                        sigma=np.inf, coupling="all" if n_chains == 3 else "adjacent",
                        forbidden_transitions=forbidden_for(y, n_chains) if forbid else None)
@@ -73,9 +74,20 @@ def test_one_chain_equals_likelihood():
     np.testing.assert_allclose(ga, gb, rtol=1e-9, atol=1e-9)
 
 
+def test_default_model_is_restricted_to_observed_combinations():
+    """With inference='auto' (joint decoding) the objective runs over the label
+    combinations seen in training, as the decoder does."""
+    X, y = synthetic(n_seq=4, n_chains=3, length=(1, 4))
+    est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf)
+    objective, theta0, _ = training_problem(est, X, y)
+    theta = np.random.default_rng(2).normal(size=theta0.shape)
+    loss, _ = objective.loss_gradient(theta)
+    assert loss == pytest.approx(enumerated(est, objective, theta, est.joint_states_), rel=1e-10)
+
+
 def test_joint_state_restriction_equals_enumeration():
     X, y = synthetic(n_seq=4, n_chains=3, length=(1, 4))
-    est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf,
+    est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf, inference="trp",
                        transition_features="supported")
     objective, theta0, _ = training_problem(est, X, y)
     states = np.unique(objective.batch.gold, axis=0)

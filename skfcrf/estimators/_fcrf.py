@@ -37,7 +37,12 @@ from skfcrf.estimators._model import (
     build_graph,
     check_gold_allowed,
 )
-from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, TrainingBatch
+from skfcrf.estimators._objectives import (
+    OBJECTIVES,
+    ChainPseudoLikelihood,
+    Likelihood,
+    TrainingBatch,
+)
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._solvers import (
     SOLVERS,
@@ -428,6 +433,10 @@ class FactorialCRF(BaseEstimator):
         if OBJECTIVES[self.objective] is Likelihood:
             kwargs.update(method=resolve_method(self.inference, self.graph_, training=True),
                           bp_max_iter=self.bp_max_iter, bp_tol=self.bp_tol)
+        elif OBJECTIVES[self.objective] is ChainPseudoLikelihood and resolve_method(
+                self.inference, self.graph_, self.joint_states_) == "joint":
+            # the model decodes over the observed label combinations only: train it so
+            kwargs.update(joint_states=self.joint_states_)
         return OBJECTIVES[self.objective](batch, **kwargs)
 
     def _solver(self, rng):
