@@ -7,6 +7,8 @@
 * :func:`repair` with :func:`find_violations`: post-processing of decoded labels
   (every segment starts with a Begin label; a coarser boundary implies a finer one;
   pluggable domain rules such as :func:`min_enumeration_elements`).
+* :func:`to_bioes`, :func:`to_bme`, :func:`to_bio`: one chain between the BIO,
+  BIOES and BME (Chou's begin/middle/end states) tagging schemes.
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
 """
@@ -24,6 +26,7 @@ from skfcrf.structure._repair import (
     min_enumeration_elements,
     repair,
 )
+from skfcrf.structure._tags import to_bio, to_bioes, to_bme
 from skfcrf.structure._segments import (
     LabelScheme,
     Segment,
@@ -48,4 +51,7 @@ __all__ = [
     "render_html",
     "heading_for",
     "DICTATED_PUNCTUATION_WORDS",
+    "to_bioes",
+    "to_bme",
+    "to_bio",
 ]

@@ -3,7 +3,14 @@ import re
 import string
 import unicodedata
 
-from skfcrf.transformers._base import SequenceTransformerMixin, check_attribute, token_attribute_values
+from skfcrf.transformers._base import (
+    SequenceTransformerMixin,
+    check_attribute,
+    check_offsets,
+    token_attribute_values,
+    value_list,
+    window_rows,
+)
 
 __all__ = ["WordShape", "word_shape"]
 
@@ -88,7 +95,14 @@ class WordShape(SequenceTransformerMixin):
         characters kept); ``"repg"`` additionally collapses runs of a class to
         ``A+``/``a+``/``i+``.
     attribute : str, default="word"
-        Token attribute whose shape is taken.
+        Token attribute whose shape is taken.  A multi-valued attribute (list,
+        tuple or set) gives one observation per distinct shape of its values.
+    offsets : sequence of int or None, default=None
+        ``None``: the token's own shape, named ``{mode}={shape}``.  A sequence of
+        distinct offsets: the shapes of the tokens at those offsets, named
+        ``{mode}@{o}={shape}`` (e.g. ``repg@-1=Aa+``); positions beyond the
+        sequence edges emit nothing (pair with :class:`NGramWindow` for the
+        edges).
 
     Attributes
     ----------
@@ -100,21 +114,27 @@ class WordShape(SequenceTransformerMixin):
     >>> from skfcrf.transformers import WordShape
     >>> WordShape(mode="repg").transform([["Dr.", "Smith", "2024"]])
     [[{'repg=Aa.': 1.0}, {'repg=Aa+': 1.0}, {'repg=i+': 1.0}]]
+    >>> WordShape(mode="repg", offsets=(-1, 0)).transform([["Dr.", "Smith"]])
+    [[{'repg@0=Aa.': 1.0}, {'repg@-1=Aa.': 1.0, 'repg@0=Aa+': 1.0}]]
     """
 
-    def __init__(self, mode="ccpg", attribute="word"):
+    def __init__(self, mode="ccpg", attribute="word", offsets=None):
         self.mode = mode
         self.attribute = attribute
+        self.offsets = offsets
 
     def _validate_params(self):
         if self.mode not in _MODES:
             raise ValueError(f"mode must be 'ccpg' or 'repg', got {self.mode!r}")
         check_attribute(self.attribute)
+        return None if self.offsets is None else check_offsets(self.offsets)
 
     def _transform_named(self, seqs, prefix, weight, cache):
-        self._validate_params()
+        offsets = self._validate_params()
         mode = self.mode
         values = token_attribute_values(seqs, self.attribute, cache)
+        if offsets is not None or any(v.__class__ is tuple for vals in values for v in vals):
+            return self._windowed(values, offsets, prefix, weight)
         memo = {}
         base = f"{prefix}{mode}="
         out = []
@@ -125,3 +145,24 @@ class WordShape(SequenceTransformerMixin):
                 memo[v] = base + word_shape(v, mode)
             append([{k: weight} for k in map(memo.__getitem__, vals)])
         return out
+
+    def _windowed(self, values, offsets, prefix, weight):
+        """General path: shapes at offsets, or multi-valued attributes."""
+        mode = self.mode
+
+        def local(v):
+            return dict.fromkeys((mode, word_shape(x, mode)) for x in value_list(v))
+
+        if offsets is None:  # own shape only, the default names without an offset
+            memo = {}
+            out = []
+            for vals in values:
+                rows = []
+                for v in vals:
+                    names = memo.get(v)
+                    if names is None:
+                        names = memo[v] = [f"{prefix}{a}={b}" for a, b in local(v)]
+                    rows.append(dict.fromkeys(names, weight))
+                out.append(rows)
+            return out
+        return window_rows(values, offsets, local, prefix, weight)
