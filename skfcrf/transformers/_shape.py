@@ -133,36 +133,30 @@ class WordShape(SequenceTransformerMixin):
         offsets = self._validate_params()
         mode = self.mode
         values = token_attribute_values(seqs, self.attribute, cache)
-        if offsets is not None or any(v.__class__ is tuple for vals in values for v in vals):
-            return self._windowed(values, offsets, prefix, weight)
-        memo = {}
+        if offsets is not None:
+            return window_rows(values, offsets, self._local, prefix, weight)
+        memo = {}  # str value -> name; tuple value (multi-valued) -> tuple of names
         base = f"{prefix}{mode}="
         out = []
         append = out.append
+        multi = False
         for vals in values:
             new = set(vals).difference(memo)
             for v in new:
-                memo[v] = base + word_shape(v, mode)
-            append([{k: weight} for k in map(memo.__getitem__, vals)])
+                if v.__class__ is tuple:
+                    multi = True
+                    memo[v] = tuple(base + b for _, b in self._local(v))
+                else:
+                    memo[v] = base + word_shape(v, mode)
+            names = list(map(memo.__getitem__, vals))
+            if multi and any(k.__class__ is tuple for k in names):
+                append([dict.fromkeys(k, weight) if k.__class__ is tuple else {k: weight}
+                        for k in names])
+            else:
+                append([{k: weight} for k in names])
         return out
 
-    def _windowed(self, values, offsets, prefix, weight):
-        """General path: shapes at offsets, or multi-valued attributes."""
+    def _local(self, value):
+        """``(mode, shape)`` pairs of one (possibly multi-valued) attribute value."""
         mode = self.mode
-
-        def local(v):
-            return dict.fromkeys((mode, word_shape(x, mode)) for x in value_list(v))
-
-        if offsets is None:  # own shape only, the default names without an offset
-            memo = {}
-            out = []
-            for vals in values:
-                rows = []
-                for v in vals:
-                    names = memo.get(v)
-                    if names is None:
-                        names = memo[v] = [f"{prefix}{a}={b}" for a, b in local(v)]
-                    rows.append(dict.fromkeys(names, weight))
-                out.append(rows)
-            return out
-        return window_rows(values, offsets, local, prefix, weight)
+        return dict.fromkeys((mode, word_shape(x, mode)) for x in value_list(value))
