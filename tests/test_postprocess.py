@@ -167,6 +167,9 @@ def test_fix_long_headings_shorten_split_and_fallback():
     words = "PLAN AND DISCUSSION Benign course expected here today".split()
     out = repair(_heading_report(words, 7), [fix_long_headings(max_tokens=5)], tokens=words)
     assert out[:, 0].tolist() == ["BeginHeading", "Heading", "Heading", "BeginSentence"] + ["Sentence"] * 4
+    words = "VITAL SIGNS : Stable and afebrile today".split()  # the colon token stays in the heading
+    out = repair(_heading_report(words, 6), [fix_long_headings(max_tokens=4)], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "Heading", "BeginSentence"] + ["Sentence"] * 3
     # no cut point, or no tokens: the heading becomes a sentence of a paragraph
     words = "the patient is a fifty year old man with pain".split()
     for toks in (words, None):

@@ -255,11 +255,15 @@ def _word(tok):
     return tok if isinstance(tok, str) else str(tok.get("word", ""))
 
 
+def _has_lower(word):
+    return any(c.islower() for c in word)
+
+
 def _heading_cuts(words, max_tokens, end_words):
     """Cut points of an over-long heading: ends of heading pieces of at most ``max_tokens``.
 
     A piece ends after a token that is (or ends with) a colon word of ``end_words``,
-    or where a run of uppercase tokens ends.
+    or where a run of uppercase tokens (and tokens without letters) ends.
     """
     cuts = []
     start = 0
@@ -271,8 +275,9 @@ def _heading_cuts(words, max_tokens, end_words):
             if w.lower() in end_words or w.endswith(":"):
                 cut = k
                 break
-            if k < n and all(x.isupper() for x in words[start:k]) and not words[k].isupper():
-                cut = k
+            if k < n and _has_lower(words[k]) and not any(_has_lower(x) for x in words[start:k]) \
+                    and any(c.isupper() for x in words[start:k] for c in x):
+                cut = k  # an uppercase run (punctuation such as ":" included) ends here
                 break
         if cut is None:
             break
