@@ -313,3 +313,59 @@ def test_existing_dictation_rules_unchanged_on_gold():
     X, Y = make_dictations(n_reports=20, style="rcg", random_state=2)
     for x, y in zip(X, Y):
         assert (repair(y, DICTATION_RULES, tokens=x) == np.asarray(y, dtype=object)).all()
+
+
+def test_merge_unless_starts_with_move_to_nearest_anchor():
+    # the Dx boundary is two tokens after the heading that should start it: moved back
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("+Heading", "+None", "Plan"), ("Heading", "None", "Plan"),
+                  ("+Sentence", "+Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx")])
+    out = repair(labs, [merge_unless_starts_with(2, ["Heading"], move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "BeginDx", "Dx", "Dx", "Dx"]
+    assert out[:, 0].tolist() == labs[:, 0].tolist() and out[:, 1].tolist() == labs[:, 1].tolist()
+    # plain merging would have given the whole Dx section to Plan
+    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 5
+    # the anchor is ahead (closer than any behind): the boundary moves forward
+    fwd = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                 ("Sentence", "Paragraph", "Plan"), ("Sentence", "Paragraph", "+Dx"),
+                 ("+Heading", "+None", "Dx"), ("+Sentence", "+Paragraph", "Dx")])
+    out = repair(fwd, [merge_unless_starts_with(2, ["Heading"], move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "Plan", "Plan", "BeginDx", "Dx"]
+    assert find_violations(out) == []
+    # raw mode, mid-paragraph boundary, paragraph start behind: moved there, paragraph kept whole
+    mid = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                 ("+Sentence", "+Paragraph", "Plan"), ("Sentence", "Paragraph", "+Dx"),
+                 ("Sentence", "Paragraph", "Dx")])
+    out = repair(mid, [merge_unless_starts_with(2, {0: ["Heading"], 1: None}, raw=True, move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "BeginDx", "Dx", "Dx"]
+    assert out[:, 1].tolist() == mid[:, 1].tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("cor"), st.booleans())
+def test_move_property(case, raw):
+    """With move=True every later section still starts at an anchor, and the result is valid."""
+    x, y = case
+    anchors = {0: ["Heading"], 1: None} if raw else ["Heading"]
+    rule = merge_unless_starts_with(2, anchors, raw=raw, move=True)
+    out = repair(y, [rule], tokens=x)
+    assert find_violations(out) == []
+    assert (repair(out, [rule], tokens=x) == out).all()
+    if not raw:
+        root, secs = _sections(out)
+        for prev, sec in zip(secs, secs[1:]):
+            assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
+
+
+def test_merge_keep_longest_type():
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("Sentence", "Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx"),
+                  ("Sentence", "Paragraph", "Dx")])
+    rule = merge_unless_starts_with(2, ["Heading"], keep="longest")
+    assert repair(labs, [rule])[:, 2].tolist() == ["BeginDx"] + ["Dx"] * 4
+    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 4
+    # ties go to the earliest type
+    tie = labs[:4]
+    assert repair(tie, [rule])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3
+    with pytest.raises(ValueError):
+        merge_unless_starts_with(2, ["Heading"], keep="last")

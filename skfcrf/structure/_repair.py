@@ -31,6 +31,7 @@ from skfcrf.structure._segments import (
     DEFAULT_OUTSIDE_LABELS,
     DEFAULT_SINGLE_TOKEN_LABELS,
     LabelScheme,
+    Segment,
     chains_to_segments,
     segments_to_chains,
 )
@@ -286,7 +287,68 @@ def starts_with(seg, anchors):
     return False
 
 
-def merge_unless_starts_with(level, first_labels, *, raw=False):
+def _anchor_starts(seg, anchors):
+    """Token positions inside ``seg`` (after its start) where an anchor segment really starts."""
+    out = []
+    for d in seg.iter():
+        if d is seg or d.start == seg.start or d.continued or d.label is None:
+            continue
+        labels = anchors.get(d.level, False)
+        if labels is not False and (labels is None or d.label in labels):
+            out.append(d.start)
+    return out
+
+
+def _split(seg, p):
+    """Split ``seg`` (and the descendants that straddle ``p``) at token ``p``.
+
+    Returns ``(left, right)``; ``right`` continues ``seg`` (continuation prefix,
+    ``continued``) so that the labels only change where the formal repair says so.
+    """
+    left = Segment(level=seg.level, label=seg.label, start=seg.start, end=p, children=[],
+                   begin_prefix=seg.begin_prefix, inside_prefix=seg.inside_prefix,
+                   tokens=None if seg.tokens is None else list(seg.tokens[:p - seg.start]))
+    right = Segment(level=seg.level, label=seg.label, start=p, end=seg.end, children=[],
+                    begin_prefix=seg.inside_prefix, inside_prefix=seg.inside_prefix,
+                    tokens=None if seg.tokens is None else list(seg.tokens[p - seg.start:]))
+    right.continued = True
+    for ch in seg.children:
+        if ch.end <= p:
+            left.children.append(ch)
+        elif ch.start >= p:
+            right.children.append(ch)
+        else:
+            a, b = _split(ch, p)
+            left.children.append(a)
+            right.children.append(b)
+    return left, right
+
+
+def _move_boundary(prev, seg, anchors):
+    """Move the boundary between siblings ``prev`` and ``seg`` to the nearest anchor start.
+
+    Returns the new ``(prev, seg)`` pair, or None when neither holds an anchor.
+    """
+    back = _anchor_starts(prev, anchors)
+    fwd = _anchor_starts(seg, anchors)
+    b = max(back) if back else None
+    f = min(fwd) if fwd else None
+    if b is None and f is None:
+        return None
+    if f is None or (b is not None and seg.start - b <= f - seg.start):
+        left, right = _split(prev, b)
+        seg.start = b
+        seg.children = right.children + seg.children
+        if seg.tokens is not None and right.tokens is not None:
+            seg.tokens = right.tokens + list(seg.tokens)
+        return left, seg
+    left, right = _split(seg, f)
+    right.begin_prefix, right.continued = seg.begin_prefix, False
+    _merge_into(prev, left)
+    return prev, right
+
+
+def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep="first"):
     """Rule: a segment on chain ``level`` may only start where an anchor segment starts;
     otherwise it is merged into the preceding segment.
 
@@ -310,7 +372,18 @@ def merge_unless_starts_with(level, first_labels, *, raw=False):
         a finer segment that the boundary cuts does not count as starting there.
         Needed for anchors on chains above 0: after the formal repair every
         boundary has Begin labels on all finer chains.
+    move : bool, default=False
+        Instead of removing a boundary that is not at an anchor, move it to the
+        nearest anchor start inside the two segments it separates (backwards on a
+        tie); merge only when neither holds one.  Decoded boundaries are more often
+        a few tokens off than spurious (see the notes of :data:`COR_RULES`).
+    keep : {"first", "longest"}, default="first"
+        Type of a segment that others were merged into: that of the first one, or
+        the type that covers the most tokens of the merged segment (ties: the
+        earliest).
     """
+    if keep not in ("first", "longest"):
+        raise ValueError(f"keep must be 'first' or 'longest', got {keep!r}")
     anchors = _anchors(first_labels)
     if any(k < 0 or k >= level for k in anchors):
         raise ValueError(f"anchor chains must be finer than chain {level}, got {sorted(anchors)}")
@@ -320,16 +393,29 @@ def merge_unless_starts_with(level, first_labels, *, raw=False):
             if parent.level != level + 1:
                 continue
             out = []
+            merged = {}  # id(segment) -> {type: tokens} of the segments merged into it
             for seg in parent.children:
                 if out and out[-1].label is not None and seg.label is not None \
                         and not starts_with(seg, anchors):
-                    _merge_into(out[-1], seg)
+                    moved = _move_boundary(out[-1], seg, anchors) if move else None
+                    if moved is None:
+                        if keep == "longest":
+                            votes = merged.setdefault(id(out[-1]), {out[-1].label: len(out[-1])})
+                            votes[seg.label] = votes.get(seg.label, 0) + len(seg)
+                        _merge_into(out[-1], seg)
+                    else:
+                        out[-1], seg = moved
+                        out.append(seg)
                 else:
                     out.append(seg)
+            for seg in out:
+                votes = merged.get(id(seg))
+                if votes:
+                    seg.label = max(votes, key=votes.get)  # first maximum: the earliest type
             parent.children = out
         return root
 
-    rule.__name__ = f"merge_unless_starts_with(level={level})"
+    rule.__name__ = f"merge_unless_starts_with(level={level}{', move' if move else ''})"
     rule.raw = bool(raw)
     return rule
 
