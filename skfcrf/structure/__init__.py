@@ -6,7 +6,11 @@
   ``Enummarker``; see :class:`LabelScheme`).
 * :func:`repair` with :func:`find_violations`: post-processing of decoded labels
   (every segment starts with a Begin label; a coarser boundary implies a finer one;
-  pluggable domain rules such as :func:`min_enumeration_elements`).
+  pluggable domain rules such as :func:`min_enumeration_elements`); the
+  thesis's post-processing as presets, :data:`COR_RULES` (algorithm 7, formatted
+  reports) and :data:`RCG_RULES` (algorithm 8, recognizer output).
+* :func:`to_bioes`, :func:`to_bme`, :func:`to_bio`: one chain between the BIO,
+  BIOES and BME (Chou's begin/middle/end states) tagging schemes.
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
 """
@@ -16,6 +20,16 @@ from skfcrf.structure._render import (
     render_html,
     render_markdown,
 )
+from skfcrf.structure._postprocess import (
+    COR_RULES,
+    RCG_RULES,
+    UNTYPED_SUBSECTIONS,
+    fix_long_headings,
+    merge_same_type_at_heading,
+    no_double_begins,
+    no_untyped_between_typed,
+    typed_subsections_start_at,
+)
 from skfcrf.structure._repair import (
     DICTATION_RULES,
     long_headings_to_sentences,
@@ -24,6 +38,7 @@ from skfcrf.structure._repair import (
     min_enumeration_elements,
     repair,
 )
+from skfcrf.structure._tags import to_bio, to_bioes, to_bme
 from skfcrf.structure._segments import (
     LabelScheme,
     Segment,
@@ -44,8 +59,19 @@ __all__ = [
     "merge_unless_starts_with",
     "long_headings_to_sentences",
     "DICTATION_RULES",
+    "typed_subsections_start_at",
+    "no_untyped_between_typed",
+    "merge_same_type_at_heading",
+    "no_double_begins",
+    "fix_long_headings",
+    "COR_RULES",
+    "RCG_RULES",
+    "UNTYPED_SUBSECTIONS",
     "render_markdown",
     "render_html",
     "heading_for",
     "DICTATED_PUNCTUATION_WORDS",
+    "to_bioes",
+    "to_bme",
+    "to_bio",
 ]

@@ -14,7 +14,11 @@ notation and then applies pluggable domain rules, repeating until nothing change
    :func:`chains_to_segments`) and may edit it in place or return a new root;
    the tree is then written back to labels and step 1-2 run again.
 
-Rules are plain callables ``rule(root) -> root or None``.  Factories for the rules
+Rules are plain callables ``rule(root) -> root or None``.  A rule with the
+attribute ``raw = True`` is applied *before* steps 1-2, to the tree of the labels
+as they are: it can see where a coarser boundary cuts a finer segment
+(``Segment.continued``), which the formal repair would otherwise turn into new
+Begin labels (algorithm 8, step 1 runs before the Begin constraints).  Factories for the rules
 of the thesis's algorithms 7 and 8 are provided; :data:`DICTATION_RULES` bundles the
 ones that hold for the dictation label set.
 """
@@ -27,6 +31,7 @@ from skfcrf.structure._segments import (
     DEFAULT_OUTSIDE_LABELS,
     DEFAULT_SINGLE_TOKEN_LABELS,
     LabelScheme,
+    Segment,
     chains_to_segments,
     segments_to_chains,
 )
@@ -73,7 +78,9 @@ def repair(labels, rules=(), *, tokens=None, scheme=None, begin_prefixes=DEFAULT
         chain 0 is the finest.  Labels are expected to be strings.
     rules : sequence of callable, default=()
         Domain rules ``rule(root) -> root or None`` over the segment tree, applied
-        in order after the formal repair; see :data:`DICTATION_RULES`,
+        in order after the formal repair (rules with ``rule.raw = True`` before
+        it, on the unrepaired labels); see :data:`COR_RULES`, :data:`RCG_RULES`,
+        :data:`DICTATION_RULES`,
         :func:`min_enumeration_elements`, :func:`merge_adjacent_same_type`,
         :func:`merge_unless_starts_with`.
     tokens : sequence, optional
@@ -113,8 +120,21 @@ def repair(labels, rules=(), *, tokens=None, scheme=None, begin_prefixes=DEFAULT
     for r in rules:
         if not callable(r):
             raise TypeError(f"rules must be callables, got {r!r}")
+    raw_rules = tuple(r for r in rules if getattr(r, "raw", False))
+    rules = tuple(r for r in rules if not getattr(r, "raw", False))
+    outside = _outside_label(sc)
     for _ in range(max(1, int(max_iter))):
-        changed = _formal(arr, sc)
+        raw_changed = False
+        if raw_rules:
+            start = arr.copy()
+            root = chains_to_segments(tokens, arr, scheme=sc)
+            for rule in raw_rules:
+                out = rule(root)
+                if out is not None:
+                    root = out
+            arr = segments_to_chains(root, outside_label=outside)
+            raw_changed = not np.array_equal(arr, start)
+        changed = _formal(arr, sc) or raw_changed
         if rules:
             before = arr.copy()
             root = chains_to_segments(tokens, arr, scheme=sc)
@@ -122,9 +142,9 @@ def repair(labels, rules=(), *, tokens=None, scheme=None, begin_prefixes=DEFAULT
                 out = rule(root)
                 if out is not None:
                     root = out
-            arr = segments_to_chains(root, outside_label=_outside_label(sc))
+            arr = segments_to_chains(root, outside_label=outside)
             _formal(arr, sc)
-            changed = not np.array_equal(arr, before)
+            changed = raw_changed or not np.array_equal(arr, before)
         if not changed:
             break
     return arr[:, 0].copy() if one_chain else arr
@@ -241,34 +261,162 @@ def merge_adjacent_same_type(level, labels=None):
     return rule
 
 
-def merge_unless_starts_with(level, first_labels):
-    """Rule: a segment on chain ``level`` may only start where a chain-0 segment of a type in
-    ``first_labels`` starts; otherwise it is merged into the preceding segment.
+def _anchors(first_labels):
+    """``{chain: frozenset of labels or None (any label)}`` from a collection or a dict."""
+    if isinstance(first_labels, dict):
+        return {int(k): (None if v is None else frozenset([v] if isinstance(v, str) else v))
+                for k, v in first_labels.items()}
+    return {0: frozenset([first_labels] if isinstance(first_labels, str) else first_labels)}
+
+
+def starts_with(seg, anchors):
+    """Whether a segment of an anchor chain with an anchor label really starts where ``seg`` does.
+
+    ``anchors`` maps a chain to a collection of labels (``None``: any label but an
+    outside run); a segment cut by a coarser boundary (``Segment.continued``) does
+    not count as starting there.
+    """
+    d = seg
+    while d.children:
+        d = d.children[0]
+        labels = anchors.get(d.level, False)
+        if labels is False or d.continued or d.label is None:
+            continue
+        if labels is None or d.label in labels:
+            return True
+    return False
+
+
+def _anchor_starts(seg, anchors):
+    """Token positions inside ``seg`` (after its start) where an anchor segment really starts."""
+    out = []
+    for d in seg.iter():
+        if d is seg or d.start == seg.start or d.continued or d.label is None:
+            continue
+        labels = anchors.get(d.level, False)
+        if labels is not False and (labels is None or d.label in labels):
+            out.append(d.start)
+    return out
+
+
+def _split(seg, p):
+    """Split ``seg`` (and the descendants that straddle ``p``) at token ``p``.
+
+    Returns ``(left, right)``; ``right`` continues ``seg`` (continuation prefix,
+    ``continued``) so that the labels only change where the formal repair says so.
+    """
+    left = Segment(level=seg.level, label=seg.label, start=seg.start, end=p, children=[],
+                   begin_prefix=seg.begin_prefix, inside_prefix=seg.inside_prefix,
+                   tokens=None if seg.tokens is None else list(seg.tokens[:p - seg.start]))
+    right = Segment(level=seg.level, label=seg.label, start=p, end=seg.end, children=[],
+                    begin_prefix=seg.inside_prefix, inside_prefix=seg.inside_prefix,
+                    tokens=None if seg.tokens is None else list(seg.tokens[p - seg.start:]))
+    right.continued = True
+    for ch in seg.children:
+        if ch.end <= p:
+            left.children.append(ch)
+        elif ch.start >= p:
+            right.children.append(ch)
+        else:
+            a, b = _split(ch, p)
+            left.children.append(a)
+            right.children.append(b)
+    return left, right
+
+
+def _move_boundary(prev, seg, anchors):
+    """Move the boundary between siblings ``prev`` and ``seg`` to the nearest anchor start.
+
+    Returns the new ``(prev, seg)`` pair, or None when neither holds an anchor.
+    """
+    back = _anchor_starts(prev, anchors)
+    fwd = _anchor_starts(seg, anchors)
+    b = max(back) if back else None
+    f = min(fwd) if fwd else None
+    if b is None and f is None:
+        return None
+    if f is None or (b is not None and seg.start - b <= f - seg.start):
+        left, right = _split(prev, b)
+        seg.start = b
+        seg.children = right.children + seg.children
+        if seg.tokens is not None and right.tokens is not None:
+            seg.tokens = right.tokens + list(seg.tokens)
+        return left, seg
+    left, right = _split(seg, f)
+    right.begin_prefix, right.continued = seg.begin_prefix, False
+    _merge_into(prev, left)
+    return prev, right
+
+
+def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep="first"):
+    """Rule: a segment on chain ``level`` may only start where an anchor segment starts;
+    otherwise it is merged into the preceding segment.
 
     For formatted reports every section starts with a heading (algorithm 7, step 5):
     ``merge_unless_starts_with(2, ["Heading"])`` removes spurious section boundaries.
-    The first segment of a sequence is never merged.
+    For recognizer-style reports a section starts at a heading *or a paragraph*
+    (algorithm 8, step 1): ``merge_unless_starts_with(2, {0: ["Heading"], 1: None},
+    raw=True)`` (see :data:`RCG_RULES`).  The first segment of a sequence is never
+    merged, nor a segment that follows an outside run.
+
+    Parameters
+    ----------
+    level : int
+        Chain whose boundaries are checked.
+    first_labels : collection of str, or dict
+        Labels of chain 0 that may start a ``level`` segment; or a dict ``{chain:
+        labels}`` over any finer chains (``None`` as labels: any segment of that
+        chain), satisfied when one of them starts there.
+    raw : bool, default=False
+        Apply the rule to the unrepaired labels (before the formal repair), so that
+        a finer segment that the boundary cuts does not count as starting there.
+        Needed for anchors on chains above 0: after the formal repair every
+        boundary has Begin labels on all finer chains.
+    move : bool, default=False
+        Instead of removing a boundary that is not at an anchor, move it to the
+        nearest anchor start inside the two segments it separates (backwards on a
+        tie); merge only when neither holds one.  Decoded boundaries are more often
+        a few tokens off than spurious (see the notes of :data:`COR_RULES`).
+    keep : {"first", "longest"}, default="first"
+        Type of a segment that others were merged into: that of the first one, or
+        the type that covers the most tokens of the merged segment (ties: the
+        earliest).
     """
-    first = frozenset(first_labels)
+    if keep not in ("first", "longest"):
+        raise ValueError(f"keep must be 'first' or 'longest', got {keep!r}")
+    anchors = _anchors(first_labels)
+    if any(k < 0 or k >= level for k in anchors):
+        raise ValueError(f"anchor chains must be finer than chain {level}, got {sorted(anchors)}")
 
     def rule(root):
         for parent in _siblings(root):
             if parent.level != level + 1:
                 continue
             out = []
+            merged = {}  # id(segment) -> {type: tokens} of the segments merged into it
             for seg in parent.children:
-                leaf = seg
-                while leaf.children:
-                    leaf = leaf.children[0]
                 if out and out[-1].label is not None and seg.label is not None \
-                        and leaf.label not in first:
-                    _merge_into(out[-1], seg)
+                        and not starts_with(seg, anchors):
+                    moved = _move_boundary(out[-1], seg, anchors) if move else None
+                    if moved is None:
+                        if keep == "longest":
+                            votes = merged.setdefault(id(out[-1]), {out[-1].label: len(out[-1])})
+                            votes[seg.label] = votes.get(seg.label, 0) + len(seg)
+                        _merge_into(out[-1], seg)
+                    else:
+                        out[-1], seg = moved
+                        out.append(seg)
                 else:
                     out.append(seg)
+            for seg in out:
+                votes = merged.get(id(seg))
+                if votes:
+                    seg.label = max(votes, key=votes.get)  # first maximum: the earliest type
             parent.children = out
         return root
 
-    rule.__name__ = f"merge_unless_starts_with(level={level})"
+    rule.__name__ = f"merge_unless_starts_with(level={level}{', move' if move else ''})"
+    rule.raw = bool(raw)
     return rule
 
 

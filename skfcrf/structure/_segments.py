@@ -58,6 +58,11 @@ class Segment:
         Prefix of the continuation labels (``""`` or ``"I-"``).
     tokens : list or None
         The tokens of the span when tokens were given (not part of ``repr``).
+    continued : bool
+        Set by :func:`chains_to_segments` on the second and later pieces of a
+        segment that a coarser boundary cut (lenient parsing): the segment did not
+        really start at ``start`` in the labels.  ``False`` otherwise (a class
+        default, not a constructor argument).
     """
 
     level: int
@@ -79,6 +84,7 @@ class Segment:
 
     _root = False
     _from_heading = False
+    continued = False
 
     def iter(self, level=None):
         """Yield this segment and its descendants depth first, or only those at ``level``."""
@@ -368,10 +374,14 @@ def chains_to_segments(tokens, labels, *, scheme=None, begin_prefixes=DEFAULT_BE
             first = True
             while ci < len(cuts) and cuts[ci] < e:
                 segs.append(_new(k, typ, pos, cuts[ci], bp if first else ip, ip, tokens))
+                if not first:
+                    segs[-1].continued = True
                 first = False
                 pos = cuts[ci]
                 ci += 1
             segs.append(_new(k, typ, pos, e, bp if first else ip, ip, tokens))
+            if not first:
+                segs[-1].continued = True
         pi = 0
         for seg in segs:
             while parents[pi].end <= seg.start:

@@ -5,14 +5,22 @@ attributes such as ``{"word": "fever", "pos": "NN"}``) and return, per sequence,
 list of per-token dicts ``{observation_name: float}`` -- the input format of
 :class:`skfcrf.FactorialCRF`.
 """
+from skfcrf.transformers._affix import Affixes
 from skfcrf.transformers._base import SequenceTransformerMixin
+from skfcrf.transformers._casing import Casing, case_class, length_bucket
 from skfcrf.transformers._concepts import BagOfConcepts, light_stem
+from skfcrf.transformers._lexicon import Lexicon
 from skfcrf.transformers._ngram import BOS, EOS, NGramWindow
 from skfcrf.transformers._position import RelativePosition
 from skfcrf.transformers._shape import WordShape, word_shape
 from skfcrf.transformers._union import SequenceFeatureUnion, make_sequence_union
 
 __all__ = [
+    "Affixes",
+    "Casing",
+    "Lexicon",
+    "case_class",
+    "length_bucket",
     "BOS",
     "EOS",
     "BagOfConcepts",

@@ -6,6 +6,15 @@ Input model
 iterable) of tokens; a token is either a ``str`` or a mapping of attributes such as
 ``{"word": "fever", "pos": "NN"}``.  A ``str`` token ``tok`` means ``{"word": tok}``.
 
+Multi-valued attributes
+-----------------------
+An attribute value may be a ``list``, ``tuple``, ``set`` or ``frozenset`` of values
+(e.g. all the parts of speech a dictionary gives a word, ``{"word": "cool",
+"pos": ["JJ", "VB"]}``).  :func:`token_attribute_values` returns it as a ``tuple`` of
+``str`` (duplicates dropped, list order kept, sets sorted) and every transformer
+emits one observation per value (``pos@0=JJ`` and ``pos@0=VB``) instead of one
+observation for the list's string.  An empty collection gives no observation.
+
 Output model
 ------------
 Every transformer's ``transform`` returns a list (one entry per sequence) of lists (one
@@ -30,7 +39,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["SequenceTransformerMixin", "check_sequences", "token_attribute_values"]
+__all__ = ["SequenceTransformerMixin", "check_sequences", "token_attribute_values", "window_rows"]
 
 
 def check_sequences(X, name="X"):
@@ -122,12 +131,37 @@ def _slow_values(seq, attribute, i, name):
             )
         if v is None:
             raise ValueError(f"{name}[{i}][{t}] attribute {attribute!r} is None")
-        if not isinstance(v, str):
+        if isinstance(v, _MULTI):
+            v = _multi_value(v, f"{name}[{i}][{t}] attribute {attribute!r}")
+        elif not isinstance(v, str):
             if isinstance(v, (float, np.floating)) and v != v:
                 raise ValueError(f"{name}[{i}][{t}] attribute {attribute!r} is NaN")
             v = str(v)
         vals.append(v)
     return vals
+
+
+_MULTI = (list, tuple, set, frozenset)
+
+
+def _multi_value(v, where):
+    """A multi-valued attribute as a tuple of distinct str (sets sorted, lists in order)."""
+    items = sorted(v, key=str) if isinstance(v, (set, frozenset)) else v
+    out = []
+    for x in items:
+        if x is None or (isinstance(x, (float, np.floating)) and x != x):
+            raise ValueError(f"{where} holds {x!r}")
+        if isinstance(x, _MULTI):
+            raise ValueError(f"{where} holds a nested collection {x!r}")
+        x = x if isinstance(x, str) else str(x)
+        if x not in out:
+            out.append(x)
+    return tuple(out)
+
+
+def value_list(v):
+    """The values of one attribute value: ``(v,)`` for a str, the tuple itself otherwise."""
+    return v if v.__class__ is tuple else (v,)
 
 
 def token_attribute_values(seqs, attribute, cache=None, name="X"):
@@ -147,8 +181,10 @@ def token_attribute_values(seqs, attribute, cache=None, name="X"):
 
     Returns
     -------
-    list of list of str
-        Non-string attribute values (e.g. ints) are converted with ``str``.
+    list of list of (str or tuple of str)
+        Non-string attribute values (e.g. ints) are converted with ``str``;
+        multi-valued ones (list, tuple, set) become tuples of str (see the module
+        docstring).
 
     Raises
     ------
@@ -221,6 +257,78 @@ def check_int(value, name, minimum=None):
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def check_offsets(offsets, name="offsets"):
+    """Validate a non-empty sequence of distinct int offsets; return it as a list."""
+    if isinstance(offsets, (str, bytes)) or isinstance(offsets, Integral):
+        raise ValueError(f"{name} must be a sequence of ints, got {offsets!r}")
+    try:
+        out = list(offsets)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of ints, got {offsets!r}") from None
+    if not out:
+        raise ValueError(f"{name} must contain at least one offset")
+    out = [check_int(o, f"each entry of {name}") for o in out]
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} must be distinct, got {offsets!r}")
+    return out
+
+
+def window_rows(keys, offsets, local, prefix, weight):
+    """Per-token observations of per-token local features, emitted at offsets.
+
+    Parameters
+    ----------
+    keys : list of list of hashable
+        One key per token (e.g. the attribute value); ``local`` is called once per
+        distinct key.
+    offsets : list of int
+        The token at ``t`` gets the local features of the token at ``t + o`` for
+        every ``o``; positions beyond the sequence edges contribute nothing.
+    local : callable
+        ``local(key) -> sequence of (name, value)`` pairs (``value`` a str); the
+        observation is named ``{prefix}{name}@{o}={value}``.
+    prefix : str
+    weight : float
+
+    Returns
+    -------
+    list of list of dict
+        Observations in the order of ``offsets``, then of ``local``'s pairs.
+    """
+    feats = {}
+    names = {}
+    out = []
+    append = out.append
+    for seq in keys:
+        m = len(seq)
+        cols = []
+        for o in offsets:
+            col = []
+            for t in range(m):
+                j = t + o
+                if j < 0 or j >= m:
+                    col.append(())
+                    continue
+                k = seq[j]
+                nm = names.get((o, k))
+                if nm is None:
+                    f = feats.get(k)
+                    if f is None:
+                        f = feats[k] = tuple(local(k))
+                    nm = names[o, k] = tuple(f"{prefix}{a}@{o}={b}" for a, b in f)
+                col.append(nm)
+            cols.append(col)
+        rows = []
+        for t in range(m):
+            d = {}
+            for col in cols:
+                for nm in col[t]:
+                    d[nm] = weight
+            rows.append(d)
+        append(rows)
+    return out
 
 
 def check_attribute(value, name="attribute"):

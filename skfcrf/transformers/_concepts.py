@@ -6,6 +6,7 @@ from numbers import Integral
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
     check_attribute,
+    check_bool,
     check_int,
     token_attribute_values,
 )
@@ -129,6 +130,12 @@ class BagOfConcepts(SequenceTransformerMixin):
         ``None``: raw counts; ``"l1"``: counts divided by the window's total count
         (values sum to 1); ``"l2"``: counts divided by their Euclidean norm;
         ``"log"``: sublinear TF ``1 + ln(count)`` (a single occurrence gives 1.0).
+    stem_fallback : bool, default=True
+        Whether a value the map does not know counts as its stem (``stem=...``).
+        ``False`` counts only mapped concepts: use it for a second bag over a
+        semantic-type map (thesis section 3.4: concepts and their semantic types),
+        so that the stems are not counted twice; unknown values then contribute
+        nothing.
 
     Attributes
     ----------
@@ -137,7 +144,9 @@ class BagOfConcepts(SequenceTransformerMixin):
 
     Notes
     -----
-    Tokens whose value (or stem) is the empty string contribute nothing.
+    Tokens whose value (or stem) is the empty string contribute nothing.  A
+    multi-valued attribute (list, tuple or set) counts the concepts of each of its
+    values (a concept given by two values of one token is counted once).
     Stateless: ``transform`` works without ``fit``; ``fit`` validates the parameters
     and collects names for :meth:`get_feature_names_out`.
 
@@ -147,17 +156,26 @@ class BagOfConcepts(SequenceTransformerMixin):
     >>> bag = BagOfConcepts(window=1, concept_map={"fever": "C0015967"})
     >>> bag.transform([["fever", "and", "fevers"]])[0][1]
     {'concept=C0015967': 1.0, 'stem=and': 1.0, 'stem=fever': 1.0}
+
+    A second bag over semantic types, without the stems:
+
+    >>> types = BagOfConcepts(window=1, concept_map={"fever": "T184"}, stem_fallback=False)
+    >>> types.transform([["fever", "and", "fevers"]])[0]
+    [{'concept=T184': 1.0}, {'concept=T184': 1.0}, {}]
     """
 
-    def __init__(self, window=10, concept_map=None, attribute="word", normalize=None):
+    def __init__(self, window=10, concept_map=None, attribute="word", normalize=None,
+                 stem_fallback=True):
         self.window = window
         self.concept_map = concept_map
         self.attribute = attribute
         self.normalize = normalize
+        self.stem_fallback = stem_fallback
 
     def _validate_params(self):
         check_int(self.window, "window", 0)
         check_attribute(self.attribute)
+        check_bool(self.stem_fallback, "stem_fallback")
         cm = self.concept_map
         if cm is not None and not isinstance(cm, Mapping) and not callable(cm):
             raise ValueError(
@@ -170,6 +188,11 @@ class BagOfConcepts(SequenceTransformerMixin):
 
     def _names_for(self, value, prefix):
         """Observation names (a tuple) of the concepts of one attribute value."""
+        if value.__class__ is tuple:  # multi-valued attribute: the union, in order
+            names = []
+            for v in value:
+                names.extend(n for n in self._names_for(v, prefix) if n not in names)
+            return tuple(names)
         cm = self.concept_map
         found = None
         if cm is not None:
@@ -201,6 +224,8 @@ class BagOfConcepts(SequenceTransformerMixin):
                     f"concept_map gave {found!r} for {value!r}; expected a concept id "
                     "(str), an iterable of ids, or None"
                 )
+        if not self.stem_fallback:
+            return ()
         stem = light_stem(value)
         return (f"{prefix}stem={stem}",) if stem else ()
 

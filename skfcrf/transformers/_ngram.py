@@ -1,12 +1,14 @@
 """Token n-grams at fixed offsets: :class:`NGramWindow`."""
-from numbers import Integral
+from itertools import product
 
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
     check_attribute,
     check_bool,
     check_int,
+    check_offsets,
     token_attribute_values,
+    value_list,
 )
 
 __all__ = ["NGramWindow", "BOS", "EOS"]
@@ -35,6 +37,11 @@ class NGramWindow(SequenceTransformerMixin):
     ``word@-1=__BOS__`` for the first token.  Padding symbols are never lowercased.
     A real token spelt ``__BOS__``/``__EOS__`` cannot be told apart from padding, and
     values containing ``|`` make n-gram names ambiguous; neither happens in normal text.
+
+    A multi-valued attribute (a list, tuple or set of values, e.g.
+    ``{"word": "cool", "pos": ["JJ", "VB"]}``) gives one observation per value
+    (``pos@0=JJ`` and ``pos@0=VB``); an n-gram over such tokens is emitted for
+    every combination of their values; a token with an empty collection emits none.
 
     Parameters
     ----------
@@ -77,18 +84,7 @@ class NGramWindow(SequenceTransformerMixin):
     def _validate_params(self):
         check_attribute(self.attribute)
         check_bool(self.lowercase, "lowercase")
-        offsets = self.offsets
-        if isinstance(offsets, (str, bytes)) or isinstance(offsets, Integral):
-            raise ValueError(f"offsets must be a sequence of ints, got {offsets!r}")
-        try:
-            offsets = list(offsets)
-        except TypeError:
-            raise ValueError(f"offsets must be a sequence of ints, got {offsets!r}") from None
-        if not offsets:
-            raise ValueError("offsets must contain at least one offset")
-        offsets = [check_int(o, "each offset") for o in offsets]
-        if len(set(offsets)) != len(offsets):
-            raise ValueError(f"offsets must be distinct, got {self.offsets!r}")
+        offsets = check_offsets(self.offsets)
         rng = self.ngram_range
         if isinstance(rng, (str, bytes)):
             raise ValueError(f"ngram_range must be a tuple (min_n, max_n), got {rng!r}")
@@ -142,6 +138,9 @@ class NGramWindow(SequenceTransformerMixin):
             if m == 0:
                 append([])
                 continue
+            if any(v.__class__ is tuple for v in vals):
+                append(_multi_rows(vals, specs, bases, n_left, n_right, lower, weight))
+                continue
             padded = left + vals + right
             cols = []
             for n in ns:
@@ -179,3 +178,21 @@ class NGramWindow(SequenceTransformerMixin):
             else:
                 append([fromkeys(t, weight) for t in zip(*cols)])
         return out
+
+
+def _multi_rows(vals, specs, bases, n_left, n_right, lower, weight):
+    """Rows of one sequence holding multi-valued tokens: one name per combination of values."""
+    padded = [(BOS,)] * n_left + [value_list(v) for v in vals] + [(EOS,)] * n_right
+    if lower:
+        padded = [tuple(dict.fromkeys(x if x == BOS or x == EOS else x.lower() for x in vs))
+                  for vs in padded]
+    rows = []
+    for t in range(len(vals)):
+        d = {}
+        for n, o in specs:
+            start = n_left + t + o
+            base = bases[n, o]
+            for combo in product(*padded[start:start + n]):
+                d[base + "|".join(combo)] = weight
+        rows.append(d)
+    return rows

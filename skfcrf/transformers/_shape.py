@@ -3,7 +3,14 @@ import re
 import string
 import unicodedata
 
-from skfcrf.transformers._base import SequenceTransformerMixin, check_attribute, token_attribute_values
+from skfcrf.transformers._base import (
+    SequenceTransformerMixin,
+    check_attribute,
+    check_offsets,
+    token_attribute_values,
+    value_list,
+    window_rows,
+)
 
 __all__ = ["WordShape", "word_shape"]
 
@@ -88,7 +95,14 @@ class WordShape(SequenceTransformerMixin):
         characters kept); ``"repg"`` additionally collapses runs of a class to
         ``A+``/``a+``/``i+``.
     attribute : str, default="word"
-        Token attribute whose shape is taken.
+        Token attribute whose shape is taken.  A multi-valued attribute (list,
+        tuple or set) gives one observation per distinct shape of its values.
+    offsets : sequence of int or None, default=None
+        ``None``: the token's own shape, named ``{mode}={shape}``.  A sequence of
+        distinct offsets: the shapes of the tokens at those offsets, named
+        ``{mode}@{o}={shape}`` (e.g. ``repg@-1=Aa+``); positions beyond the
+        sequence edges emit nothing (pair with :class:`NGramWindow` for the
+        edges).
 
     Attributes
     ----------
@@ -100,28 +114,49 @@ class WordShape(SequenceTransformerMixin):
     >>> from skfcrf.transformers import WordShape
     >>> WordShape(mode="repg").transform([["Dr.", "Smith", "2024"]])
     [[{'repg=Aa.': 1.0}, {'repg=Aa+': 1.0}, {'repg=i+': 1.0}]]
+    >>> WordShape(mode="repg", offsets=(-1, 0)).transform([["Dr.", "Smith"]])
+    [[{'repg@0=Aa.': 1.0}, {'repg@-1=Aa.': 1.0, 'repg@0=Aa+': 1.0}]]
     """
 
-    def __init__(self, mode="ccpg", attribute="word"):
+    def __init__(self, mode="ccpg", attribute="word", offsets=None):
         self.mode = mode
         self.attribute = attribute
+        self.offsets = offsets
 
     def _validate_params(self):
         if self.mode not in _MODES:
             raise ValueError(f"mode must be 'ccpg' or 'repg', got {self.mode!r}")
         check_attribute(self.attribute)
+        return None if self.offsets is None else check_offsets(self.offsets)
 
     def _transform_named(self, seqs, prefix, weight, cache):
-        self._validate_params()
+        offsets = self._validate_params()
         mode = self.mode
         values = token_attribute_values(seqs, self.attribute, cache)
-        memo = {}
+        if offsets is not None:
+            return window_rows(values, offsets, self._local, prefix, weight)
+        memo = {}  # str value -> name; tuple value (multi-valued) -> tuple of names
         base = f"{prefix}{mode}="
         out = []
         append = out.append
+        multi = False
         for vals in values:
             new = set(vals).difference(memo)
             for v in new:
-                memo[v] = base + word_shape(v, mode)
-            append([{k: weight} for k in map(memo.__getitem__, vals)])
+                if v.__class__ is tuple:
+                    multi = True
+                    memo[v] = tuple(base + b for _, b in self._local(v))
+                else:
+                    memo[v] = base + word_shape(v, mode)
+            names = list(map(memo.__getitem__, vals))
+            if multi and any(k.__class__ is tuple for k in names):
+                append([dict.fromkeys(k, weight) if k.__class__ is tuple else {k: weight}
+                        for k in names])
+            else:
+                append([{k: weight} for k in names])
         return out
+
+    def _local(self, value):
+        """``(mode, shape)`` pairs of one (possibly multi-valued) attribute value."""
+        mode = self.mode
+        return dict.fromkeys((mode, word_shape(x, mode)) for x in value_list(value))

@@ -1,0 +1,371 @@
+"""Tests for the post-processing rules of algorithms 7 and 8 (skfcrf.structure._postprocess)
+and the generalised merge_unless_starts_with (anchors on any chain, raw mode)."""
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skfcrf.datasets import make_dictations
+from skfcrf.structure import (
+    COR_RULES,
+    DICTATION_RULES,
+    RCG_RULES,
+    UNTYPED_SUBSECTIONS,
+    LabelScheme,
+    chains_to_segments,
+    find_violations,
+    fix_long_headings,
+    merge_same_type_at_heading,
+    merge_unless_starts_with,
+    no_double_begins,
+    no_untyped_between_typed,
+    repair,
+    typed_subsections_start_at,
+)
+from skfcrf.structure import _postprocess
+
+
+def _arr(rows):
+    return np.array(rows, dtype=object)
+
+
+H, N, S, SUB, P = "Heading", "None", "Sentence", "Subheading", "Paragraph"
+
+
+def _rows(spec):
+    """Rows from (chain0, chain1, chain2) triples; a leading '+' means Begin."""
+    return _arr([tuple(("Begin" + x[1:]) if x.startswith("+") else x for x in row) for row in spec])
+
+
+# ----------------------------------------------------------------------------- 7.2
+
+def test_typed_subsections_start_at_subheading():
+    # Neck [subheading, sentence] then a spurious Abdomen boundary at a sentence: merged
+    labs = _rows([("+Subheading", "+Neck", "+PE"), ("+Sentence", "Neck", "PE"),
+                  ("+Sentence", "+Abdomen", "PE"), ("Sentence", "Abdomen", "PE"),
+                  ("+Subheading", "+Back", "PE"), ("+Sentence", "Back", "PE")])
+    out = repair(labs, [typed_subsections_start_at()])
+    assert out[:, 1].tolist() == ["BeginNeck", "Neck", "Neck", "Neck", "BeginBack", "Back"]
+    assert out[:, 0].tolist() == labs[:, 0].tolist()
+    # type filter: paragraphs and enumeration elements that start at sentences are not merged
+    untyped = _rows([("+Heading", "+None", "+Dx"), ("+Sentence", "+Paragraph", "Dx"),
+                     ("+Sentence", "+Paragraph", "Dx"), ("Enummarker", "+Enumelement", "Dx"),
+                     ("+Sentence", "Enumelement", "Dx"), ("Enummarker", "+Enumelement", "Dx"),
+                     ("+Sentence", "Enumelement", "Dx")])
+    assert (repair(untyped, [typed_subsections_start_at()]) == untyped).all()
+    # a typed subsection after an untyped one is left alone (nothing typed to merge into)
+    after_par = _rows([("+Sentence", "+Paragraph", "+PE"), ("+Sentence", "+Neck", "PE")])
+    assert (repair(after_par, [typed_subsections_start_at()]) == after_par).all()
+
+
+# ----------------------------------------------------------------------------- 7.4
+
+def test_no_untyped_paragraph_between_typed():
+    labs = _rows([("+Subheading", "+Neck", "+PE"), ("+Sentence", "Neck", "PE"),
+                  ("+Sentence", "+Paragraph", "PE"), ("+Sentence", "+Paragraph", "PE"),
+                  ("+Subheading", "+Back", "PE"), ("+Sentence", "Back", "PE"),
+                  ("+Sentence", "+Paragraph", "PE")])
+    out = repair(labs, [no_untyped_between_typed()])
+    assert out[:, 1].tolist() == ["BeginNeck", "Neck", "Neck", "Neck", "BeginBack", "Back", "BeginParagraph"]
+    # sentences stay sentences
+    assert out[:, 0].tolist() == labs[:, 0].tolist()
+    # a paragraph between typed subsections of different sections is not "between"
+    other = _rows([("+Subheading", "+Neck", "+PE"), ("+Sentence", "+Paragraph", "PE"),
+                   ("+Subheading", "+Back", "+ROS")])
+    assert (repair(other, [no_untyped_between_typed()]) == other).all()
+
+
+# ----------------------------------------------------------------------------- 7.5 / 8.1
+
+def test_section_boundaries_at_heading_or_paragraph_raw():
+    # a section boundary in the middle of a paragraph (the decoder's typical error)
+    mid = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                 ("Sentence", "Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx"),
+                 ("+Sentence", "+Paragraph", "+Allergies"), ("Sentence", "Paragraph", "Allergies")])
+    rule = merge_unless_starts_with(2, {0: ["Heading"], 1: None}, raw=True)
+    out = repair(mid, [rule])
+    assert out[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3 + ["BeginAllergies", "Allergies"]
+    assert out[:, 1].tolist() == mid[:, 1].tolist() and out[:, 0].tolist() == mid[:, 0].tolist()
+    assert find_violations(out) == []
+    # without raw the formal repair first splits the paragraph, so the boundary stays
+    late = repair(mid, [merge_unless_starts_with(2, {0: ["Heading"], 1: None})])
+    assert late[2].tolist() == ["BeginSentence", "BeginParagraph", "BeginDx"]
+    # chain-0 anchors alone (algorithm 7, step 5) merge the Allergies section too
+    out = repair(mid, [merge_unless_starts_with(2, ["Heading"])])
+    assert out[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 5
+    with pytest.raises(ValueError):
+        merge_unless_starts_with(2, {2: ["X"]})
+
+
+# ----------------------------------------------------------------------------- 8.3
+
+def test_smart_merge_moves_the_boundary_to_the_heading():
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("+Sentence", "+Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx"),
+                  ("+Heading", "+None", "+Dx"), ("+Sentence", "+Paragraph", "Dx"),
+                  ("+Sentence", "+Paragraph", "+Dx")])
+    out = repair(labs, [merge_same_type_at_heading()])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "Plan", "Plan", "BeginDx", "Dx", "Dx"]
+    # the first of the run starts with a heading: a plain merge
+    plain = _rows([("+Heading", "+None", "+Dx"), ("+Sentence", "+Paragraph", "Dx"),
+                   ("+Sentence", "+Paragraph", "+Dx")])
+    assert repair(plain, [merge_same_type_at_heading()])[:, 2].tolist() == ["BeginDx", "Dx", "Dx"]
+    # no preceding section: the run is merged where it starts
+    first = _rows([("+Sentence", "+Paragraph", "+Dx"), ("+Heading", "+None", "+Dx"),
+                   ("+Sentence", "+Paragraph", "Dx")])
+    assert repair(first, [merge_same_type_at_heading()])[:, 2].tolist() == ["BeginDx", "Dx", "Dx"]
+
+
+# ----------------------------------------------------------------------------- 8.5
+
+def test_no_double_begins():
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("+Sentence", "+Paragraph", "Plan"), ("Sentence", "Paragraph", "Plan")])
+    out = repair(labs, [no_double_begins()])
+    assert out[:, 1].tolist() == ["BeginNone", "BeginParagraph", "Paragraph", "Paragraph"]
+    assert out[:, 0].tolist() == labs[:, 0].tolist()  # the sentences are not touched
+    # appropriate: a one-word heading holder, a one-token subsection before another type,
+    # a one-word enumeration element
+    ok = _rows([("+Heading", "+None", "+PE"), ("+Sentence", "+Genitourinary", "PE"),
+                ("+Sentence", "+Back", "PE"), ("+Sentence", "+Enumelement", "+Dx"),
+                ("+Sentence", "+Enumelement", "Dx")])
+    assert (repair(ok, [no_double_begins()]) == ok).all()
+
+
+# ----------------------------------------------------------------------------- 8.9
+
+def _heading_report(words, n_heading):
+    labs = [("BeginHeading", "BeginNone", "BeginPlan")] + [("Heading", "None", "Plan")] * (n_heading - 1)
+    labs += [("BeginSentence", "BeginParagraph", "Plan")] + [("Sentence", "Paragraph", "Plan")] * (
+        len(words) - n_heading - 1)
+    return _arr(labs)
+
+
+def test_fix_long_headings_shorten_split_and_fallback():
+    words = "plan colon we will see him again in two weeks full stop".split()
+    labs = _heading_report(words, 10)
+    out = repair(labs, [fix_long_headings()], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "BeginSentence"] + ["Sentence"] * 9
+    assert out[:, 1].tolist() == ["BeginNone", "None", "BeginParagraph"] + ["Paragraph"] * 9
+    # two dictated headings run together: split into two headings
+    words = "allergies colon medications colon none known full stop".split()
+    labs = _heading_report(words, 6)
+    out = repair(labs, [fix_long_headings(max_tokens=3)], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "BeginHeading", "Heading",
+                                  "BeginSentence", "Sentence", "Sentence", "Sentence"]
+    assert out[:, 1].tolist() == ["BeginNone", "None", "None", "None", "BeginParagraph", "Paragraph",
+                                  "Paragraph", "Paragraph"]
+    # the rest of the heading becomes a paragraph of its own when no paragraph follows
+    words = "allergies colon none known".split()
+    labs = _arr([("BeginHeading", "BeginNone", "BeginAllergies")] + [("Heading", "None", "Allergies")] * 3)
+    out = repair(labs, [fix_long_headings(max_tokens=3)], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "BeginSentence", "Sentence"]
+    assert out[:, 1].tolist() == ["BeginNone", "None", "BeginParagraph", "Paragraph"]
+    # formatted report: the uppercase run is the heading
+    words = "PLAN AND DISCUSSION Benign course expected here today".split()
+    out = repair(_heading_report(words, 7), [fix_long_headings(max_tokens=5)], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "Heading", "BeginSentence"] + ["Sentence"] * 4
+    words = "VITAL SIGNS : Stable and afebrile today".split()  # the colon token stays in the heading
+    out = repair(_heading_report(words, 6), [fix_long_headings(max_tokens=4)], tokens=words)
+    assert out[:, 0].tolist() == ["BeginHeading", "Heading", "Heading", "BeginSentence"] + ["Sentence"] * 3
+    # no cut point, or no tokens: the heading becomes a sentence of a paragraph
+    words = "the patient is a fifty year old man with pain".split()
+    for toks in (words, None):
+        out = repair(_heading_report(words, 9), [fix_long_headings()], tokens=toks)
+        assert out[:, 1].tolist() == ["BeginParagraph"] + ["Paragraph"] * 8 + ["BeginParagraph"]
+        assert out[:, 0].tolist() == ["BeginSentence"] + ["Sentence"] * 8 + ["BeginSentence"]
+    with pytest.raises(ValueError):
+        fix_long_headings(0)
+
+
+# ----------------------------------------------------------------------------- presets
+
+@pytest.mark.parametrize("style,rules", [("cor", COR_RULES), ("rcg", RCG_RULES)])
+def test_presets_leave_gold_dictations_unchanged(style, rules):
+    X, Y = make_dictations(n_reports=40, style=style, random_state=7)
+    for x, y in zip(X, Y):
+        assert (repair(y, rules, tokens=x) == np.asarray(y, dtype=object)).all()
+
+
+def test_docstring_examples():
+    result = doctest.testmod(_postprocess)
+    assert result.failed == 0 and result.attempted >= 5
+
+
+# ----------------------------------------------------------------------------- properties
+
+_GOLD = {st_: make_dictations(n_reports=4, style=st_, random_state=11) for st_ in ("cor", "rcg")}
+_VOCAB = {st_: [sorted({row[k] for y in Y for row in y}) for k in range(3)] for st_, (_, Y) in _GOLD.items()}
+
+
+@st.composite
+def corrupted(draw, style):
+    X, Y = _GOLD[style]
+    i = draw(st.integers(0, len(X) - 1))
+    n = len(X[i])
+    a = draw(st.integers(0, max(0, n - 60)))
+    x, y = list(X[i][a:a + 60]), np.array(Y[i][a:a + 60], dtype=object)
+    for _ in range(draw(st.integers(0, 12))):
+        t = draw(st.integers(0, len(x) - 1))
+        k = draw(st.integers(0, 2))
+        y[t, k] = draw(st.sampled_from(_VOCAB[style][k]))
+    return x, y
+
+
+def _sections(out):
+    root = chains_to_segments(None, out)
+    return root, root.children
+
+
+def _typed(label):
+    return label is not None and label not in UNTYPED_SUBSECTIONS
+
+
+def _first_leaf(seg):
+    while seg.children:
+        seg = seg.children[0]
+    return seg
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("cor"))
+def test_cor_rules_property(case):
+    x, y = case
+    out = repair(y, COR_RULES, tokens=x)
+    assert find_violations(out) == []
+    assert (repair(out, COR_RULES, tokens=x) == out).all()
+    root, secs = _sections(out)
+    for prev, sec in zip(secs, secs[1:]):  # 7.5: every later section starts at a heading
+        assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
+    for sec in secs:
+        kids = sec.children
+        for a, b in zip(kids, kids[1:]):  # 7.2: typed after typed starts at a subheading
+            if a.label not in UNTYPED_SUBSECTIONS and b.label not in UNTYPED_SUBSECTIONS \
+                    and a.label is not None and b.label is not None:
+                assert _first_leaf(b).label == SUB
+        labels = [s.label for s in kids]
+        k = 0
+        while k < len(labels):  # 7.4: no run of paragraphs with typed subsections on both sides
+            j = k
+            while j < len(labels) and labels[j] == P:
+                j += 1
+            if j > k and k > 0 and j < len(labels):
+                assert not (_typed(labels[k - 1]) and _typed(labels[j])), labels
+            k = max(j, k + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("rcg"))
+def test_rcg_rules_property(case):
+    x, y = case
+    out = repair(y, RCG_RULES, tokens=x)
+    assert find_violations(out) == []
+    assert (repair(out, RCG_RULES, tokens=x) == out).all()
+    root, secs = _sections(out)
+    for a, b in zip(secs, secs[1:]):  # 8.3: no two adjacent sections of one type
+        assert a.label is None or a.label != b.label
+    for sec in secs:
+        kids = sec.children
+        for a, b in zip(kids, kids[1:]):  # 8.5
+            assert not (len(a) == 1 and a.label == b.label and a.label not in ("None", "Enumelement"))
+        k = 0
+        while k < len(kids):  # 8.6: enumerations of at least two elements
+            j = k
+            while j < len(kids) and kids[j].label == "Enumelement":
+                j += 1
+            assert j - k != 1
+            k = max(j, k + 1)
+        for s in kids:  # 8.9
+            if s.label == N:
+                assert sum(len(c) for c in s.children if c.label == H) <= 8
+    short = repair(y, [fix_long_headings(max_tokens=2)], tokens=x)  # 8.9 with a bound that bites
+    assert find_violations(short) == []
+    for s in chains_to_segments(None, short).iter(level=1):
+        if s.label == N:
+            assert sum(len(c) for c in s.children if c.label == H) <= 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("rcg"))
+def test_section_boundaries_only_where_a_heading_or_subsection_started(case):
+    """8.1 on its own: every output section boundary was a real chain-0 heading start or
+    chain-1 segment start in the *input* labels (the rule only removes boundaries)."""
+    x, y = case
+    rule = merge_unless_starts_with(2, {0: ["Heading"], 1: None}, raw=True)
+    out = repair(y, [rule])
+    sc = LabelScheme()
+    starts1, _ = sc.boundaries(list(y[:, 1]))
+    starts0, info0 = sc.boundaries(list(y[:, 0]))
+    starts2_in, _ = sc.boundaries(list(y[:, 2]))
+    starts2, info2 = sc.boundaries(list(out[:, 2]))
+    prev_out = None
+    for t in range(1, len(x)):
+        if starts2[t] and info2[t][0] is not None and info2[t - 1][0] is not None:
+            assert starts2_in[t]
+            anchored = (starts0[t] and info0[t][0] == H) or (starts1[t] and sc.parse(y[t, 1])[1] != "O")
+            assert anchored, (t, list(y[t]), list(out[t]))
+    assert find_violations(out) == []
+
+
+def test_existing_dictation_rules_unchanged_on_gold():
+    X, Y = make_dictations(n_reports=20, style="rcg", random_state=2)
+    for x, y in zip(X, Y):
+        assert (repair(y, DICTATION_RULES, tokens=x) == np.asarray(y, dtype=object)).all()
+
+
+def test_merge_unless_starts_with_move_to_nearest_anchor():
+    # the Dx boundary is two tokens after the heading that should start it: moved back
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("+Heading", "+None", "Plan"), ("Heading", "None", "Plan"),
+                  ("+Sentence", "+Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx")])
+    out = repair(labs, [merge_unless_starts_with(2, ["Heading"], move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "BeginDx", "Dx", "Dx", "Dx"]
+    assert out[:, 0].tolist() == labs[:, 0].tolist() and out[:, 1].tolist() == labs[:, 1].tolist()
+    # plain merging would have given the whole Dx section to Plan
+    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 5
+    # the anchor is ahead (closer than any behind): the boundary moves forward
+    fwd = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                 ("Sentence", "Paragraph", "Plan"), ("Sentence", "Paragraph", "+Dx"),
+                 ("+Heading", "+None", "Dx"), ("+Sentence", "+Paragraph", "Dx")])
+    out = repair(fwd, [merge_unless_starts_with(2, ["Heading"], move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "Plan", "Plan", "BeginDx", "Dx"]
+    assert find_violations(out) == []
+    # raw mode, mid-paragraph boundary, paragraph start behind: moved there, paragraph kept whole
+    mid = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                 ("+Sentence", "+Paragraph", "Plan"), ("Sentence", "Paragraph", "+Dx"),
+                 ("Sentence", "Paragraph", "Dx")])
+    out = repair(mid, [merge_unless_starts_with(2, {0: ["Heading"], 1: None}, raw=True, move=True)])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "BeginDx", "Dx", "Dx"]
+    assert out[:, 1].tolist() == mid[:, 1].tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("cor"), st.booleans())
+def test_move_property(case, raw):
+    """With move=True every later section still starts at an anchor, and the result is valid."""
+    x, y = case
+    anchors = {0: ["Heading"], 1: None} if raw else ["Heading"]
+    rule = merge_unless_starts_with(2, anchors, raw=raw, move=True)
+    out = repair(y, [rule], tokens=x)
+    assert find_violations(out) == []
+    assert (repair(out, [rule], tokens=x) == out).all()
+    if not raw:
+        root, secs = _sections(out)
+        for prev, sec in zip(secs, secs[1:]):
+            assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
+
+
+def test_merge_keep_longest_type():
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("Sentence", "Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx"),
+                  ("Sentence", "Paragraph", "Dx")])
+    rule = merge_unless_starts_with(2, ["Heading"], keep="longest")
+    assert repair(labs, [rule])[:, 2].tolist() == ["BeginDx"] + ["Dx"] * 4
+    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 4
+    # ties go to the earliest type
+    tie = labs[:4]
+    assert repair(tie, [rule])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3
+    with pytest.raises(ValueError):
+        merge_unless_starts_with(2, ["Heading"], keep="last")
