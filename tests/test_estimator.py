@@ -365,7 +365,9 @@ def test_joint_decoding_is_exact_and_default_for_several_chains(tmp_path):
                                              1, est.forbidden_)
     index = [{lab: i for i, lab in enumerate(c)} for c in est.classes_]
     for s, (d, t) in enumerate(zip(decoded, trp.predict(X))):
-        lab = lambda rows: np.array([[index[c][v] for c, v in enumerate(r)] for r in rows])
+        def lab(rows):
+            return np.array([[index[c][v] for c, v in enumerate(r)] for r in rows])
+
         joint_score = full_score(est.graph_, unary, pair, eo, seq_ptr[s], lab(d.labels))
         if all(tuple(r) in {tuple(x) for x in est.joint_states_} for r in lab(t)):
             assert joint_score >= full_score(est.graph_, unary, pair, eo, seq_ptr[s],

@@ -14,6 +14,7 @@ from skfcrf.structure import (
     RCG_RULES,
     UNTYPED_SUBSECTIONS,
     LabelScheme,
+    _postprocess,
     chains_to_segments,
     find_violations,
     fix_long_headings,
@@ -24,7 +25,6 @@ from skfcrf.structure import (
     repair,
     typed_subsections_start_at,
 )
-from skfcrf.structure import _postprocess
 
 
 def _arr(rows):
@@ -300,7 +300,6 @@ def test_section_boundaries_only_where_a_heading_or_subsection_started(case):
     starts0, info0 = sc.boundaries(list(y[:, 0]))
     starts2_in, _ = sc.boundaries(list(y[:, 2]))
     starts2, info2 = sc.boundaries(list(out[:, 2]))
-    prev_out = None
     for t in range(1, len(x)):
         if starts2[t] and info2[t][0] is not None and info2[t - 1][0] is not None:
             assert starts2_in[t]
@@ -324,7 +323,8 @@ def test_merge_unless_starts_with_move_to_nearest_anchor():
     assert out[:, 2].tolist() == ["BeginPlan", "Plan", "BeginDx", "Dx", "Dx", "Dx"]
     assert out[:, 0].tolist() == labs[:, 0].tolist() and out[:, 1].tolist() == labs[:, 1].tolist()
     # plain merging would have given the whole Dx section to Plan
-    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 5
+    merged = repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist()
+    assert merged == ["BeginPlan"] + ["Plan"] * 5
     # the anchor is ahead (closer than any behind): the boundary moves forward
     fwd = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
                  ("Sentence", "Paragraph", "Plan"), ("Sentence", "Paragraph", "+Dx"),
@@ -363,7 +363,8 @@ def test_merge_keep_longest_type():
                   ("Sentence", "Paragraph", "Dx")])
     rule = merge_unless_starts_with(2, ["Heading"], keep="longest")
     assert repair(labs, [rule])[:, 2].tolist() == ["BeginDx"] + ["Dx"] * 4
-    assert repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 4
+    merged = repair(labs, [merge_unless_starts_with(2, ["Heading"])])[:, 2].tolist()
+    assert merged == ["BeginPlan"] + ["Plan"] * 4
     # ties go to the earliest type
     tie = labs[:4]
     assert repair(tie, [rule])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3

@@ -5,7 +5,8 @@ how far the inference that produced them can be trusted.
 
 ``status`` of a labelling
     ``"exact"``: exact inference was used (Viterbi on one chain, over the
-    product label space, or over the model's joint label states); ``"certified"``: a bound proves the labelling optimal;
+    product label space, or over the model's joint label states);
+    ``"certified"``: a bound proves the labelling optimal;
     ``"converged"``: loopy max-product messages converged (the labelling is
     then locally optimal, not necessarily globally); ``"approximate"``: none of
     these.  Empty sequences are ``"exact"`` with ``n_iter == 0``.

@@ -14,12 +14,6 @@
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
 """
-from skfcrf.structure._render import (
-    DICTATED_PUNCTUATION_WORDS,
-    heading_for,
-    render_html,
-    render_markdown,
-)
 from skfcrf.structure._postprocess import (
     COR_RULES,
     RCG_RULES,
@@ -30,6 +24,12 @@ from skfcrf.structure._postprocess import (
     no_untyped_between_typed,
     typed_subsections_start_at,
 )
+from skfcrf.structure._render import (
+    DICTATED_PUNCTUATION_WORDS,
+    heading_for,
+    render_html,
+    render_markdown,
+)
 from skfcrf.structure._repair import (
     DICTATION_RULES,
     long_headings_to_sentences,
@@ -38,7 +38,6 @@ from skfcrf.structure._repair import (
     min_enumeration_elements,
     repair,
 )
-from skfcrf.structure._tags import to_bio, to_bioes, to_bme
 from skfcrf.structure._segments import (
     LabelScheme,
     Segment,
@@ -46,6 +45,7 @@ from skfcrf.structure._segments import (
     find_violations,
     segments_to_chains,
 )
+from skfcrf.structure._tags import to_bio, to_bioes, to_bme
 
 __all__ = [
     "Segment",

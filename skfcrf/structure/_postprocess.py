@@ -5,18 +5,21 @@ of ``000`` (appendix; section 6.1.2) list the steps below.  The formal steps (ev
 segment starts with a Begin label; a new sentence starts at every paragraph
 boundary) are :func:`repair`'s own constraints; the others are rules:
 
-=========  ===============================================================  ============================
-step       constraint                                                       rule
-=========  ===============================================================  ============================
-7.2        typed subsections start only at a subheading                     :func:`typed_subsections_start_at`
-7.4        no untyped paragraph between typed subsections                   :func:`no_untyped_between_typed`
-7.5        section boundaries only at the start of a heading                :func:`merge_unless_starts_with` (``move``)
-8.1        section boundaries only at the start of a heading or paragraph   :func:`merge_unless_starts_with` (``raw``)
-8.3        adjacent sections of one type merged, starting at a heading      :func:`merge_same_type_at_heading`
-8.5        no inappropriate double Begins at the subsection level           :func:`no_double_begins`
-8.6        an enumeration has at least two elements                         :func:`min_enumeration_elements`
-8.9        over-long headings shortened or split                            :func:`fix_long_headings`
-=========  ===============================================================  ============================
+====  ========================================================  ==================================
+step  constraint                                                rule
+====  ========================================================  ==================================
+7.2   typed subsections start only at a subheading              :func:`typed_subsections_start_at`
+7.4   no untyped paragraph between typed subsections            :func:`no_untyped_between_typed`
+7.5   section boundaries only at the start of a heading         :func:`merge_unless_starts_with`
+                                                                (``move``)
+8.1   section boundaries only at the start of a heading or      :func:`merge_unless_starts_with`
+      paragraph                                                 (``raw``)
+8.3   adjacent sections of one type merged, starting at a       :func:`merge_same_type_at_heading`
+      heading
+8.5   no inappropriate double Begins at the subsection level    :func:`no_double_begins`
+8.6   an enumeration has at least two elements                  :func:`min_enumeration_elements`
+8.9   over-long headings shortened or split                     :func:`fix_long_headings`
+====  ========================================================  ==================================
 
 The dictation label set (:func:`skfcrf.datasets.make_dictations`): chain 0 holds
 ``Heading``, ``Subheading``, ``Sentence`` and ``Enummarker``; chain 1 the subsection
@@ -221,7 +224,8 @@ def no_double_begins(level=1, allowed=("None", "Enumelement")):
     Examples
     --------
     >>> from skfcrf.structure import repair
-    >>> labels = [("BeginSentence", "BeginParagraph", "BeginPlan"), ("BeginSentence", "BeginParagraph", "Plan"),
+    >>> labels = [("BeginSentence", "BeginParagraph", "BeginPlan"),
+    ...           ("BeginSentence", "BeginParagraph", "Plan"),
     ...           ("Sentence", "Paragraph", "Plan")]
     >>> repair(labels, [no_double_begins()])[:, 1].tolist()
     ['BeginParagraph', 'Paragraph', 'Paragraph']
@@ -313,8 +317,11 @@ def fix_long_headings(max_tokens=8, heading="Heading", holder="None", sentence="
     >>> from skfcrf.structure import repair
     >>> words = "plan colon we will see him again in two weeks".split()
     >>> labels = [("BeginHeading", "BeginNone", "BeginPlan")] + [("Heading", "None", "Plan")] * 9
-    >>> repair(labels, [fix_long_headings()], tokens=words)[:3].tolist()
-    [['BeginHeading', 'BeginNone', 'BeginPlan'], ['Heading', 'None', 'Plan'], ['BeginSentence', 'BeginParagraph', 'Plan']]
+    >>> for row in repair(labels, [fix_long_headings()], tokens=words)[:3].tolist():
+    ...     print(row)
+    ['BeginHeading', 'BeginNone', 'BeginPlan']
+    ['Heading', 'None', 'Plan']
+    ['BeginSentence', 'BeginParagraph', 'Plan']
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")

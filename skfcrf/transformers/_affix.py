@@ -49,8 +49,10 @@ class Affixes(SequenceTransformerMixin):
     Examples
     --------
     >>> from skfcrf.transformers import Affixes
-    >>> Affixes(max_length=2).transform([["Fever", "is"]])
-    [[{'word.prefix1@0=f': 1.0, 'word.prefix2@0=fe': 1.0, 'word.suffix1@0=r': 1.0, 'word.suffix2@0=er': 1.0}, {'word.prefix1@0=i': 1.0, 'word.prefix2@0=is': 1.0, 'word.suffix1@0=s': 1.0, 'word.suffix2@0=is': 1.0}]]
+    >>> for token in Affixes(max_length=2).transform([["Fever", "is"]])[0]:
+    ...     print(sorted(token))
+    ['word.prefix1@0=f', 'word.prefix2@0=fe', 'word.suffix1@0=r', 'word.suffix2@0=er']
+    ['word.prefix1@0=i', 'word.prefix2@0=is', 'word.suffix1@0=s', 'word.suffix2@0=is']
     >>> Affixes(offsets=(-1,), max_length=3, prefixes=False).transform([["no", "fever"]])
     [[{}, {'word.suffix1@-1=o': 1.0, 'word.suffix2@-1=no': 1.0}]]
     """

@@ -109,8 +109,11 @@ class Casing(SequenceTransformerMixin):
     Examples
     --------
     >>> from skfcrf.transformers import Casing
-    >>> Casing(length_bins=None).transform([["Dr.", "x-ray", "37"]])[0]
-    [{'word.case@0=title': 1.0, 'word.has@0=punct': 1.0}, {'word.case@0=lower': 1.0, 'word.has@0=hyphen': 1.0, 'word.has@0=punct': 1.0}, {'word.case@0=none': 1.0, 'word.has@0=digit': 1.0, 'word.is@0=digit': 1.0}]
+    >>> for token in Casing(length_bins=None).transform([["Dr.", "x-ray", "37"]])[0]:
+    ...     print(sorted(token))
+    ['word.case@0=title', 'word.has@0=punct']
+    ['word.case@0=lower', 'word.has@0=hyphen', 'word.has@0=punct']
+    ['word.case@0=none', 'word.has@0=digit', 'word.is@0=digit']
     >>> Casing(offsets=(-1, 0), flags=False, length_bins=(3,)).transform([["CT", "scan"]])[0][1]
     {'word.case@-1=upper': 1.0, 'word.len@-1=1-2': 1.0, 'word.case@0=lower': 1.0, 'word.len@0=3+': 1.0}
     """
