@@ -74,17 +74,6 @@ def test_one_chain_equals_likelihood():
     np.testing.assert_allclose(ga, gb, rtol=1e-9, atol=1e-9)
 
 
-def test_default_model_is_restricted_to_observed_combinations():
-    """With inference='auto' (joint decoding) the objective runs over the label
-    combinations seen in training, as the decoder does."""
-    X, y = synthetic(n_seq=4, n_chains=3, length=(1, 4))
-    est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf)
-    objective, theta0, _ = training_problem(est, X, y)
-    theta = np.random.default_rng(2).normal(size=theta0.shape)
-    loss, _ = objective.loss_gradient(theta)
-    assert loss == pytest.approx(enumerated(est, objective, theta, est.joint_states_), rel=1e-10)
-
-
 def test_joint_state_restriction_equals_enumeration():
     X, y = synthetic(n_seq=4, n_chains=3, length=(1, 4))
     est = FactorialCRF(objective="chainwise", coupling="all", sigma=np.inf, inference="trp",

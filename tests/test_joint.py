@@ -122,3 +122,46 @@ def test_states_from_labels_and_bad_input():
     with pytest.raises(ValueError, match="tied"):
         joint_map(untied, np.array([[0], [1]]), seq_ptr, np.zeros((2, 2)),
                   np.zeros(int(pair_layout(untied, 2)[-1])))
+
+
+@pytest.mark.parametrize("case", range(1, len(CASES)))
+def test_pair_marginals_equal_exact_inference_on_full_space(case):
+    n_labels, couplings, tied = CASES[case]
+    graph, seq_ptr, unary, pair, _, product = problem(20 + case, n_labels, [1, 4, 3], couplings,
+                                                      tied, forbid=True)
+    node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair, n_threads=2,
+                                         pair_marginals=True)
+    ref_node, ref_pmarg, ref_log_z, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact")
+    np.testing.assert_allclose(node, ref_node, atol=1e-10)
+    np.testing.assert_allclose(pmarg, ref_pmarg, atol=1e-10)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_chains", [2, 3])
+@pytest.mark.parametrize("coupling_features", ["default", "supported"])
+def test_likelihood_over_joint_states_gradient_and_value(n_chains, coupling_features):
+    """Likelihood with inference='joint': finite differences, and the loss equals
+    log of the enumerated partition over the observed combinations minus the gold score."""
+    from skfcrf import FactorialCRF
+    from skfcrf.estimators import training_problem
+
+    from _helpers import check_gradient, synthetic
+
+    X, y = synthetic(n_seq=5, n_chains=n_chains, length=(1, 4), noise=0.3)
+    params = dict(objective="likelihood", inference="joint", sigma=2.0,
+                  coupling="all" if n_chains == 3 else "adjacent",
+                  coupling_features=coupling_features)
+    check_gradient(FactorialCRF(**params), X, y)
+    est = FactorialCRF(**{**params, "sigma": np.inf})
+    objective, theta0, _ = training_problem(est, X, y)
+    theta = np.random.default_rng(0).normal(size=theta0.shape)
+    loss, _ = objective.loss_gradient(theta)
+    b = objective.batch
+    unary, pair, _ = est.layout_.potentials(theta, b.obs, 1, est.forbidden_)
+    eo = pair_layout(est.graph_, unary.shape[0])
+    ref = 0.0
+    for s in range(b.n_sequences):
+        lo, hi = b.seq_ptr[s], b.seq_ptr[s + 1]
+        _, scores = enumerate_sequence(est.graph_, unary, pair, lo, hi - lo, est.joint_states_)
+        ref += logsumexp(scores) - full_score(est.graph_, unary, pair, eo, lo, b.gold[lo:hi])
+    assert loss == pytest.approx(ref, rel=1e-10)

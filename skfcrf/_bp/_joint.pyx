@@ -29,7 +29,7 @@ per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, INFINITY, log
-from scipy.linalg.cython_blas cimport dgemv
+from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._alloc cimport Block, allocate
 from ._common cimport maxplus
@@ -171,10 +171,17 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
 
 cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssize_t g0,
                          Py_ssize_t T, double* alpha, double* beta, double* psi,
-                         double* norm, double* tmp, double* marg) noexcept nogil:
-    """State marginals of one sequence into ``marg`` (T x S); returns log Z."""
+                         double* norm, double* tmp, double* marg, double* counts) noexcept nogil:
+    """State marginals of one sequence into ``marg`` (T x S); returns log Z.
+
+    With ``counts`` (S x S, or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
+    ``w_t = psi_t * beta_t / c_t``: times ``E`` elementwise these are the
+    expected state transition counts.  ``psi`` is overwritten by ``w``.
+    """
+
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, total, log_z = 0.0
+    cdef int k
     cdef char tn = b"N", tt = b"T"
     cdef int n = <int> S, one = 1
     cdef double a1 = 1.0, b0 = 0.0
@@ -216,10 +223,17 @@ cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssi
         for s in range(S):
             tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
         dgemv(&tt, &n, &n, &a1, <double*> E, &n, tmp, &one, &b0, beta + (t - 1) * S, &one)
+        for s in range(S):
+            psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
     for t in range(T):
         for s in range(S):
             marg[t * S + s] = alpha[t * S + s] * beta[t * S + s]
+    if counts != NULL and T > 1:
+        # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
+        # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
+        k = <int> (T - 1)
+        dgemm(&tn, &tt, &n, &n, &k, &a1, psi + S, &n, alpha, &n, &a1, counts, &n)
     return log_z
 
 
@@ -229,11 +243,14 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
                            const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
                            const long long[::1] cpl_off, const int[::1] cpl_tied,
                            const double[::1] trans_exp, double shift,
-                           double[:, ::1] state_marg, double[::1] log_z, int n_threads=1):
+                           double[:, ::1] state_marg, double[::1] log_z,
+                           double[:, ::1] counts, int want_counts, int n_threads=1):
     """State marginals ``(N, S)`` and ``log Z`` per sequence over the joint states.
 
     ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden).  A sequence
-    with no allowed labelling gets ``log Z = -inf`` and zero marginals.
+    with no allowed labelling gets ``log Z = -inf`` and zero marginals.  With
+    ``want_counts``, thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x)
+    w_t`` to ``counts[k]`` (``n_threads x S*S``; see :func:`_fb_sequence`).
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
                              cpl_off, cpl_tied)
@@ -266,7 +283,8 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
                 log_z[sq] = 0.0
                 continue
             log_z[sq] = _fb_sequence(&tb, &trans_exp[0], shift, seq_ptr[sq], T, alpha, beta,
-                                     psi, norm, tmp, &state_marg[seq_ptr[sq], 0])
+                                     psi, norm, tmp, &state_marg[seq_ptr[sq], 0],
+                                     &counts[threadid(), 0] if want_counts else NULL)
             if log_z[sq] == -INFINITY:
                 marg = &state_marg[seq_ptr[sq], 0]
                 for k in range(T * S):

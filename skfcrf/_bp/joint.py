@@ -111,7 +111,13 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1):
     return labels, score
 
 
-def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1):
+def _onehot(states, columns, n_columns):
+    """Sparse ``(S, n_columns)`` matrix with a 1 at ``(s, columns[s])`` for every state."""
+    S = len(states)
+    return sp.csr_matrix((np.ones(S), (np.arange(S), columns)), shape=(S, n_columns))
+
+
+def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False):
     """Exact per-chain label marginals and ``log Z`` over the joint states.
 
     Returns
@@ -119,6 +125,10 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1):
     node : float64 ndarray of shape (N, Ltot)
         Per token and chain the marginal of every label (zero for labels in
         no allowed state).
+    pair_marg : float64 ndarray laid out like ``pair``
+        Only with ``pair_marginals=True``, as
+        :func:`skfcrf._bp.inference.marginals` returns it: tied templates the
+        expected counts summed over positions, untied ones per position.
     log_z : float64 ndarray of shape (n_seq,)
         ``-inf`` (and zero marginals) when no labelling is allowed.
     """
@@ -128,15 +138,37 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1):
     with np.errstate(under="ignore"):
         trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
     n, S = unary.shape[0], states.shape[0]
+    n_threads = max(1, int(n_threads))
     state_marg = np.zeros((n, S))
     log_z = np.zeros(len(seq_ptr) - 1)
+    counts = np.zeros((n_threads if pair_marginals else 1, S * S))
     _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
                                      t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
                                      t["cpl_tied"], np.ascontiguousarray(trans_exp.ravel()),
-                                     shift, state_marg, log_z, max(1, int(n_threads)))
+                                     shift, state_marg, log_z, counts, int(pair_marginals),
+                                     n_threads)
     # node[g, off_c + l] = sum of the marginals of the states with label l on chain c
     rows = np.repeat(np.arange(S), graph.n_chains)
     cols = (states + np.asarray(graph.label_offset[:-1])).ravel()
     onehot = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S, graph.total_labels))
-    node = np.asarray((onehot.T @ state_marg.T).T)
-    return node, log_z
+    node = np.ascontiguousarray((onehot.T @ state_marg.T).T)
+    if not pair_marginals:
+        return node, log_z
+    edge_offset = pair_layout(graph, n)
+    pmarg = np.zeros(int(edge_offset[-1]))
+    expected = counts.sum(axis=0).reshape(S, S) * trans_exp      # state transition counts
+    totals = state_marg.sum(axis=0)
+    for e in range(graph.n_edges):
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        la, lb = int(graph.n_labels[a]), int(graph.n_labels[b])
+        block = pmarg[edge_offset[e]:edge_offset[e + 1]]
+        if graph.edge_kind[e] == IN_CHAIN:
+            H = _onehot(states, states[:, a], la)
+            block[:] = np.asarray(H.T @ (H.T @ expected.T).T).ravel()
+        else:
+            H = _onehot(states, states[:, a] * lb + states[:, b], la * lb)
+            if graph.edge_tied[e]:
+                block[:] = H.T @ totals
+            else:
+                block[:] = np.asarray((H.T @ state_marg.T).T).ravel()
+    return node, pmarg, log_z

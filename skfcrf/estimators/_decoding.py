@@ -57,20 +57,15 @@ class SequenceDecoding:
         return self.status != "approximate"
 
 
-def resolve_method(inference_param, graph, joint_states=None, training=False):
+def resolve_method(inference_param, graph, joint_states=None):
     """The inference method an ``inference=`` setting means for a model.
 
     ``"auto"``: exact for one chain; for several, ``"joint"`` (exact over the
     model's joint label states) when :func:`~skfcrf._bp.joint.supports_joint`
-    holds, else ``"trp"``.  Likelihood training (``training=True``) needs pair
-    marginals, which the joint-state kernels do not give yet: it uses TRP.
+    holds, else ``"trp"``.
     """
     if inference_param != "auto":
         if inference_param == "joint":
-            if training:
-                raise ValueError("inference='joint' is for decoding; likelihood training "
-                                 "over joint states is not available yet (use 'trp' or "
-                                 "'exact')")
             if joint_states is None or not supports_joint(graph, len(joint_states)):
                 raise ValueError("inference='joint' needs tied in-chain templates "
                                  "(transition_features='default') and at most 4096 "
@@ -78,7 +73,7 @@ def resolve_method(inference_param, graph, joint_states=None, training=False):
         return inference_param
     if graph.n_chains == 1:
         return "exact"
-    if not training and joint_states is not None and supports_joint(graph, len(joint_states)):
+    if joint_states is not None and supports_joint(graph, len(joint_states)):
         return "joint"
     return "trp"
 

@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._bp.joint import joint_marginals
 from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
@@ -157,15 +158,20 @@ class Likelihood(Objective):
 
     Parameters
     ----------
-    method : {"exact", "trp"}
-        Inference for the marginals and ``log Z`` (TRP: the Bethe approximation).
+    method : {"exact", "joint", "trp"}
+        Inference for the marginals and ``log Z`` (TRP: the Bethe
+        approximation; joint: exact over ``joint_states``).
     bp_max_iter, bp_tol : int, float
         TRP's iteration cap and tolerance.
+    joint_states : ndarray of shape (S, n_chains), optional
+        The model's label combinations, for ``method="joint"``.
     """
 
-    def __init__(self, batch, *, method, bp_max_iter=1000, bp_tol=1e-6, **kwargs):
+    def __init__(self, batch, *, method, bp_max_iter=1000, bp_tol=1e-6, joint_states=None,
+                 **kwargs):
         super().__init__(batch, **kwargs)
         self.method = method
+        self.joint_states = joint_states
         self.bp_max_iter = bp_max_iter
         self.bp_tol = bp_tol
         self._converged = []
@@ -173,7 +179,7 @@ class Likelihood(Objective):
 
     def _options(self):
         return dict(super()._options(), method=self.method, bp_max_iter=self.bp_max_iter,
-                    bp_tol=self.bp_tol)
+                    bp_tol=self.bp_tol, joint_states=self.joint_states)
 
     def _record(self, converged, n_iter):
         target = self.parent if self.parent is not None else self
@@ -184,10 +190,16 @@ class Likelihood(Objective):
         b, layout = self.batch, self.layout
         unary, pair, edge_offset = layout.potentials(theta, b.obs, self.n_threads,
                                                      self.forbidden)
-        node, pmarg, log_z, converged, n_iter = inference.marginals(
-            layout.graph, b.seq_ptr, unary, pair, method=self.method,
-            max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=b.seeds,
-            n_threads=self.n_threads)
+        if self.method == "joint":
+            with threadpool_limits(limits=1, user_api="blas"):
+                node, pmarg, log_z = joint_marginals(layout.graph, self.joint_states, b.seq_ptr,
+                                                     unary, pair, self.n_threads,
+                                                     pair_marginals=True)
+        else:
+            node, pmarg, log_z, converged, n_iter = inference.marginals(
+                layout.graph, b.seq_ptr, unary, pair, method=self.method,
+                max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=b.seeds,
+                n_threads=self.n_threads)
         if self.method == "trp":
             self._record(converged, n_iter)
         stats = b.gold_stats(edge_offset)
