@@ -9,6 +9,7 @@ from skfcrf.transformers._affix import Affixes
 from skfcrf.transformers._base import SequenceTransformerMixin
 from skfcrf.transformers._casing import Casing, case_class, length_bucket
 from skfcrf.transformers._concepts import BagOfConcepts, light_stem
+from skfcrf.transformers._dictation import DICTATION_FEATURE_KINDS, make_dictation_features
 from skfcrf.transformers._lexicon import Lexicon
 from skfcrf.transformers._ngram import BOS, EOS, NGramWindow
 from skfcrf.transformers._position import RelativePosition
@@ -24,12 +25,14 @@ __all__ = [
     "BOS",
     "EOS",
     "BagOfConcepts",
+    "DICTATION_FEATURE_KINDS",
     "NGramWindow",
     "RelativePosition",
     "SequenceFeatureUnion",
     "SequenceTransformerMixin",
     "WordShape",
     "light_stem",
+    "make_dictation_features",
     "make_sequence_union",
     "word_shape",
 ]
