@@ -1,0 +1,66 @@
+"""``skfcrf evaluate DATA --model PATH``: scores of a model on a labelled column file."""
+from skfcrf.cli._common import (
+    add_quiet,
+    as_2d,
+    chain_names,
+    convergence_summary,
+    has_boundaries,
+    progress,
+)
+from skfcrf.cli._files import features_from_config, load_model, read_data
+
+
+def add_parser(sub):
+    e = sub.add_parser("evaluate", help="score a model on a labelled column file",
+                       description="Per-chain and joint accuracy, segment F1, WindowDiff and a "
+                       "per-label report for every chain.")
+    e.add_argument("data", metavar="DATA", help="labelled file (the model's attribute and "
+                   "label columns)")
+    e.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
+    add_quiet(e)
+    e.set_defaults(func=run)
+    return e
+
+
+def run(args):
+    from skfcrf.metrics import (
+        chain_accuracy,
+        classification_report,
+        joint_accuracy,
+        segment_f1,
+        windowdiff,
+    )
+
+    crf, config = load_model(args.model)
+    n_chains = crf.n_chains_
+    X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
+    progress(f"tagging {len(X)} sequences...", args.quiet)
+    decodings = crf.decode(features_from_config(config).transform(X))
+    yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
+    names = chain_names(n_chains)
+    acc = chain_accuracy(yt, yp)
+    width = max(len(n) for n in names + ["joint"])
+    n_tokens = sum(len(s) for s in yt)
+    print(f"{args.data}: {len(yt)} sequences, {n_tokens} tokens, {n_chains} "
+          f"chain{'s' if n_chains != 1 else ''}")
+    print()
+    print(f"{'':<{width}}  accuracy  segment F1  WindowDiff")
+    for c in range(n_chains):
+        f1 = segment_f1(yt, yp, chain=c)
+        wd = None
+        if has_boundaries(yt, c):
+            try:
+                wd = windowdiff(yt, yp, chain=c)
+            except ValueError:  # no sequence longer than the window
+                wd = None
+        wd_s = f"{wd:10.4f}" if wd is not None else f"{'-':>10}"
+        print(f"{names[c]:<{width}}  {acc[c]:8.4f}  {f1:10.4f}  {wd_s}")
+    print(f"{'joint':<{width}}  {joint_accuracy(yt, yp):8.4f}")
+    iterative, converged, mean_iter = convergence_summary(decodings)
+    if iterative:
+        print(f"\nTRP max-product converged on {100 * converged:.1f}% of the "
+              f"sequences (mean {mean_iter:.1f} iterations)")
+    for c in range(n_chains):
+        print()
+        print(classification_report(yt, yp, chain=c).rstrip())
+    return 0

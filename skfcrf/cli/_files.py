@@ -1,0 +1,129 @@
+"""Files of the ``skfcrf`` commands: CoNLL-style data files, and a model with its
+feature configuration.
+
+A model written by ``skfcrf train`` is two files: ``PATH`` (the CRF as written by
+:meth:`skfcrf.FactorialCRF.save`, a ``.npz`` archive of arrays and JSON) and
+``PATH.features.json``, the feature configuration::
+
+    {"format": "skfcrf-cli-features", "version": 1,
+     "attributes": [...], "label_columns": N, "sep": "whitespace" | "tab" | "space",
+     "features": [...], "lowercase": bool,
+     "ngram_window": W, "concept_window": W, "position_bins": N}
+
+from which :func:`features_from_config` rebuilds the observation pipeline.
+"""
+import json
+import os
+import zipfile
+
+from skfcrf.cli._common import FEATURE_KINDS, SEPARATORS, CLIError
+
+FEATURES_SUFFIX = ".features.json"
+FEATURES_FORMAT = "skfcrf-cli-features"
+FEATURES_VERSION = 1
+
+
+def features_from_config(config):
+    """The feature union of a feature configuration (see the module docstring)."""
+    from skfcrf.transformers import make_dictation_features
+
+    return make_dictation_features(
+        config["attributes"], config["features"], lowercase=bool(config.get("lowercase")),
+        ngram_window=int(config.get("ngram_window", 2)),
+        concept_window=int(config.get("concept_window", 10)),
+        position_bins=int(config.get("position_bins", 8)))
+
+
+def features_path(model_path):
+    return os.fspath(model_path) + FEATURES_SUFFIX
+
+
+def load_model(model_path):
+    """(FactorialCRF, feature config) of a model written by ``skfcrf train``."""
+    from skfcrf import FactorialCRF
+
+    if not os.path.isfile(model_path):
+        raise CLIError(f"model file not found: {model_path}")
+    fpath = features_path(model_path)
+    if not os.path.isfile(fpath):
+        raise CLIError(f"feature configuration not found: {fpath} (written by 'skfcrf train' "
+                       "next to the model)")
+    if not zipfile.is_zipfile(model_path):
+        raise CLIError(f"invalid model file {model_path}: not an skfcrf model (expected the .npz "
+                       "archive written by 'skfcrf train')")
+    try:
+        crf = FactorialCRF.load(model_path)
+    except Exception as exc:  # np.load/zip/json/key errors of a foreign or damaged file
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if detail.startswith(model_path):
+            raise CLIError(f"invalid model file {detail}") from None
+        raise CLIError(f"invalid model file {model_path}: {detail}") from None
+    try:
+        with open(fpath, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"invalid feature configuration {fpath}: {exc}") from None
+    if not isinstance(config, dict) or config.get("format") != FEATURES_FORMAT:
+        raise CLIError(f"invalid feature configuration {fpath}: not written by 'skfcrf train'")
+    if config.get("version") != FEATURES_VERSION:
+        raise CLIError(f"invalid feature configuration {fpath}: unsupported version "
+                       f"{config.get('version')!r}")
+    try:
+        attrs = config["attributes"]
+        feats = config["features"]
+        n_labels = config["label_columns"]
+        if not (isinstance(attrs, list) and attrs and all(isinstance(a, str) for a in attrs)):
+            raise ValueError("attributes")
+        if not (isinstance(feats, list) and all(f in FEATURE_KINDS for f in feats)):
+            raise ValueError("features")
+        if not isinstance(n_labels, int) or n_labels < 1:
+            raise ValueError("label_columns")
+        if config.get("sep") not in SEPARATORS:
+            raise ValueError("sep")
+    except (KeyError, ValueError) as exc:
+        raise CLIError(f"invalid feature configuration {fpath}: bad or missing "
+                       f"{exc.args[0]!r}") from None
+    if n_labels != crf.n_chains_:
+        raise CLIError(f"feature configuration {fpath} describes {n_labels} label columns but "
+                       f"the model has {crf.n_chains_} chains")
+    return crf, config
+
+
+def read_data(path, attributes, n_label_columns, sep):
+    from skfcrf.datasets import read_conll
+
+    if not os.path.exists(path):
+        raise CLIError(f"data file not found: {path}")
+    if os.path.isdir(path):
+        raise CLIError(f"data path is a directory, not a file: {path}")
+    try:
+        X, y = read_conll(path, n_label_columns=n_label_columns, attributes=tuple(attributes),
+                          sep=SEPARATORS[sep])
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                       f"{exc.start})") from None
+    except ValueError as exc:
+        raise CLIError(f"malformed data file {exc}") from None
+    if not X:
+        raise CLIError(f"{path}: no sequences found (empty file?)")
+    if len(attributes) == 1 and attributes[0] != "word":
+        # transformers read plain str tokens as the "word" attribute
+        X = [[{attributes[0]: t} for t in seq] for seq in X]
+    return X, y
+
+
+def count_columns(path, sep):
+    """Number of columns on the first non-blank line of a column file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.rstrip("\r\n")
+                if line.strip():
+                    s = SEPARATORS[sep]
+                    return len(line.split() if s is None else line.split(s))
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                       f"{exc.start})") from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror}") from None
+    return 0

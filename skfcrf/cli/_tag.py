@@ -1,0 +1,68 @@
+"""``skfcrf tag DATA --model PATH``: predicted label columns, or rendered documents."""
+import os
+import sys
+
+from skfcrf.cli._common import add_quiet, html_document, progress
+from skfcrf.cli._files import count_columns, features_from_config, load_model, read_data
+
+
+def add_parser(sub):
+    g = sub.add_parser("tag", help="predict the label chains of a column file",
+                       description="Tag a column file with a model written by 'skfcrf train'. "
+                       "The file has the model's attribute columns; gold label columns, if "
+                       "present, are ignored.")
+    g.add_argument("data", metavar="DATA", help="file to tag")
+    g.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
+    g.add_argument("--format", choices=("columns", "html", "markdown"), default="columns",
+                   help="attribute + predicted label columns, or the sequences rendered as "
+                   "structured documents (default: %(default)s)")
+    g.add_argument("--output", metavar="FILE", help="output file (default: standard output)")
+    add_quiet(g)
+    g.set_defaults(func=run)
+    return g
+
+
+def run(args):
+    from skfcrf.datasets import write_conll
+
+    crf, config = load_model(args.model)
+    attributes = config["attributes"]
+    sep = config["sep"]
+    n_chains = crf.n_chains_
+    n_attr = len(attributes)
+    n_cols = count_columns(args.data, sep) if os.path.isfile(args.data) else n_attr
+    # gold label columns, if present, are read and ignored
+    n_label_columns = n_chains if n_cols == n_attr + n_chains else 0
+    X, _ = read_data(args.data, attributes, n_label_columns, sep)
+    progress(f"tagging {len(X)} sequences...", args.quiet)
+    y_pred = crf.predict(features_from_config(config).transform(X))
+    if args.format == "columns":
+        out = args.output if args.output else sys.stdout
+        write_conll(out, X, y_pred, attributes=attributes,
+                    sep="\t" if sep == "tab" else " ")
+    else:
+        text = render_documents(X, y_pred, args.format)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+    if args.output:
+        progress(f"wrote {args.output}", args.quiet)
+    return 0
+
+
+def render_documents(X, y_pred, fmt, title="skfcrf"):
+    """The tagged sequences, repaired, as one HTML page or Markdown text."""
+    from skfcrf.structure import render_html, render_markdown, repair
+
+    parts = []
+    for i, (tokens, labels) in enumerate(zip(X, y_pred)):
+        fixed = repair(labels, tokens=tokens)
+        if fmt == "html":
+            parts.append(f"<article id=\"seq-{i + 1}\">\n{render_html(tokens, fixed)}</article>")
+        else:
+            parts.append(render_markdown(tokens, fixed))
+    if fmt == "html":
+        return html_document(title, "\n".join(parts))
+    return "\n---\n\n".join(parts)
