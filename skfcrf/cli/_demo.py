@@ -5,14 +5,17 @@ pseudolikelihood-trained :class:`skfcrf.FactorialCRF`) is cross-validated by
 :func:`sklearn.model_selection.cross_validate` over a 3-fold shuffled
 :class:`~sklearn.model_selection.KFold`, scored by the package's scorers
 (:func:`skfcrf.metrics.make_chain_scorer`: accuracy and WindowDiff per chain,
-average and joint accuracy).  The convergence of TRP decoding is no score: it
-is read, in a separate step, from :meth:`skfcrf.FactorialCRF.decode` of each
-fold's test reports by the fold's fitted pipeline; the first test report of
-fold 1 is rendered as HTML and Markdown.
+average and joint accuracy).  Each test fold is decoded once, by
+:meth:`skfcrf.FactorialCRF.decode` (:class:`FoldScorer`): the scorers read the
+labels from it, and the convergence of TRP decoding (not a scorer) comes from
+the same records.  The first test report of fold 1 is rendered as HTML and
+Markdown.
 """
 import html
 import os
 import time
+
+from sklearn.base import BaseEstimator
 
 from skfcrf.cli._common import (
     CLIError,
@@ -66,7 +69,7 @@ def add_parser(sub):
 
 
 def demo_scoring(n_chains):
-    """The ``scoring`` dict of the demo: the package's scorers per chain and overall.
+    """The package's scorers of the demo, per chain and overall.
 
     Keys ``accuracy_<c>`` and ``windowdiff_<c>`` (negated, as scikit-learn
     maximises scores) for every chain ``c``, ``average`` and ``joint`` accuracy.
@@ -79,6 +82,52 @@ def demo_scoring(n_chains):
     scoring.update({f"windowdiff_{c}": make_chain_scorer("windowdiff", chain=c)
                     for c in range(n_chains)})
     return scoring
+
+
+class FoldScorer:
+    """The ``scoring`` callable of the demo: decode a test fold once, score it.
+
+    Called by :func:`~sklearn.model_selection.cross_validate` with the fold's
+    fitted pipeline (``features`` then ``crf``) and its test reports.  It
+    decodes them with :meth:`skfcrf.FactorialCRF.decode`, gives the labels to
+    the :func:`demo_scoring` scorers (through :class:`_Decoded`, so the
+    pipeline's ``predict`` does not decode a second time), adds ``converged``
+    and ``bp_iterations`` (:func:`~skfcrf.cli._common.convergence_summary`),
+    prints a progress line, and keeps the first fold's first report for the
+    rendered example.  Folds run one after another (``n_jobs=None``).
+    """
+
+    def __init__(self, n_chains, quiet=False):
+        self.scorers = demo_scoring(n_chains)
+        self.quiet = quiet
+        self.n_folds_done = 0
+        self.example = None
+
+    def __call__(self, estimator, X, y):
+        t0 = time.perf_counter()
+        crf = estimator.named_steps["crf"]
+        decodings = crf.decode(estimator.named_steps["features"].transform(X))
+        decoded = _Decoded([d.labels for d in decodings])
+        scores = {name: scorer(decoded, X, y) for name, scorer in self.scorers.items()}
+        _, scores["converged"], scores["bp_iterations"] = convergence_summary(decodings)
+        self.n_folds_done += 1
+        progress(f"fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_} L-BFGS iterations"
+                 f"{'' if crf.converged_ else ', not converged'}), decoded {len(X)} reports in "
+                 f"{time.perf_counter() - t0:.1f} s: joint accuracy "
+                 f"{100 * scores['joint']:.2f}%", self.quiet)
+        if self.example is None:
+            self.example = (X[0], y[0], decodings[0].labels)
+        return scores
+
+
+class _Decoded(BaseEstimator):
+    """Labels already decoded, standing in for the fitted pipeline: ``predict`` returns them."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def predict(self, X):
+        return self.labels
 
 
 def _fmt_ci(mean, hw, scale=100.0):
@@ -120,36 +169,20 @@ def run(args):
     chains = list(DICTATION_CHAINS)
     n_chains = len(chains)
 
-    # 1. cross-validation: fit and the package's scorers, fold by fold
     progress(f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
-             "iterations per fold) and scoring...", quiet)
+             "iterations per fold), decoding and scoring...", quiet)
     folds = KFold(n_splits=N_FOLDS, shuffle=True, random_state=args.seed)
+    scoring = FoldScorer(n_chains, quiet)
     with warnings.catch_warnings():
         # a fold stopped at --max-iter is reported below from converged_
         warnings.simplefilter("ignore", ConvergenceWarning)
-        cv = cross_validate(model, X, y, cv=folds, scoring=demo_scoring(n_chains),
-                            return_estimator=True, return_indices=True, error_score="raise")
+        cv = cross_validate(model, X, y, cv=folds, scoring=scoring, return_estimator=True,
+                            return_indices=True, error_score="raise")
     acc = np.column_stack([cv[f"test_accuracy_{c}"] for c in range(n_chains)])
     wd = -np.column_stack([cv[f"test_windowdiff_{c}"] for c in range(n_chains)])
+    conv, bp_iter = cv["test_converged"], cv["test_bp_iterations"]
     crfs = [est.named_steps["crf"] for est in cv["estimator"]]
-
-    # 2. convergence of TRP decoding on each test fold (decode() is no scorer)
-    conv, bp_iter, report = [], [], None
-    for k, (est, test) in enumerate(zip(cv["estimator"], cv["indices"]["test"]), 1):
-        X_te = [X[i] for i in test]
-        t0 = time.perf_counter()
-        decodings = est.named_steps["crf"].decode(est.named_steps["features"].transform(X_te))
-        _, converged, mean_iter = convergence_summary(decodings)
-        conv.append(converged)
-        bp_iter.append(mean_iter)
-        crf = crfs[k - 1]
-        progress(f"fold {k}/{N_FOLDS}: trained on {len(X) - len(test)} reports in "
-                 f"{cv['fit_time'][k - 1]:.1f} s ({crf.n_iter_} L-BFGS iterations"
-                 f"{'' if crf.converged_ else ', not converged'}), decoded {len(test)} reports "
-                 f"in {time.perf_counter() - t0:.1f} s: joint accuracy "
-                 f"{100 * cv['test_joint'][k - 1]:.2f}%", quiet)
-        if report is None:
-            report = (int(test[0]), X_te[0], y[int(test[0])], decodings[0].labels)
+    report = (int(cv["indices"]["test"][0][0]), *scoring.example)
 
     width = max(len(c) for c in chains + ["average", "joint"])
     print(f"skfcrf demo: {args.n_reports} synthetic dictations (recognizer style, seed "
@@ -172,7 +205,6 @@ def run(args):
     for c, name in enumerate(chains):
         print(f"  {name:<{width}}  {_fmt_ci(*confidence_interval(wd[:, c]))}")
     print()
-    conv, bp_iter = np.array(conv), np.array(bp_iter)
     print(f"TRP max-product decoding (at most {args.bp_max_iter} iterations): converged on "
           f"{100 * conv.mean():.1f}% of the test reports "
           f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
