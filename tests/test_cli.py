@@ -82,6 +82,9 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
     for row in ("sentence", "subsection", "section", "average", "joint"):
         assert any(line.split()[:1] == [row] and "±" in line for line in out.splitlines()), row
     assert "TRP max-product decoding (at most 30 iterations): converged on" in out
+    # read from this decoding (decode records), not from the pseudolikelihood fit: TRP ran
+    trp = next(line for line in out.splitlines() if line.startswith("TRP"))
+    assert 1 <= float(trp.split("mean ")[1].split()[0]) <= 30, trp
     # progress on stderr, fold by fold
     for k in (1, 2, 3):
         assert f"fold {k}/3" in res.stderr
