@@ -91,8 +91,9 @@ class FoldScorer:
     fitted pipeline (``features`` then ``crf``) and its test reports.  It
     decodes them with :meth:`skfcrf.FactorialCRF.decode`, gives the labels to
     the :func:`demo_scoring` scorers (through :class:`_Decoded`, so the
-    pipeline's ``predict`` does not decode a second time), adds ``converged``
-    and ``bp_iterations`` (:func:`~skfcrf.cli._common.convergence_summary`),
+    pipeline's ``predict`` does not decode a second time), adds ``iterative``
+    (1.0 if TRP ran on some report), ``converged`` and ``bp_iterations``
+    (:func:`~skfcrf.cli._common.convergence_summary`),
     prints a progress line, and keeps the first fold's first report for the
     rendered example.  Folds run one after another (``n_jobs=None``).
     """
@@ -109,7 +110,8 @@ class FoldScorer:
         decodings = crf.decode(estimator.named_steps["features"].transform(X))
         decoded = _Decoded([d.labels for d in decodings])
         scores = {name: scorer(decoded, X, y) for name, scorer in self.scorers.items()}
-        _, scores["converged"], scores["bp_iterations"] = convergence_summary(decodings)
+        iterative, scores["converged"], scores["bp_iterations"] = convergence_summary(decodings)
+        scores["iterative"] = float(iterative)
         self.n_folds_done += 1
         progress(f"fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_} L-BFGS iterations"
                  f"{'' if crf.converged_ else ', not converged'}), decoded {len(X)} reports in "
@@ -205,10 +207,14 @@ def run(args):
     for c, name in enumerate(chains):
         print(f"  {name:<{width}}  {_fmt_ci(*confidence_interval(wd[:, c]))}")
     print()
-    print(f"TRP max-product decoding (at most {args.bp_max_iter} iterations): converged on "
-          f"{100 * conv.mean():.1f}% of the test reports "
-          f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
-          f"mean {bp_iter.mean():.1f} iterations")
+    if cv["test_iterative"].any():
+        print(f"TRP max-product decoding (at most {args.bp_max_iter} iterations): converged on "
+              f"{100 * conv.mean():.1f}% of the test reports "
+              f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
+              f"mean {bp_iter.mean():.1f} iterations")
+    else:  # inference="auto" chose exact decoding (e.g. over the seen joint label states)
+        print("Decoding: exact on all test reports (inference='auto' chose exact "
+              "inference; no TRP iterations)")
     n_hit = sum(not crf.converged_ for crf in crfs)
     print(f"Training: {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS iterations per fold"
           + (f" ({n_hit} of {N_FOLDS} stopped at --max-iter {args.max_iter})" if n_hit else "")
