@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--max-iter", type=int, default=None, help="default: FactorialCRF's")
     ap.add_argument("--inference", default="auto")
     ap.add_argument("--verbose", type=int, default=0)
+    ap.add_argument("--save", default=None, help="save the fitted model here (for bench_decoding.py)")
     ap.add_argument("--compare-trp", action="store_true",
                     help="also decode with TRP max-product (bp_max_iter 50) + coordinate ascent")
     args = ap.parse_args()
@@ -88,6 +89,8 @@ def main():
           f"{' (stopped at max_iter)' if hit else ''}, {crf.n_features_in_} observations, "
           f"{crf.coef_.size} weights, {len(crf.joint_states_)} joint label states; "
           f"peak RSS so far {peak_rss_gb():.2f} GB", flush=True)
+    if args.save:
+        crf.save(args.save)
     t0 = time.perf_counter()
     F_test = features.transform(X_test)
     print(f"test features {time.perf_counter() - t0:.1f} s")

@@ -379,3 +379,15 @@ def test_joint_decoding_is_exact_and_default_for_several_chains(tmp_path):
     assert all(np.array_equal(a.labels, b.labels) for a, b in zip(again.decode(X), decoded))
     marg = est.predict_marginals(X[:3])
     assert all(np.allclose(m.sum(axis=1), 1.0) for seq in marg for m in seq)
+
+
+@short_fit
+@pytest.mark.parametrize("inference,expected", [("joint", {"exact"}),
+                                                ("trp", {"converged", "approximate"})])
+def test_marginals_report_status(inference, expected):
+    X, y = synthetic(n_seq=12, n_chains=2)
+    est = FactorialCRF(max_iter=20, inference=inference, bp_max_iter=30).fit(X, y)
+    marg, status = est.predict_marginals(X + [[]], return_status=True)
+    assert len(status) == len(X) + 1 and status[-1] == "exact"
+    assert set(status[:-1]) <= expected
+    assert all(np.allclose(m.sum(axis=1), 1.0) for seq in marg[:-1] for m in seq)

@@ -545,19 +545,30 @@ class FactorialCRF(BaseEstimator):
         return [SequenceDecoding(lab, str(st), int(n)) for lab, st, n in
                 zip(labels, status, n_iter)]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, return_status=False):
         """Marginal probability of every label of every chain at every token.
+
+        Parameters
+        ----------
+        X : list of sequences
+        return_status : bool, default=False
+            Also return, per sequence, how far the marginals can be trusted:
+            ``"exact"`` (exact inference) or, for TRP sum-product,
+            ``"converged"`` / ``"approximate"``.
 
         Returns
         -------
-        list of list of ndarray
+        marginals : list of list of ndarray
             Per sequence, per chain a float array ``(n_tokens, n_labels_c)``.
+        status : list of str
+            Only with ``return_status=True``.
         """
         seq_ptr, unary, pair, method, options = self._inference_inputs(X)
-        node, _, _ = node_marginals(self.graph_, seq_ptr, unary, pair, method, **options)
+        node, status, _ = node_marginals(self.graph_, seq_ptr, unary, pair, method, **options)
         off = self.graph_.label_offset
-        return [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
-                 for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]
+        marginals = [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
+                      for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]
+        return (marginals, [str(v) for v in status]) if return_status else marginals
 
     def top_weights(self, n=20, chain=None, kind=None):
         """The ``n`` largest-magnitude weights as records, largest first.
