@@ -223,3 +223,15 @@ def test_convergence_summary_of_decode_records():
     assert convergence_summary(recs) == (True, 0.75, 10.0)
     assert convergence_summary([Rec(status="exact", n_iter=1)] * 3) == (False, 1.0, 1.0)
     assert convergence_summary([]) == (False, 1.0, 0.0)
+
+
+def test_inspect_prints_top_weights(trained):
+    d, model, _ = trained
+    res = run("inspect", model, "-n", "5", "--kind", "unary")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert lines[0].split() == ["kind", "chains", "observation", "labels", "weight"]
+    assert len(lines) == 6 and all(line.startswith("unary") for line in lines[1:])
+    bad = run("inspect", d / "missing.npz")
+    assert bad.returncode != 0 and "model file not found" in bad.stderr
+    assert run("inspect", model, "--chain", "7").returncode == 2

@@ -38,16 +38,12 @@ def features_path(model_path):
     return os.fspath(model_path) + FEATURES_SUFFIX
 
 
-def load_model(model_path):
-    """(FactorialCRF, feature config) of a model written by ``skfcrf train``."""
+def load_crf(model_path):
+    """The FactorialCRF saved at ``model_path``; CLIError for a missing or foreign file."""
     from skfcrf import FactorialCRF
 
     if not os.path.isfile(model_path):
         raise CLIError(f"model file not found: {model_path}")
-    fpath = features_path(model_path)
-    if not os.path.isfile(fpath):
-        raise CLIError(f"feature configuration not found: {fpath} (written by 'skfcrf train' "
-                       "next to the model)")
     if not zipfile.is_zipfile(model_path):
         raise CLIError(f"invalid model file {model_path}: not an skfcrf model (expected the .npz "
                        "archive written by 'skfcrf train')")
@@ -58,6 +54,18 @@ def load_model(model_path):
         if detail.startswith(model_path):
             raise CLIError(f"invalid model file {detail}") from None
         raise CLIError(f"invalid model file {model_path}: {detail}") from None
+    return crf
+
+
+def load_model(model_path):
+    """(FactorialCRF, feature config) of a model written by ``skfcrf train``."""
+    if not os.path.isfile(model_path):
+        raise CLIError(f"model file not found: {model_path}")
+    fpath = features_path(model_path)
+    if not os.path.isfile(fpath):
+        raise CLIError(f"feature configuration not found: {fpath} (written by 'skfcrf train' "
+                       "next to the model)")
+    crf = load_crf(model_path)
     try:
         with open(fpath, encoding="utf-8") as fh:
             config = json.load(fh)
