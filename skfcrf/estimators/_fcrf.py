@@ -31,6 +31,7 @@ from skfcrf.estimators._early_stopping import (
     validation_split,
 )
 from skfcrf.estimators._inspection import top_weights as _top_weights
+from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory, nnz_of
 from skfcrf.estimators._model import (
     SUPPORT_MODES,
     ParameterLayout,
@@ -171,6 +172,13 @@ class FactorialCRF(BaseEstimator):
         as a loss); or a scorer ``f(estimator, X, y)``.
     validation_interval : int, default=5
         Solver iterations between validation scores.
+    max_memory : int, optional
+        Bytes a fit may use.  Before building the model, ``fit`` estimates its
+        peak memory (weights, optimizer history, gradient accumulators, batch
+        arrays; ``verbose`` prints the estimate) and raises ``MemoryError`` --
+        naming the number of weights and the template responsible -- when it
+        exceeds ``max_memory``, or without it the memory the system reports
+        available.
 
     Attributes
     ----------
@@ -248,6 +256,7 @@ class FactorialCRF(BaseEstimator):
         "n_iter_no_change": [_POSITIVE_INT],
         "validation_scoring": [None, str, callable],
         "validation_interval": [_POSITIVE_INT],
+        "max_memory": [None, _POSITIVE_INT],
     }
 
     def __init__(self, *, sigma=10.0, objective="chainwise", solver="lbfgs", max_iter=200,
@@ -257,7 +266,7 @@ class FactorialCRF(BaseEstimator):
                  forbidden_couplings=None, batch_size=32, eta0=0.1, tau=1000.0, n_jobs=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
-                 validation_scoring=None, validation_interval=5):
+                 validation_scoring=None, validation_interval=5, max_memory=None):
         self.sigma = sigma
         self.objective = objective
         self.solver = solver
@@ -287,6 +296,7 @@ class FactorialCRF(BaseEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.validation_scoring = validation_scoring
         self.validation_interval = validation_interval
+        self.max_memory = max_memory
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -424,6 +434,11 @@ class FactorialCRF(BaseEstimator):
         self.couplings_ = resolve_couplings(self.coupling, self.n_chains_)
         self.graph_ = build_graph([len(c) for c in self.classes_], self.couplings_,
                                   self.transition_features, self.coupling_features)
+        check_fit_memory(estimate_fit_memory(
+            self.graph_, Xm.shape[0], Xm.shape[1], nnz_of(Xm),
+            unary_features=self.unary_features, transition_features=self.transition_features,
+            coupling_features=self.coupling_features, objective=self.objective,
+            lbfgs_memory=self.lbfgs_memory), self.max_memory, self.verbose)
         self.layout_ = ParameterLayout.from_training(
             self.graph_, Xm, seq_ptr, gold, self.unary_features,
             self.transition_features, self.coupling_features)
