@@ -101,12 +101,12 @@ def ab_objective(args):
         from _dictations import standard_features
         X, y = make_dictations(n_reports=300, style="rcg", random_state=0)
         X = standard_features().fit_transform(X)
-        est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)
+        est = FactorialCRF(objective="pseudolikelihood", min_instance_freq=2, n_jobs=args.n_jobs)
     else:
         from _conll import load, word_observations
         X, y = load("train")
         X = word_observations(X)
-        est = FactorialCRF(n_jobs=args.n_jobs)
+        est = FactorialCRF(objective="pseudolikelihood", n_jobs=args.n_jobs)
     objective, theta0, _ = training_problem(est, X, y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
     fns = {"old": old.pseudolikelihood_objective, "new": model.pseudolikelihood_objective}

@@ -48,7 +48,7 @@ if args["workload"] == "dictations":
     from _dictations import standard_features
     X, y = make_dictations(n_reports=args["n_reports"], style="rcg", random_state=0)
     X = standard_features().fit_transform(X)
-    est = FactorialCRF(min_instance_freq=2, n_jobs=args["n_jobs"])
+    est = FactorialCRF(objective="pseudolikelihood", min_instance_freq=2, n_jobs=args["n_jobs"])
 elif args["workload"] == "conll1":
     import math
     from _conll import load, chunk_observations, chain_labels
@@ -59,7 +59,7 @@ else:
     from _conll import load, word_observations
     X, y = load("train")
     X = word_observations(X)
-    est = FactorialCRF(n_jobs=args["n_jobs"])
+    est = FactorialCRF(objective="pseudolikelihood", n_jobs=args["n_jobs"])
 try:
     from skfcrf.estimators import training_problem
 except ImportError:                      # a revision before the objective objects
