@@ -82,7 +82,8 @@ print(json.dumps({{"times": times, "loss": loss, "grad_norm": float(np.linalg.no
 
 def run(tree, args):
     env = dict(os.environ, PYTHONPATH=tree)
-    code = WORKER.format(bench=HERE)
+    # each tree's own benchmark helpers (they follow that tree's package API)
+    code = WORKER.format(bench=os.path.join(tree, "benchmarks"))
     out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], env=env, check=True,
                          capture_output=True, text=True, cwd=tree).stdout
     return json.loads(out.strip().splitlines()[-1])

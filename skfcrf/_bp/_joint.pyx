@@ -171,8 +171,8 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
 
 cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssize_t g0,
                          Py_ssize_t T, double* alpha, double* beta, double* psi,
-                         double* norm, double* tmp, double* marg, double* counts) noexcept nogil:
-    """State marginals of one sequence into ``marg`` (T x S); returns log Z.
+                         double* norm, double* tmp, double* counts) noexcept nogil:
+    """Scaled forward-backward of one sequence (``alpha``, ``beta``); returns log Z.
 
     With ``counts`` (S x S, or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
     ``w_t = psi_t * beta_t / c_t``: times ``E`` elementwise these are the
@@ -226,9 +226,6 @@ cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssi
         for s in range(S):
             psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
-    for t in range(T):
-        for s in range(S):
-            marg[t * S + s] = alpha[t * S + s] * beta[t * S + s]
     if counts != NULL and T > 1:
         # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
         # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
@@ -237,25 +234,59 @@ cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssi
     return log_z
 
 
+cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double* alpha,
+                     const double* beta, double* node, Py_ssize_t ldn, double* pmarg,
+                     double* tied_acc, const long long* tied_off) noexcept nogil:
+    """Add the state marginals ``alpha * beta`` to the per-chain node marginals (rows of
+    ``node``), the untied coupling marginals (per token, in ``pmarg``'s pair layout) and
+    the tied coupling counts (``tied_acc`` at ``tied_off[k]``)."""
+    cdef Py_ssize_t S = tb.S, t, s, c, k, g
+    cdef const int* st
+    cdef double m
+    cdef double* row
+    for t in range(T):
+        g = g0 + t
+        row = node + g * ldn
+        for s in range(S):
+            m = alpha[t * S + s] * beta[t * S + s]
+            if m == 0.0:
+                continue
+            st = tb.states + s * tb.C
+            for c in range(tb.C):
+                row[tb.label_offset[c] + st[c]] += m
+            for k in range(tb.K):
+                if tb.cpl_tied[k]:
+                    tied_acc[tied_off[k] + st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]] += m
+                else:
+                    pmarg[tb.cpl_off[k] + g * tb.cpl_la[k] * tb.cpl_lb[k]
+                          + st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]] += m
+
+
 def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] unary,
                            const double[::1] pair, const int[:, ::1] states,
                            const int[::1] label_offset, const int[::1] cpl_a,
                            const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
                            const long long[::1] cpl_off, const int[::1] cpl_tied,
                            const double[::1] trans_exp, double shift,
-                           double[:, ::1] state_marg, double[::1] log_z,
-                           double[:, ::1] counts, int want_counts, int n_threads=1):
-    """State marginals ``(N, S)`` and ``log Z`` per sequence over the joint states.
+                           double[:, ::1] node, double[::1] pmarg,
+                           double[:, ::1] tied_acc, const long long[::1] tied_off,
+                           double[::1] log_z, double[:, ::1] counts, int want_counts,
+                           int n_threads=1):
+    """Marginals and ``log Z`` per sequence over the joint states, aggregated in place.
 
-    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden).  A sequence
-    with no allowed labelling gets ``log Z = -inf`` and zero marginals.  With
-    ``want_counts``, thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x)
-    w_t`` to ``counts[k]`` (``n_threads x S*S``; see :func:`_fb_sequence`).
+    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden).  Adds the
+    per-chain label marginals to ``node`` ``(N, Ltot)`` (zero on entry), the
+    untied coupling templates' per-token marginals to ``pmarg`` (pair layout),
+    and thread ``k``'s tied coupling counts to ``tied_acc[k]`` (template ``j`` at
+    ``tied_off[j]``).  A sequence with no allowed labelling gets ``log Z = -inf``
+    and contributes nothing.  With ``want_counts``, thread ``k`` adds its
+    sequences' ``sum_t alpha_{t-1} (x) w_t`` to ``counts[k]`` (``n_threads x
+    S*S``; see :func:`_fb_sequence`).
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
                              cpl_off, cpl_tied)
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per, k
+    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per
     cdef Block scratch
     cdef double* base
     cdef double* alpha
@@ -263,7 +294,10 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
     cdef double* psi
     cdef double* norm
     cdef double* tmp
-    cdef double* marg
+    cdef double* node_p = &node[0, 0] if node.shape[0] else NULL
+    cdef Py_ssize_t ldn = node.shape[1]
+    cdef double* pm = &pmarg[0]
+    cdef const long long* toff = &tied_off[0]
     for sq in range(n_seq):
         if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
             t_max = seq_ptr[sq + 1] - seq_ptr[sq]
@@ -283,9 +317,8 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
                 log_z[sq] = 0.0
                 continue
             log_z[sq] = _fb_sequence(&tb, &trans_exp[0], shift, seq_ptr[sq], T, alpha, beta,
-                                     psi, norm, tmp, &state_marg[seq_ptr[sq], 0],
+                                     psi, norm, tmp,
                                      &counts[threadid(), 0] if want_counts else NULL)
-            if log_z[sq] == -INFINITY:
-                marg = &state_marg[seq_ptr[sq], 0]
-                for k in range(T * S):
-                    marg[k] = 0.0
+            if log_z[sq] != -INFINITY:
+                _aggregate(&tb, seq_ptr[sq], T, alpha, beta, node_p, ldn, pm,
+                           &tied_acc[threadid(), 0], toff)

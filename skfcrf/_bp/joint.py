@@ -139,36 +139,34 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
         trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
     n, S = unary.shape[0], states.shape[0]
     n_threads = max(1, int(n_threads))
-    state_marg = np.zeros((n, S))
+    edge_offset = pair_layout(graph, n)
+    node = np.zeros((n, graph.total_labels))
+    pmarg = np.zeros(max(int(edge_offset[-1]), 1))
+    tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
+                  zip(t["cpl_la"], t["cpl_lb"], t["cpl_tied"])]
+    tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
+    tied_acc = np.zeros((n_threads, max(int(tied_off[-1]), 1)))
     log_z = np.zeros(len(seq_ptr) - 1)
     counts = np.zeros((n_threads if pair_marginals else 1, S * S))
     _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
                                      t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
                                      t["cpl_tied"], np.ascontiguousarray(trans_exp.ravel()),
-                                     shift, state_marg, log_z, counts, int(pair_marginals),
-                                     n_threads)
-    # node[g, off_c + l] = sum of the marginals of the states with label l on chain c
-    rows = np.repeat(np.arange(S), graph.n_chains)
-    cols = (states + np.asarray(graph.label_offset[:-1])).ravel()
-    onehot = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S, graph.total_labels))
-    node = np.ascontiguousarray((onehot.T @ state_marg.T).T)
+                                     shift, node, pmarg, tied_acc, tied_off, log_z, counts,
+                                     int(pair_marginals), n_threads)
     if not pair_marginals:
         return node, log_z
-    edge_offset = pair_layout(graph, n)
-    pmarg = np.zeros(int(edge_offset[-1]))
+    pmarg = pmarg[:int(edge_offset[-1])]
     expected = counts.sum(axis=0).reshape(S, S) * trans_exp      # state transition counts
-    totals = state_marg.sum(axis=0)
+    tied_total = tied_acc.sum(axis=0)
+    k = 0
     for e in range(graph.n_edges):
-        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
-        la, lb = int(graph.n_labels[a]), int(graph.n_labels[b])
+        a = int(graph.edge_a[e])
         block = pmarg[edge_offset[e]:edge_offset[e + 1]]
         if graph.edge_kind[e] == IN_CHAIN:
-            H = _onehot(states, states[:, a], la)
+            H = _onehot(states, states[:, a], int(graph.n_labels[a]))
             block[:] = np.asarray(H.T @ (H.T @ expected.T).T).ravel()
         else:
-            H = _onehot(states, states[:, a] * lb + states[:, b], la * lb)
             if graph.edge_tied[e]:
-                block[:] = H.T @ totals
-            else:
-                block[:] = np.asarray((H.T @ state_marg.T).T).ravel()
+                block[:] = tied_total[tied_off[k]:tied_off[k + 1]]
+            k += 1
     return node, pmarg, log_z
