@@ -5,6 +5,7 @@
 Rows (``--rows``, default all but the slow TRP likelihood):
 
 ``default``      ``FactorialCRF()``'s defaults (whatever objective/inference they are)
+``chainwise``    chain-wise pseudolikelihood alone (200 iterations, no fine-tuning)
 ``pl``           the old default: factor pseudolikelihood, ``max_iter=800``, TRP decoding
 ``likelihood``   likelihood with TRP marginals, ``max_iter=100, bp_max_iter=30`` (~15 min)
 ``independent``  three one-chain models (exact likelihood), one per chain
@@ -34,7 +35,8 @@ from _dictations import standard_features  # noqa: E402
 
 ROWS = {
     "default": dict(),
-    "pl": dict(objective="pseudolikelihood", inference="trp", max_iter=800),
+    "chainwise": dict(objective="chainwise", max_iter=200, finetune_iter=0),
+    "pl": dict(objective="pseudolikelihood", inference="trp", max_iter=800, finetune_iter=0),
     "likelihood": dict(objective="likelihood", inference="trp", max_iter=100, bp_max_iter=30),
 }
 

@@ -94,7 +94,7 @@ def test_early_stopping_keeps_the_best_weights():
 def test_early_stopping_scores_final_weights_and_default_scoring():
     X, y = sequences(n_seq=30)
     est = FactorialCRF(max_iter=7, early_stopping=True, validation_interval=5,
-                       validation_fraction=0.2, random_state=0)
+                       validation_fraction=0.2, random_state=0, finetune_iter=0)
     with pytest.warns(ConvergenceWarning):
         est.fit(X, y)
     assert len(est.validation_scores_) == 2            # iteration 5 and the final 7

@@ -48,7 +48,7 @@ def test_callback_stop_matches_max_iter_weights():
     stopped = FactorialCRF(max_iter=100, random_state=0,
                            callback=lambda it, loss, coef: it >= 4).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="status 1"):
-        capped = FactorialCRF(max_iter=4, random_state=0).fit(X, y)
+        capped = FactorialCRF(max_iter=4, random_state=0, finetune_iter=0).fit(X, y)
     assert np.array_equal(stopped.coef_, capped.coef_)
 
 
@@ -108,3 +108,22 @@ def test_keyboard_interrupt_keeps_last_completed_iteration(solver):
     assert len(est.predict(X)) == len(X)            # a usable model
     import threading
     assert threading.active_count() == 1            # no thread left running
+
+
+def test_likelihood_finetuning_stage():
+    """After the chain-wise stage, finetune_iter iterations of the exact (joint-state)
+    likelihood continue from its weights: the likelihood falls, the loss curve covers
+    both stages, and reaching finetune_iter gives no warning."""
+    from skfcrf.estimators import training_problem
+
+    X, y = sequences(n_seq=20)
+    first = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=0, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tuned = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=5, random_state=0).fit(X, y)
+    assert first.n_iter_ < tuned.n_iter_ <= first.n_iter_ + 5
+    assert len(tuned.loss_curve_) == tuned.n_iter_
+    lik, _, _ = training_problem(FactorialCRF(objective="likelihood"), X, y)
+    assert lik.loss_gradient(tuned.coef_)[0] < lik.loss_gradient(first.coef_)[0]
+    trp = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=5, inference="trp").fit(X, y)
+    assert trp.n_iter_ == first.n_iter_          # no exact likelihood: no fine-tuning
