@@ -4,8 +4,8 @@ The cascade trains a CRFsuite POS tagger on word observations and a CRFsuite
 chunker on word observations plus the POS n-grams of the chunking example (gold
 POS in training, predicted POS at test).  skfcrf trains one two-chain FCRF
 (chain 0 POS, chain 1 chunks, coupled) with FactorialCRF's default objective (or
-``--fcrf-objective``) on the word observations only.  Same process, same machine load; prints times, ratios and
-F1.
+``--fcrf-objective``) on the word observations only.  Same process, same machine
+load; prints times, ratios and F1.
 
     python benchmarks/bench_conll_joint.py [--iterations 100] [--fcrf-iterations 100] [--n-jobs 1]
         [--fcrf-objective chainwise|pseudolikelihood|likelihood]

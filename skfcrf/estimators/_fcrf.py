@@ -340,23 +340,9 @@ class FactorialCRF(BaseEstimator):
         if self.early_stopping:
             X, y, stopper = self._hold_out(X, y)
         objective, theta0, rng = training_problem(self, X, y)
-        solver = self._solver(rng)
         monitor = ConvergenceMonitor(self.verbose, self._iteration_callback(stopper),
                                      unit="epoch" if self.solver == "olbfgs" else "iteration")
-        # the kernels parallelise over sequences themselves; BLAS threads inside
-        # their small dgemm calls only add contention
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                result = solver.solve(objective, theta0, monitor)
-                warn_if_not_converged(result, self.solver, monitor.stopped_by_callback)
-                finetune = self._finetuning(objective, monitor, stopper)
-                if finetune is not None:
-                    tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,
-                                  tol=self.tol).solve(finetune, result.coef, monitor)
-                    result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
-        except KeyboardInterrupt:
-            self._keep_interrupted(monitor, theta0)
-            raise
+        result = self._train(objective, theta0, self._solver(rng), monitor, stopper)
         stopped_early = stopper is not None and stopper.triggered
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
@@ -369,6 +355,24 @@ class FactorialCRF(BaseEstimator):
             or {"method": None, "converged_fraction": 1.0, "mean_iterations": 0.0},
             phase="fit")
         return self
+
+    def _train(self, objective, theta0, solver, monitor, stopper):
+        """Run the solver on the objective, then the likelihood fine-tuning stage if any."""
+        try:
+            # the kernels parallelise over sequences themselves; BLAS threads inside
+            # their small matrix products only add contention
+            with threadpool_limits(limits=1, user_api="blas"):
+                result = solver.solve(objective, theta0, monitor)
+                warn_if_not_converged(result, self.solver, monitor.stopped_by_callback)
+                finetune = self._finetuning(objective, monitor, stopper)
+                if finetune is not None:
+                    tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,
+                                  tol=self.tol).solve(finetune, result.coef, monitor)
+                    result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
+        except KeyboardInterrupt:
+            self._keep_interrupted(monitor, theta0)
+            raise
+        return result
 
     def _finetuning(self, objective, monitor, stopper):
         """The likelihood objective that fine-tunes a chain-wise/PL fit, or None.
