@@ -41,6 +41,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 
 from ._alloc cimport Block, allocate
+from ._common cimport longest_sequence
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 
@@ -146,11 +147,26 @@ cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nog
                     row[m.e_col[e] + k] += m.theta[m.e_bias[e] + k]
 
 
+cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
+                               Py_ssize_t* stride, Py_ssize_t* base) noexcept nogil:
+    """Whether coupling ``e`` touches chain ``c``; then chain c's label ``l`` with the
+    other chain's gold label at token ``g`` is assignment ``l * stride + base``."""
+    if m.e_kind[e] != 1:
+        return 0
+    if m.e_a[e] == c:
+        stride[0], base[0] = m.n_labels[m.e_b[e]], m.gold[g * m.n_chains + m.e_b[e]]
+        return 1
+    if m.e_b[e] == c:
+        stride[0], base[0] = 1, m.gold[g * m.n_chains + m.e_a[e]] * m.n_labels[c]
+        return 1
+    return 0
+
+
 cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                         Py_ssize_t T) noexcept nogil:
     """u[t, l]: chain c's unary plus its couplings to the other chains' gold labels."""
-    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c], C = m.n_chains
-    cdef Py_ssize_t t, l, e, Lb, other
+    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c]
+    cdef Py_ssize_t t, l, e, stride, base
     cdef const double* row
     cdef double* u
     for t in range(T):
@@ -159,17 +175,9 @@ cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         for l in range(L):
             u[l] = row[off + l]
         for e in range(m.n_edges):
-            if m.e_kind[e] != 1:
-                continue
-            if m.e_a[e] == c:
-                Lb = m.n_labels[m.e_b[e]]
-                other = m.gold[(g0 + t) * C + m.e_b[e]]
+            if _coupling_slot(m, c, e, g0 + t, &stride, &base):
                 for l in range(L):
-                    u[l] += _edge_score(m, row, e, l * Lb + other)
-            elif m.e_b[e] == c:
-                other = m.gold[(g0 + t) * C + m.e_a[e]]
-                for l in range(L):
-                    u[l] += _edge_score(m, row, e, other * L + l)
+                    u[l] += _edge_score(m, row, e, l * stride + base)
         if m.has_allowed:
             for l in range(L):
                 if not m.allowed[(g0 + t) * m.ltot + off + l]:
@@ -204,7 +212,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c], C = m.n_chains
     cdef int untied = m.chain_untied_ptr[c + 1] > m.chain_untied_ptr[c]
     cdef const double* E = m.tied_exp + m.chain_tied[c]
-    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, Lb, other
+    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
     cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
     cdef double* u
     cdef double* drow
@@ -299,17 +307,9 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         for l in range(L):
             drow[off + l] += s.tmp[l]
         for e in range(m.n_edges):
-            if m.e_kind[e] != 1:
-                continue
-            if m.e_a[e] == c:
-                Lb = m.n_labels[m.e_b[e]]
-                other = m.gold[(g0 + t) * C + m.e_b[e]]
+            if _coupling_slot(m, c, e, g0 + t, &stride, &base):
                 for l in range(L):
-                    _add_edge_grad(m, drow, e, l * Lb + other, s.tmp[l], grad)
-            elif m.e_b[e] == c:
-                other = m.gold[(g0 + t) * C + m.e_a[e]]
-                for l in range(L):
-                    _add_edge_grad(m, drow, e, other * L + l, s.tmp[l], grad)
+                    _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
     return log_z - gold_score
 
 
@@ -450,9 +450,7 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
     f_ip, f_ix, f_v = triple_or_empty(diff, n)
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
-    for sq in range(seq_ptr.shape[0] - 1):
-        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
-            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    t_max = longest_sequence(seq_ptr)
     for i in range(n_labels.shape[0]):
         if n_labels[i] > L_max:
             L_max = n_labels[i]

@@ -32,7 +32,7 @@ from libc.math cimport exp, INFINITY, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._alloc cimport Block, allocate
-from ._common cimport maxplus
+from ._common cimport longest_sequence, maxplus
 
 
 cdef struct Tables:
@@ -145,9 +145,7 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
     cdef double* phi
     cdef double* best
     cdef int* path
-    for sq in range(n_seq):
-        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
-            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     per = (t_max + 2) * S + t_max       # delta, phi, best (doubles) and the path (ints)
     scratch = allocate(n_threads * per, sizeof(double))
@@ -298,9 +296,7 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
     cdef Py_ssize_t ldn = node.shape[1]
     cdef double* pm = &pmarg[0]
     cdef const long long* toff = &tied_off[0]
-    for sq in range(n_seq):
-        if seq_ptr[sq + 1] - seq_ptr[sq] > t_max:
-            t_max = seq_ptr[sq + 1] - seq_ptr[sq]
+    t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     per = 3 * t_max * S + t_max + S
     scratch = allocate(n_threads * per, sizeof(double))

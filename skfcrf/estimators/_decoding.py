@@ -95,6 +95,12 @@ def _per_sequence(method, n_seq, keep, converged, n_it):
     return status, n_iter
 
 
+def _all_exact(seq_ptr):
+    """Status ``"exact"`` and one iteration for every non-empty sequence."""
+    n_seq = len(seq_ptr) - 1
+    return np.full(n_seq, "exact", dtype=object), (np.diff(seq_ptr) > 0).astype(np.int64)
+
+
 def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads,
                joint_states=None):
     """The most probable labelling of every sequence and its status.
@@ -107,9 +113,7 @@ def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_t
     """
     if method == "joint":
         labels, _ = joint_map(graph, joint_states, seq_ptr, unary, pair, n_threads)
-        n_seq = len(seq_ptr) - 1
-        return labels, np.full(n_seq, "exact", dtype=object), (np.diff(seq_ptr) > 0).astype(
-            np.int64)
+        return (labels, *_all_exact(seq_ptr))
     ptr, keep = _nonempty(seq_ptr)
     labels, converged, n_it = inference.map_assign(
         graph, ptr, unary, pair, method=method, max_iter=max_iter, tol=tol,
@@ -127,9 +131,7 @@ def node_marginals(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds,
     """
     if method == "joint":
         node, _ = joint_marginals(graph, joint_states, seq_ptr, unary, pair, n_threads)
-        n_seq = len(seq_ptr) - 1
-        return node, np.full(n_seq, "exact", dtype=object), (np.diff(seq_ptr) > 0).astype(
-            np.int64)
+        return (node, *_all_exact(seq_ptr))
     ptr, keep = _nonempty(seq_ptr)
     node, _, _, converged, n_it = inference.marginals(
         graph, ptr, unary, pair, method=method, max_iter=max_iter, tol=tol,
