@@ -37,6 +37,10 @@ del _which, _avg
 
 SCORER_METRICS = tuple(sorted(_METRICS))
 
+#: the package's own metric functions -> greater_is_better, so that passing the function
+#: scores it the same way as passing its name (a loss such as WindowDiff is minimised)
+_OWN_FUNCTIONS = {func: gib for func, gib, _, _ in _METRICS.values() if func is not _prf_score}
+
 
 def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
     """Make an sklearn scorer from a sequence metric, for ``scoring=`` arguments.
@@ -63,7 +67,10 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
         ``"average_accuracy"`` use all chains and take no ``chain``.
     greater_is_better : bool, optional
         Only for a callable ``metric`` (default True); named metrics know their
-        direction.
+        direction, and so do the package's own metric functions passed as
+        callables (``make_chain_scorer(windowdiff, chain=2)`` is scored as a
+        loss, like ``"windowdiff"``; ``greater_is_better=True`` with one of them
+        is a ``ValueError``).
     **kwargs
         Passed to the metric, e.g. ``k=`` or ``begin_prefixes=`` for WindowDiff.
 
@@ -81,7 +88,15 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
     if callable(metric):
         if chain is not None:
             kwargs["chain"] = chain
-        gib = True if greater_is_better is None else bool(greater_is_better)
+        own = _OWN_FUNCTIONS.get(metric)
+        if own is not None and greater_is_better is not None and bool(greater_is_better) != own:
+            name = metric.__name__
+            raise ValueError(
+                f"{name} is {'a score' if own else 'a loss'} (greater is "
+                f"{'better' if own else 'worse'}); pass greater_is_better={own} or the name "
+                f"{name!r}")
+        gib = own if own is not None else (True if greater_is_better is None
+                                           else bool(greater_is_better))
         return make_scorer(metric, greater_is_better=gib, **kwargs)
     if not isinstance(metric, str) or metric not in _METRICS:
         raise ValueError(
