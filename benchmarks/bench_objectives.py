@@ -35,6 +35,7 @@ from _dictations import standard_features  # noqa: E402
 
 ROWS = {
     "default": dict(),
+    "unseen": dict(forbidden_transitions="unseen"),
     "chainwise": dict(objective="chainwise", max_iter=200, finetune_iter=0),
     "pl": dict(objective="pseudolikelihood", inference="trp", max_iter=800, finetune_iter=0),
     "likelihood": dict(objective="likelihood", inference="trp", max_iter=100, bp_max_iter=30),

@@ -122,6 +122,39 @@ def test_forbidden_transitions_respected_in_decoding():
         assert not any(a == "c0" and b == "c1" for a, b in zip(p, p[1:]))
 
 
+@short_fit
+def test_forbidden_transitions_unseen(tmp_path):
+    # "unseen": exactly the in-chain transitions absent from the training labels are
+    # forbidden; predictions never use one; warm start keeps earlier fits' transitions
+    X, y = synthetic(n_seq=30, n_chains=2)
+    X_ok, y_ok = [], []
+    for xs, ys in zip(X, y):
+        if not any(a[0] == "c0" and b[0] == "c1" for a, b in zip(ys, ys[1:])):
+            X_ok.append(xs)
+            y_ok.append(ys)
+    est = FactorialCRF(max_iter=30, finetune_iter=3, forbidden_transitions="unseen")
+    est.fit(X_ok, y_ok)
+    for c in range(2):
+        seen = {(a[c], b[c]) for ys in y_ok for a, b in zip(ys, ys[1:])}
+        e = next(e for e in range(est.graph_.n_edges)
+                 if est.graph_.edge_kind[e] == 0 and est.graph_.edge_a[e] == c)
+        labels = list(est.classes_[c])
+        expected = np.array([[(a, b) not in seen for b in labels] for a in labels])
+        np.testing.assert_array_equal(est.forbidden_.get(e, np.zeros_like(expected)), expected)
+    assert ("c0", "c1") not in {(a[0], b[0]) for ys in y_ok for a, b in zip(ys, ys[1:])}
+    for p in est.predict(X):
+        assert not any(a[0] == "c0" and b[0] == "c1" for a, b in zip(p, p[1:]))
+    est.save(tmp_path / "m.npz")
+    loaded = FactorialCRF.load(tmp_path / "m.npz")
+    assert loaded.forbidden_transitions == "unseen"
+    for p, q in zip(est.predict(X), loaded.predict(X)):
+        np.testing.assert_array_equal(p, q)
+    est.set_params(warm_start=True, max_iter=5).fit(X, y)      # now c0 -> c1 is seen
+    assert any(a[0] == "c0" and b[0] == "c1" for p in est.predict(X) for a, b in zip(p, p[1:]))
+    with pytest.raises(ValueError, match="forbidden_transitions"):
+        FactorialCRF(forbidden_transitions="never").fit(X, y)
+
+
 def test_forbidden_transition_in_gold_is_an_error():
     X, y = synthetic(n_seq=10, n_chains=1)
     y1 = [[lab[0] for lab in seq] for seq in y]

@@ -48,13 +48,14 @@ CASES = [([3], [], 1), ([2, 3], [(0, 1)], 1), ([2, 3], [(0, 1)], 0), ([2, 2, 3],
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("forbid", [False, True])
-def test_map_and_marginals_equal_enumeration(case, forbid):
+@pytest.mark.parametrize("sparse", [None, True])
+def test_map_and_marginals_equal_enumeration(case, forbid, sparse):
     n_labels, couplings, tied = CASES[case]
     lengths = [0, 1, 3, 2, 4]
     graph, seq_ptr, unary, pair, states, _ = problem(case, n_labels, lengths, couplings, tied,
                                                      forbid)
-    labels, score = joint_map(graph, states, seq_ptr, unary, pair)
-    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair)
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair, sparse=sparse)
+    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair, sparse=sparse)
     for s, T in enumerate(lengths):
         lo = seq_ptr[s]
         if T == 0:
@@ -104,6 +105,10 @@ def test_map_is_optimal_and_thread_independent(seed, scale):
     labels, score = joint_map(graph, states, seq_ptr, unary, pair, n_threads=1)
     labels2, score2 = joint_map(graph, states, seq_ptr, unary, pair, n_threads=3)
     assert np.array_equal(labels, labels2) and np.array_equal(score, score2)
+    # the sparse form of the transitions finds the same labelling (same tie-breaking)
+    labels3, score3 = joint_map(graph, states, seq_ptr, unary, pair, sparse=True)
+    assert np.array_equal(labels, labels3)
+    np.testing.assert_allclose(score3, score, rtol=1e-12)
     for s in range(len(seq_ptr) - 1):
         lo, T = seq_ptr[s], seq_ptr[s + 1] - seq_ptr[s]
         _, scores = enumerate_sequence(graph, unary, pair, lo, T, states)
@@ -125,12 +130,13 @@ def test_states_from_labels_and_bad_input():
 
 
 @pytest.mark.parametrize("case", range(1, len(CASES)))
-def test_pair_marginals_equal_exact_inference_on_full_space(case):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pair_marginals_equal_exact_inference_on_full_space(case, sparse):
     n_labels, couplings, tied = CASES[case]
     graph, seq_ptr, unary, pair, _, product = problem(20 + case, n_labels, [1, 4, 3], couplings,
                                                       tied, forbid=True)
     node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair, n_threads=2,
-                                         pair_marginals=True)
+                                         pair_marginals=True, sparse=sparse)
     ref_node, ref_pmarg, ref_log_z, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact")
     np.testing.assert_allclose(node, ref_node, atol=1e-10)
     np.testing.assert_allclose(pmarg, ref_pmarg, atol=1e-10)

@@ -14,6 +14,14 @@ transition score
     ``trans[s, s']``: the sum over chains of their (tied) in-chain potentials
     between ``states[s, c]`` and ``states[s', c]``, an ``S x S`` row-major
     matrix, ``-inf`` where forbidden; ``trans_t`` is its transpose.
+sparse transitions
+    When most state pairs are forbidden (in-chain transitions never seen in
+    training, say) the kernels take the allowed pairs instead, as two CSR
+    tables over the same ``nnz`` values: ``out_ptr``/``out_idx``/``out_val``
+    (row ``s`` lists its successors ``s'``, ascending) and ``in_ptr``/``in_idx``/
+    ``in_val`` (row ``s'`` lists its predecessors ``s``, ascending).  Values are
+    the log scores for Viterbi and ``exp(trans - shift)`` for forward-backward.
+    A step then costs ``nnz`` operations instead of ``S**2``.
 
 Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
 (``L_b``), ``cpl_off`` (offset of the edge in the flat ``pair`` array),
@@ -25,7 +33,7 @@ vectorised max-plus product of :mod:`skfcrf._bp._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
 state index, deterministically).  :func:`joint_forward_backward` gives the
 per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
-``dgemv`` steps over ``exp(trans - max)``).
+``dgemv`` steps over ``exp(trans - max)``, or CSR products when sparse).
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, INFINITY, log
@@ -52,6 +60,113 @@ cdef struct Tables:
     const int* cpl_tied
 
 
+cdef struct Trans:
+    # dense: row-major S x S values (and the transpose, for Viterbi's traceback);
+    # sparse (dense == NULL): the CSR tables of the module docstring
+    const double* dense
+    const double* dense_t
+    const long long* out_ptr
+    const int* out_idx
+    const double* out_val
+    const long long* in_ptr
+    const int* in_idx
+    const double* in_val
+
+
+cdef Trans _trans(const double[::1] dense, const double[::1] dense_t,
+                  const long long[::1] out_ptr, const int[::1] out_idx,
+                  const double[::1] out_val, const long long[::1] in_ptr,
+                  const int[::1] in_idx, const double[::1] in_val):
+    """The transition tables; an empty ``dense`` selects the sparse form."""
+    cdef Trans tr
+    tr.dense = &dense[0] if dense.shape[0] else NULL
+    tr.dense_t = &dense_t[0] if dense_t.shape[0] else NULL
+    tr.out_ptr = &out_ptr[0]
+    tr.in_ptr = &in_ptr[0]
+    tr.out_idx = &out_idx[0] if out_idx.shape[0] else NULL
+    tr.out_val = &out_val[0] if out_val.shape[0] else NULL
+    tr.in_idx = &in_idx[0] if in_idx.shape[0] else NULL
+    tr.in_val = &in_val[0] if in_val.shape[0] else NULL
+    return tr
+
+
+cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
+                          double* out) noexcept nogil:
+    """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none."""
+    cdef Py_ssize_t j
+    cdef long long k
+    cdef double m, v
+    for j in range(S):
+        m = -INFINITY
+        for k in range(tr.in_ptr[j], tr.in_ptr[j + 1]):
+            v = x[tr.in_idx[k]] + tr.in_val[k]
+            if v > m:
+                m = v
+        out[j] = m
+
+
+cdef void _forward_product(const Trans* tr, Py_ssize_t S, const double* x,
+                           double* out) noexcept nogil:
+    """``out = E^T x`` (``out[j] = sum_i x[i] E[i, j]``)."""
+    cdef char tn = b"N"
+    cdef int n = <int> S, one = 1
+    cdef double a1 = 1.0, b0 = 0.0, v
+    cdef Py_ssize_t j
+    cdef long long k
+    if tr.dense != NULL:
+        # row-major E is E^T in BLAS's column-major terms
+        dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
+        return
+    for j in range(S):
+        v = 0.0
+        for k in range(tr.in_ptr[j], tr.in_ptr[j + 1]):
+            v += tr.in_val[k] * x[tr.in_idx[k]]
+        out[j] = v
+
+
+cdef void _backward_product(const Trans* tr, Py_ssize_t S, const double* x,
+                            double* out) noexcept nogil:
+    """``out = E x`` (``out[i] = sum_j E[i, j] x[j]``)."""
+    cdef char tt = b"T"
+    cdef int n = <int> S, one = 1
+    cdef double a1 = 1.0, b0 = 0.0, v
+    cdef Py_ssize_t i
+    cdef long long k
+    if tr.dense != NULL:
+        dgemv(&tt, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
+        return
+    for i in range(S):
+        v = 0.0
+        for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
+            v += tr.out_val[k] * x[tr.out_idx[k]]
+        out[i] = v
+
+
+cdef void _transition_counts(const Trans* tr, Py_ssize_t S, Py_ssize_t T,
+                             const double* alpha, const double* w,
+                             double* counts) noexcept nogil:
+    """Add ``sum_t alpha_{t-1} (x) w_t`` (``t = 1 .. T-1``): ``S x S`` row-major when
+    dense, else one value per allowed pair in ``out`` order."""
+    cdef char tn = b"N", tt = b"T"
+    cdef int n = <int> S, kk = <int> (T - 1)
+    cdef double a1 = 1.0, a
+    cdef Py_ssize_t t, i
+    cdef long long k
+    if tr.dense != NULL:
+        # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
+        # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
+        dgemm(&tn, &tt, &n, &n, &kk, &a1, <double*> (w + S), &n, <double*> alpha, &n, &a1,
+              counts, &n)
+        return
+    for t in range(1, T):
+        for i in range(S):
+            a = alpha[(t - 1) * S + i]
+            if a == 0.0:
+                continue
+            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
+                counts[k] += a * w[t * S + tr.out_idx[k]]
+
+
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
     """``phi[s]``: the score of every state at global token ``g``."""
     cdef Py_ssize_t s, c, k
@@ -72,16 +187,20 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept no
         phi[s] = v
 
 
-cdef double _viterbi_sequence(const Tables* tb, const double* trans, const double* trans_t,
-                              Py_ssize_t g0, Py_ssize_t T, double* delta, double* phi,
-                              double* best, int* path) noexcept nogil:
+cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, Py_ssize_t T,
+                              double* delta, double* phi, double* best,
+                              int* path) noexcept nogil:
     """Best state path of one sequence into ``path``; returns its score."""
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, v
     cdef int arg
+    cdef long long k
     _state_scores(tb, g0, delta)
     for t in range(1, T):
-        maxplus(delta + (t - 1) * S, <int> S, trans, <int> S, best)
+        if tr.dense != NULL:
+            maxplus(delta + (t - 1) * S, <int> S, tr.dense, <int> S, best)
+        else:
+            _sparse_maxplus(tr, S, delta + (t - 1) * S, best)
         _state_scores(tb, g0 + t, phi)
         for s in range(S):
             delta[t * S + s] = phi[s] + best[s]
@@ -94,10 +213,16 @@ cdef double _viterbi_sequence(const Tables* tb, const double* trans, const doubl
     while t >= 1:
         # the forward pass's max over s of delta[t-1, s] + trans[s, path[t]], recomputed
         m, arg = -INFINITY, 0
-        for s in range(S):
-            v = delta[(t - 1) * S + s] + trans_t[path[t] * S + s]
-            if v > m:
-                m, arg = v, <int> s
+        if tr.dense != NULL:
+            for s in range(S):
+                v = delta[(t - 1) * S + s] + tr.dense_t[path[t] * S + s]
+                if v > m:
+                    m, arg = v, <int> s
+        else:
+            for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
+                v = delta[(t - 1) * S + tr.in_idx[k]] + tr.in_val[k]
+                if v > m:
+                    m, arg = v, tr.in_idx[k]
         path[t - 1] = arg
         t = t - 1
     return delta[(T - 1) * S + path[T - 1]]
@@ -129,14 +254,20 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
                   const int[::1] label_offset, const int[::1] cpl_a, const int[::1] cpl_b,
                   const int[::1] cpl_la, const int[::1] cpl_lb, const long long[::1] cpl_off,
                   const int[::1] cpl_tied, const double[::1] trans, const double[::1] trans_t,
+                  const long long[::1] out_ptr, const int[::1] out_idx,
+                  const double[::1] out_val, const long long[::1] in_ptr,
+                  const int[::1] in_idx, const double[::1] in_val,
                   int[:, ::1] labels, double[::1] score, int n_threads=1):
     """Exact best labelling over the joint states; labels ``(N, C)``, score per sequence.
 
-    A sequence with no allowed labelling gets score ``-inf`` (and state 0's
-    labels).  Empty sequences get score 0.
+    The transition scores come dense (``trans``, ``trans_t``) or, with those
+    empty, sparse (the CSR tables of log scores, module docstring).  A sequence
+    with no allowed labelling gets score ``-inf`` (and state 0's labels).
+    Empty sequences get score 0.
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
                              cpl_off, cpl_tied)
+    cdef Trans tr = _trans(trans, trans_t, out_ptr, out_idx, out_val, in_ptr, in_idx, in_val)
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1, per
     cdef Block scratch
@@ -160,29 +291,25 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
             if T == 0:
                 score[sq] = 0.0
                 continue
-            score[sq] = _viterbi_sequence(&tb, &trans[0], &trans_t[0], seq_ptr[sq], T,
-                                          delta, phi, best, path)
+            score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, delta, phi, best, path)
             for t in range(T):
                 for c in range(C):
                     labels[seq_ptr[sq] + t, c] = tb.states[path[t] * C + c]
 
 
-cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssize_t g0,
+cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssize_t g0,
                          Py_ssize_t T, double* alpha, double* beta, double* psi,
                          double* norm, double* tmp, double* counts) noexcept nogil:
     """Scaled forward-backward of one sequence (``alpha``, ``beta``); returns log Z.
 
-    With ``counts`` (S x S, or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
-    ``w_t = psi_t * beta_t / c_t``: times ``E`` elementwise these are the
-    expected state transition counts.  ``psi`` is overwritten by ``w``.
+    With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
+    ``w_t = psi_t * beta_t / c_t`` (:func:`_transition_counts`): times ``E``
+    elementwise these are the expected state transition counts.  ``psi`` is
+    overwritten by ``w``.
     """
 
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, total, log_z = 0.0
-    cdef int k
-    cdef char tn = b"N", tt = b"T"
-    cdef int n = <int> S, one = 1
-    cdef double a1 = 1.0, b0 = 0.0
     for t in range(T):
         _state_scores(tb, g0 + t, psi + t * S)
         m = -INFINITY
@@ -199,9 +326,7 @@ cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssi
             for s in range(S):
                 tmp[s] = psi[s]
         else:
-            # tmp = alpha_{t-1}^T E (row-major E is E^T in BLAS's column-major terms)
-            dgemv(&tn, &n, &n, &a1, <double*> E, &n, alpha + (t - 1) * S, &one, &b0, tmp,
-                  &one)
+            _forward_product(tr, S, alpha + (t - 1) * S, tmp)
             for s in range(S):
                 tmp[s] *= psi[t * S + s]
             log_z += shift
@@ -220,15 +345,12 @@ cdef double _fb_sequence(const Tables* tb, const double* E, double shift, Py_ssi
     while t >= 1:
         for s in range(S):
             tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
-        dgemv(&tt, &n, &n, &a1, <double*> E, &n, tmp, &one, &b0, beta + (t - 1) * S, &one)
+        _backward_product(tr, S, tmp, beta + (t - 1) * S)
         for s in range(S):
             psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
     if counts != NULL and T > 1:
-        # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
-        # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
-        k = <int> (T - 1)
-        dgemm(&tn, &tt, &n, &n, &k, &a1, psi + S, &n, alpha, &n, &a1, counts, &n)
+        _transition_counts(tr, S, T, alpha, psi, counts)
     return log_z
 
 
@@ -265,24 +387,30 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
                            const int[::1] label_offset, const int[::1] cpl_a,
                            const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
                            const long long[::1] cpl_off, const int[::1] cpl_tied,
-                           const double[::1] trans_exp, double shift,
-                           double[:, ::1] node, double[::1] pmarg,
+                           const double[::1] trans_exp, const long long[::1] out_ptr,
+                           const int[::1] out_idx, const double[::1] out_val,
+                           const long long[::1] in_ptr, const int[::1] in_idx,
+                           const double[::1] in_val, double shift, double[:, ::1] node, double[::1] pmarg,
                            double[:, ::1] tied_acc, const long long[::1] tied_off,
                            double[::1] log_z, double[:, ::1] counts, int want_counts,
                            int n_threads=1):
     """Marginals and ``log Z`` per sequence over the joint states, aggregated in place.
 
-    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden).  Adds the
+    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden), row-major
+    ``S * S``; empty, the CSR tables hold those values for the allowed pairs
+    (sparse form, module docstring).  Adds the
     per-chain label marginals to ``node`` ``(N, Ltot)`` (zero on entry), the
     untied coupling templates' per-token marginals to ``pmarg`` (pair layout),
     and thread ``k``'s tied coupling counts to ``tied_acc[k]`` (template ``j`` at
     ``tied_off[j]``).  A sequence with no allowed labelling gets ``log Z = -inf``
     and contributes nothing.  With ``want_counts``, thread ``k`` adds its
     sequences' ``sum_t alpha_{t-1} (x) w_t`` to ``counts[k]`` (``n_threads x
-    S*S``; see :func:`_fb_sequence`).
+    S*S``, or ``n_threads x nnz`` in the sparse form; see :func:`_fb_sequence`).
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
                              cpl_off, cpl_tied)
+    cdef Trans tr = _trans(trans_exp, trans_exp, out_ptr, out_idx, out_val, in_ptr, in_idx,
+                           in_val)
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per
     cdef Block scratch
@@ -312,8 +440,8 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
             if T == 0:
                 log_z[sq] = 0.0
                 continue
-            log_z[sq] = _fb_sequence(&tb, &trans_exp[0], shift, seq_ptr[sq], T, alpha, beta,
-                                     psi, norm, tmp,
+            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, alpha, beta, psi,
+                                     norm, tmp,
                                      &counts[threadid(), 0] if want_counts else NULL)
             if log_z[sq] != -INFINITY:
                 _aggregate(&tb, seq_ptr[sq], T, alpha, beta, node_p, ldn, pm,

@@ -4,7 +4,11 @@ On the dictation task the three chains have 7, 72 and 44 labels (22,176
 product states) but only about 390 label combinations ever occur.  A model
 whose joint label space is those combinations -- every other combination has
 zero potential -- is a linear chain over them, so Viterbi and forward-backward
-over ``S`` joint states are exact, at ``S**2`` operations per token.
+over ``S`` joint states are exact, at ``S**2`` operations per token -- or
+at one operation per allowed state pair when most pairs are forbidden (every
+in-chain transition never seen in training, ``forbidden_transitions="unseen"``,
+leaves about 3% of the dictation task's pairs): then the kernels take the
+transition matrix in sparse form (:func:`transition_tables`).
 
 ``states`` is an int32 array ``(S, C)`` of label indices, one row per allowed
 combination (:func:`joint_states_from_labels`).  Inputs are those of
@@ -17,11 +21,15 @@ import scipy.sparse as sp
 
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
-__all__ = ["MAX_JOINT_STATES", "joint_states_from_labels", "supports_joint", "joint_map",
-           "joint_marginals"]
+__all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "supports_joint",
+           "transition_tables", "joint_map", "joint_marginals"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
 MAX_JOINT_STATES = 4096
+
+#: The kernels use the sparse form of the state transitions when at most this
+#: fraction of the state pairs is allowed (below it, CSR products beat BLAS).
+SPARSE_DENSITY = 0.15
 
 
 def joint_states_from_labels(gold):
@@ -87,7 +95,45 @@ def _prepare(graph, states, seq_ptr, unary, pair):
     return states, seq_ptr, unary, pair, label_offset, tables, trans
 
 
-def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1):
+def transition_tables(values, allowed, sparse=None):
+    """The kernels' transition arguments for an ``S x S`` matrix of ``values``.
+
+    ``allowed`` marks the state pairs that may follow each other.  Dense form
+    (``sparse=False``; by default when more than :data:`SPARSE_DENSITY` of the
+    pairs are allowed): ``dense``/``dense_t`` hold ``values`` row-major and
+    transposed and the CSR tables are empty.  Sparse form: ``dense``/``dense_t``
+    are empty; ``out_*`` is the CSR of the allowed pairs by row (successors of a
+    state), ``in_*`` the CSR of the transpose (predecessors), columns ascending.
+    ``rows``/``cols`` give the ``out`` order's pairs.
+    """
+    S = values.shape[0]
+    if sparse is None:
+        sparse = allowed.sum() <= SPARSE_DENSITY * S * S
+    empty_f, empty_i = np.zeros(0), np.zeros(0, np.int32)
+    if not sparse:
+        zero_ptr = np.zeros(S + 1, np.int64)
+        return dict(dense=np.ascontiguousarray(values.ravel()),
+                    dense_t=np.ascontiguousarray(values.T.ravel()),
+                    out_ptr=zero_ptr, out_idx=empty_i, out_val=empty_f,
+                    in_ptr=zero_ptr, in_idx=empty_i, in_val=empty_f, sparse=False)
+    rows, cols = np.nonzero(allowed)                     # row-major: out order
+    out_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=S))])
+    t_cols, t_rows = np.nonzero(allowed.T)               # by successor, predecessors ascending
+    in_ptr = np.concatenate([[0], np.cumsum(np.bincount(t_cols, minlength=S))])
+    return dict(dense=empty_f, dense_t=empty_f,
+                out_ptr=out_ptr.astype(np.int64), out_idx=cols.astype(np.int32),
+                out_val=np.ascontiguousarray(values[rows, cols]),
+                in_ptr=in_ptr.astype(np.int64), in_idx=t_rows.astype(np.int32),
+                in_val=np.ascontiguousarray(values[t_rows, t_cols]),
+                rows=rows, cols=cols, sparse=True)
+
+
+def _csr_args(tr):
+    return (tr["out_ptr"], tr["out_idx"], tr["out_val"], tr["in_ptr"], tr["in_idx"],
+            tr["in_val"])
+
+
+def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None):
     """Exact most probable labelling over the joint states.
 
     Returns
@@ -103,10 +149,10 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1):
     n_seq = len(seq_ptr) - 1
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
     score = np.zeros(n_seq)
+    tr = transition_tables(trans, np.isfinite(trans), sparse)
     _kernel().joint_viterbi(seq_ptr, unary, pair, states, loff, t["cpl_a"], t["cpl_b"],
                             t["cpl_la"], t["cpl_lb"], t["cpl_off"], t["cpl_tied"],
-                            np.ascontiguousarray(trans.ravel()),
-                            np.ascontiguousarray(trans.T.ravel()), labels, score,
+                            tr["dense"], tr["dense_t"], *_csr_args(tr), labels, score,
                             max(1, int(n_threads)))
     return labels, score
 
@@ -117,7 +163,8 @@ def _onehot(states, columns, n_columns):
     return sp.csr_matrix((np.ones(S), (np.arange(S), columns)), shape=(S, n_columns))
 
 
-def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False):
+def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False,
+                    sparse=None):
     """Exact per-chain label marginals and ``log Z`` over the joint states.
 
     Returns
@@ -147,16 +194,22 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
     tied_acc = np.zeros((n_threads, max(int(tied_off[-1]), 1)))
     log_z = np.zeros(len(seq_ptr) - 1)
-    counts = np.zeros((n_threads if pair_marginals else 1, S * S))
+    tr = transition_tables(trans_exp, finite, sparse)
+    width = len(tr["out_val"]) if tr["sparse"] else S * S
+    counts = np.zeros((n_threads if pair_marginals else 1, max(width, 1)))
     _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
                                      t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
-                                     t["cpl_tied"], np.ascontiguousarray(trans_exp.ravel()),
-                                     shift, node, pmarg, tied_acc, tied_off, log_z, counts,
+                                     t["cpl_tied"], tr["dense"], *_csr_args(tr), shift, node,
+                                     pmarg, tied_acc, tied_off, log_z, counts,
                                      int(pair_marginals), n_threads)
     if not pair_marginals:
         return node, log_z
     pmarg = pmarg[:int(edge_offset[-1])]
-    expected = counts.sum(axis=0).reshape(S, S) * trans_exp      # state transition counts
+    if tr["sparse"]:                                             # state transition counts
+        expected = np.zeros((S, S))
+        expected[tr["rows"], tr["cols"]] = counts.sum(axis=0)[:width] * tr["out_val"]
+    else:
+        expected = counts.sum(axis=0).reshape(S, S) * trans_exp
     tied_total = tied_acc.sum(axis=0)
     k = 0
     for e in range(graph.n_edges):

@@ -131,11 +131,16 @@ class FactorialCRF(BaseEstimator):
         Maximum TRP iterations (spanning trees) per sequence.
     bp_tol : float, default=1e-6
         TRP stops when no message changes by more than this.
-    forbidden_transitions : None, list or dict, default=None
+    forbidden_transitions : None, "unseen", list or dict, default=None
         Per chain an iterable of ``(label_from, label_to)`` pairs that may not
         follow each other: a list with one entry per chain, a dict
         ``{chain: pairs}``, or for a one-chain model the pairs themselves.
-        Enforced in training and decoding (zero potential).
+        ``"unseen"``: every in-chain transition that never occurs in the
+        training labels (with ``warm_start``, in none of the fits).
+        Enforced in training and decoding (zero potential).  Joint-state
+        inference then runs on the allowed state pairs only, which is much
+        faster when they are few (user guide, "Decoding: exact over the observed
+        label combinations").
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -249,7 +254,7 @@ class FactorialCRF(BaseEstimator):
         "inference": [StrOptions({"auto", "trp", "exact", "joint"})],
         "bp_max_iter": [_POSITIVE_INT],
         "bp_tol": [_POSITIVE_REAL],
-        "forbidden_transitions": [None, list, tuple, dict],
+        "forbidden_transitions": [None, StrOptions({"unseen"}), list, tuple, dict],
         "forbidden_couplings": [None, dict],
         "batch_size": [_POSITIVE_INT],
         "eta0": [_POSITIVE_REAL],
@@ -458,8 +463,13 @@ class FactorialCRF(BaseEstimator):
         seen = joint_states_from_labels(gold) if len(gold) else None
         self.joint_states_ = (seen if not warm or seen is None else
                               joint_states_from_labels(np.vstack([self.joint_states_, seen])))
-        self.forbidden_ = forbidden_masks(self.graph_, self.classes_, self.forbidden_transitions,
-                                          self.forbidden_couplings)
+        forbidden = forbidden_masks(self.graph_, self.classes_, self.forbidden_transitions,
+                                    self.forbidden_couplings, seq_ptr, gold)
+        if warm and self.forbidden_transitions == "unseen":
+            # a transition seen in an earlier fit stays allowed
+            forbidden = {e: m & self.forbidden_[e] for e, m in forbidden.items()
+                         if e in self.forbidden_ and (m & self.forbidden_[e]).any()}
+        self.forbidden_ = forbidden
         check_gold_allowed(self.graph_, seq_ptr, gold, self.forbidden_,
                            lambda e: edge_name(self.graph_, e))
         return Xm, seq_ptr, gold, warm

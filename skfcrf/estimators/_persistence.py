@@ -31,8 +31,8 @@ def _json_label(label):
 
 def _encode_pairs_spec(spec):
     """JSON form of forbidden_transitions / forbidden_couplings (tuples -> lists)."""
-    if spec is None:
-        return None
+    if spec is None or isinstance(spec, str):         # None, "unseen"
+        return spec
 
     def pairs(items):
         return None if items is None else [[_json_label(a), _json_label(b)] for a, b in items]
@@ -47,8 +47,8 @@ def _encode_pairs_spec(spec):
 
 
 def _decode_pairs_spec(obj):
-    if obj is None:
-        return None
+    if obj is None or obj == "unseen":
+        return obj
 
     def pairs(items):
         return None if items is None else [tuple(p) for p in items]

@@ -144,6 +144,27 @@ def _transition_masks(graph, classes, spec):
     return masks
 
 
+def unseen_transition_masks(graph, classes, seq_ptr, gold):
+    """Per in-chain edge the ``(L, L)`` mask of transitions absent from ``gold``."""
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    gold = np.asarray(gold)
+    # consecutive tokens of one sequence: every row but the first of each sequence
+    follows = np.ones(len(gold), dtype=bool)
+    follows[seq_ptr[:-1][seq_ptr[:-1] < len(gold)]] = False
+    nxt = np.flatnonzero(follows)
+    masks = {}
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] != IN_CHAIN:
+            continue
+        c = int(graph.edge_a[e])
+        L = len(classes[c])
+        mask = np.ones((L, L), dtype=bool)
+        mask[gold[nxt - 1, c], gold[nxt, c]] = False
+        if mask.any():
+            masks[e] = mask
+    return masks
+
+
 def _coupling_masks(graph, classes, spec, masks):
     if not isinstance(spec, dict):
         raise ValueError("forbidden_couplings must be a dict {(i, j): [(label_i, label_j), ...]}")
@@ -170,10 +191,21 @@ def _coupling_masks(graph, classes, spec, masks):
     return masks
 
 
-def forbidden_masks(graph, classes, forbidden_transitions, forbidden_couplings):
-    """Edge index -> boolean mask of forbidden assignments, from the user's settings."""
+def forbidden_masks(graph, classes, forbidden_transitions, forbidden_couplings, seq_ptr=None,
+                    gold=None):
+    """Edge index -> boolean mask of forbidden assignments, from the user's settings.
+
+    ``forbidden_transitions="unseen"`` forbids, per chain, every transition
+    that never occurs in the training labels ``gold`` (``(N, n_chains)`` label
+    indices, sequences delimited by ``seq_ptr``).
+    """
     masks = {}
-    if forbidden_transitions is not None:
+    if isinstance(forbidden_transitions, str):
+        if forbidden_transitions != "unseen":
+            raise ValueError("forbidden_transitions must be None, 'unseen', a list or a dict, "
+                             f"got {forbidden_transitions!r}")
+        masks.update(unseen_transition_masks(graph, classes, seq_ptr, gold))
+    elif forbidden_transitions is not None:
         masks.update(_transition_masks(graph, classes, forbidden_transitions))
     if forbidden_couplings is not None:
         _coupling_masks(graph, classes, forbidden_couplings, masks)
