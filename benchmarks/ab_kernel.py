@@ -23,27 +23,35 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _absolute_cimports(text):
+    """The rev's sources cimport the copied headers without the package (relative
+    cimports made absolute); compiled modules with a .pxd (the allocator, the typed
+    structure) are cimported from the installed package instead."""
+    for compiled in ("_alloc", "_structure"):
+        text = text.replace(f"from .{compiled} cimport", f"from skfcrf._bp.{compiled} cimport")
+    return text.replace("from ._", "from _")
+
+
 def build_old(kernel, rev):
     src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/_{kernel}.pyx"],
                          check=True, capture_output=True, text=True).stdout
     tmp = tempfile.mkdtemp(prefix="skfcrf_ab_")
     name = f"_{kernel}_old"
-    # the rev's headers, cimported without the package (relative cimports made absolute)
-    src = src.replace("from ._", "from _")
     with open(os.path.join(tmp, f"{name}.pyx"), "w") as fh:
-        fh.write(src)
+        fh.write(_absolute_cimports(src))
     for pxd in ("_common.pxd", "_table.pxd", "_simd.h", "_vexp.h"):
         got = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/{pxd}"],
                              capture_output=True, text=True)
         if got.returncode == 0:
             with open(os.path.join(tmp, pxd), "w") as fo:
-                fo.write(got.stdout.replace("from ._", "from _"))
+                fo.write(_absolute_cimports(got.stdout))
     setup = f"""
 import numpy as np
 from setuptools import setup, Extension
 from Cython.Build import cythonize
 setup(ext_modules=cythonize([Extension("{name}", ["{name}.pyx"], include_dirs=[np.get_include()],
       extra_compile_args=["-O3", "-fno-trapping-math", "-fopenmp"], extra_link_args=["-fopenmp"])],
+      include_path=[{ROOT!r}],
       compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
                                cdivision=True, initializedcheck=False)))
 """

@@ -388,8 +388,10 @@ cdef void _add_tied_expected(const Model* m, Py_ssize_t c, const double* counts,
 
 
 cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
-                      Py_ssize_t g0, Py_ssize_t T, double* grad) noexcept nogil:
-    """Loss of one sequence; adds its gradient to ``grad`` (one block's accumulator)."""
+                      Py_ssize_t g0, Py_ssize_t T, double* grad,
+                      double* chain_loss) noexcept nogil:
+    """Loss of one sequence, per chain into ``chain_loss``, and their sum; adds its
+    gradient to ``grad`` (one block's accumulator)."""
     cdef Py_ssize_t c, k, t, e, size
     cdef double loss = 0.0, part
     for k in range(T * m.width):
@@ -401,6 +403,7 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     _add_biases(m, s.scores, T)
     for c in range(m.n_chains):
         part = _chain_term(m, s, c, g0, T, grad)
+        chain_loss[c] = part
         if not isfinite(part):
             return INFINITY
         loss += part
@@ -432,10 +435,12 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
                         const unsigned char[::1] forbid, const int[:, ::1] gold,
                         const unsigned char[:, ::1] allowed, int has_allowed,
                         const long long[::1] block_ptr, double[:, ::1] block_grad,
-                        double[::1] losses, int n_threads=1):
-    """Per-sequence losses into ``losses``; per-block gradients into ``block_grad``.
+                        double[:, ::1] losses, int n_threads=1):
+    """Per-sequence and chain losses into ``losses`` ``(n_seq, n_chains)``; per-block
+    gradients into ``block_grad``.
 
-    See the module docstring for the inputs.  ``block_grad`` must be zero.
+    See the module docstring for the inputs.  ``losses`` and ``block_grad`` must be
+    zero.
     """
     cdef Model m
     cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
@@ -485,7 +490,6 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
             for sq in range(block_ptr[b], block_ptr[b + 1]):
                 T = seq_ptr[sq + 1] - seq_ptr[sq]
                 if T == 0:
-                    losses[sq] = 0.0
                     continue
-                losses[sq] = _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T,
-                                       &block_grad[b, 0])
+                _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T, &block_grad[b, 0],
+                          &losses[sq, 0])

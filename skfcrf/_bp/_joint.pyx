@@ -43,6 +43,10 @@ from ._alloc cimport Block, allocate
 from ._common cimport longest_sequence, maxplus
 
 
+cdef extern from "_simd.h" nogil:
+    void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
+
+
 cdef struct Tables:
     Py_ssize_t S
     Py_ssize_t C
@@ -124,12 +128,16 @@ cdef void _forward_product(const Trans* tr, Py_ssize_t S, const double* x,
         out[j] = v
 
 
-cdef void _backward_product(const Trans* tr, Py_ssize_t S, const double* x,
-                            double* out) noexcept nogil:
-    """``out = E x`` (``out[i] = sum_j E[i, j] x[j]``)."""
+cdef void _backward_product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                            const double* a_prev, double* counts) noexcept nogil:
+    """``out = E x`` (``out[i] = sum_j E[i, j] x[j]``).
+
+    Sparse form with ``counts``: also adds ``a_prev[i] * x[j]`` to the count of
+    every allowed pair ``(i, j)`` (``out`` order), in the same pass.
+    """
     cdef char tt = b"T"
     cdef int n = <int> S, one = 1
-    cdef double a1 = 1.0, b0 = 0.0, v
+    cdef double a1 = 1.0, b0 = 0.0, v, a
     cdef Py_ssize_t i
     cdef long long k
     if tr.dense != NULL:
@@ -137,34 +145,28 @@ cdef void _backward_product(const Trans* tr, Py_ssize_t S, const double* x,
         return
     for i in range(S):
         v = 0.0
-        for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
-            v += tr.out_val[k] * x[tr.out_idx[k]]
+        if counts != NULL and a_prev[i] != 0.0:
+            a = a_prev[i]
+            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
+                v += tr.out_val[k] * x[tr.out_idx[k]]
+                counts[k] += a * x[tr.out_idx[k]]
+        else:
+            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
+                v += tr.out_val[k] * x[tr.out_idx[k]]
         out[i] = v
 
 
-cdef void _transition_counts(const Trans* tr, Py_ssize_t S, Py_ssize_t T,
-                             const double* alpha, const double* w,
-                             double* counts) noexcept nogil:
-    """Add ``sum_t alpha_{t-1} (x) w_t`` (``t = 1 .. T-1``): ``S x S`` row-major when
-    dense, else one value per allowed pair in ``out`` order."""
+cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t T, const double* alpha,
+                                   const double* w, double* counts) noexcept nogil:
+    """Add ``sum_t alpha_{t-1} (x) w_t`` (``t = 1 .. T-1``) to ``S x S`` row-major
+    ``counts`` (the sparse form accumulates them in :func:`_backward_product`)."""
     cdef char tn = b"N", tt = b"T"
     cdef int n = <int> S, kk = <int> (T - 1)
-    cdef double a1 = 1.0, a
-    cdef Py_ssize_t t, i
-    cdef long long k
-    if tr.dense != NULL:
-        # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
-        # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
-        dgemm(&tn, &tt, &n, &n, &kk, &a1, <double*> (w + S), &n, <double*> alpha, &n, &a1,
-              counts, &n)
-        return
-    for t in range(1, T):
-        for i in range(S):
-            a = alpha[(t - 1) * S + i]
-            if a == 0.0:
-                continue
-            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
-                counts[k] += a * w[t * S + tr.out_idx[k]]
+    cdef double a1 = 1.0
+    # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
+    # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
+    dgemm(&tn, &tt, &n, &n, &kk, &a1, <double*> (w + S), &n, <double*> alpha, &n, &a1,
+          counts, &n)
 
 
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
@@ -303,9 +305,9 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
     """Scaled forward-backward of one sequence (``alpha``, ``beta``); returns log Z.
 
     With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
-    ``w_t = psi_t * beta_t / c_t`` (:func:`_transition_counts`): times ``E``
-    elementwise these are the expected state transition counts.  ``psi`` is
-    overwritten by ``w``.
+    ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per allowed pair in the sparse
+    form): times ``E`` elementwise these are the expected state transition
+    counts.  ``psi`` is overwritten by ``w``.
     """
 
     cdef Py_ssize_t S = tb.S, t, s
@@ -318,8 +320,7 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
                 m = psi[t * S + s]
         if m == -INFINITY:
             return -INFINITY
-        for s in range(S):
-            psi[t * S + s] = exp(psi[t * S + s] - m)
+        exp_shifted(psi + t * S, m, psi + t * S, <int> S)
         log_z += m
     for t in range(T):
         if t == 0:
@@ -345,12 +346,12 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
     while t >= 1:
         for s in range(S):
             tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
-        _backward_product(tr, S, tmp, beta + (t - 1) * S)
+        _backward_product(tr, S, tmp, beta + (t - 1) * S, alpha + (t - 1) * S, counts)
         for s in range(S):
             psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
-    if counts != NULL and T > 1:
-        _transition_counts(tr, S, T, alpha, psi, counts)
+    if counts != NULL and T > 1 and tr.dense != NULL:
+        _dense_transition_counts(S, T, alpha, psi, counts)
     return log_z
 
 

@@ -43,6 +43,7 @@ from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._solvers import (
     LBFGS,
     SOLVERS,
+    BlockLBFGS,
     ConvergenceMonitor,
     OnlineLBFGS,
     warn_if_not_converged,
@@ -77,10 +78,15 @@ class FactorialCRF(BaseEstimator):
     sigma : float, default=10.0
         Standard deviation of the Gaussian prior: the penalty is
         ``sum(w**2) / (2 * sigma**2)``.  ``np.inf`` disables it.
-    objective : {"chainwise", "pseudolikelihood", "likelihood"}, default="chainwise"
-        ``"chainwise"``: chain-wise (blocked) pseudolikelihood, each chain's
-        exact conditional likelihood given the other chains' gold labels
-        (the likelihood itself for one chain).  ``"pseudolikelihood"``:
+    objective : {"independent", "chainwise", "pseudolikelihood", "likelihood"}, \
+            default="independent"
+        ``"independent"``: every chain's exact likelihood without the
+        couplings (the coupling weights stay at zero: independent chains,
+        the likelihood itself for one chain); the fine-tuning stage
+        (``finetune_iter``) then learns the couplings by the exact joint
+        likelihood.  ``"chainwise"``: chain-wise (blocked) pseudolikelihood,
+        each chain's exact conditional likelihood given the other chains'
+        gold labels.  ``"pseudolikelihood"``:
         factor-based pseudolikelihood (each factor conditioned on its Markov
         blanket under the gold labels).  ``"likelihood"``: likelihood with
         marginals from the ``inference`` method (exact for one chain, exact
@@ -131,16 +137,18 @@ class FactorialCRF(BaseEstimator):
         Maximum TRP iterations (spanning trees) per sequence.
     bp_tol : float, default=1e-6
         TRP stops when no message changes by more than this.
-    forbidden_transitions : None, "unseen", list or dict, default=None
+    forbidden_transitions : "auto", "unseen", None, list or dict, default="auto"
         Per chain an iterable of ``(label_from, label_to)`` pairs that may not
         follow each other: a list with one entry per chain, a dict
         ``{chain: pairs}``, or for a one-chain model the pairs themselves.
         ``"unseen"``: every in-chain transition that never occurs in the
         training labels (with ``warm_start``, in none of the fits).
-        Enforced in training and decoding (zero potential).  Joint-state
-        inference then runs on the allowed state pairs only, which is much
-        faster when they are few (user guide, "Decoding: exact over the observed
-        label combinations").
+        ``"auto"``: ``"unseen"`` when the model has several chains and
+        ``inference`` resolves to ``"joint"`` (whose label combinations are
+        the observed ones already), else None.  Enforced in training and
+        decoding (zero potential).  Joint-state inference then runs on the
+        allowed state pairs only, which is much faster when they are few (user
+        guide, "Decoding: exact over the observed label combinations").
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -254,7 +262,7 @@ class FactorialCRF(BaseEstimator):
         "inference": [StrOptions({"auto", "trp", "exact", "joint"})],
         "bp_max_iter": [_POSITIVE_INT],
         "bp_tol": [_POSITIVE_REAL],
-        "forbidden_transitions": [None, StrOptions({"unseen"}), list, tuple, dict],
+        "forbidden_transitions": [None, StrOptions({"auto", "unseen"}), list, tuple, dict],
         "forbidden_couplings": [None, dict],
         "batch_size": [_POSITIVE_INT],
         "eta0": [_POSITIVE_REAL],
@@ -273,10 +281,10 @@ class FactorialCRF(BaseEstimator):
         "finetune_iter": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, *, sigma=10.0, objective="chainwise", solver="lbfgs", max_iter=150,
+    def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=150,
                  tol=1e-5, lbfgs_memory=3, min_instance_freq=1, unary_features="supported",
                  transition_features="default", coupling_features="default", coupling="adjacent",
-                 inference="auto", bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions=None,
+                 inference="auto", bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions="auto",
                  forbidden_couplings=None, batch_size=32, eta0=0.1, tau=1000.0, n_jobs=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
@@ -347,7 +355,8 @@ class FactorialCRF(BaseEstimator):
         objective, theta0, rng = training_problem(self, X, y)
         monitor = ConvergenceMonitor(self.verbose, self._iteration_callback(stopper),
                                      unit="epoch" if self.solver == "olbfgs" else "iteration")
-        result = self._train(objective, theta0, self._solver(rng), monitor, stopper)
+        result = self._train(objective, theta0, self._solver(rng, objective), monitor,
+                             stopper)
         stopped_early = stopper is not None and stopper.triggered
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
@@ -463,9 +472,14 @@ class FactorialCRF(BaseEstimator):
         seen = joint_states_from_labels(gold) if len(gold) else None
         self.joint_states_ = (seen if not warm or seen is None else
                               joint_states_from_labels(np.vstack([self.joint_states_, seen])))
-        forbidden = forbidden_masks(self.graph_, self.classes_, self.forbidden_transitions,
+        transitions = self.forbidden_transitions
+        if transitions == "auto":
+            several_joint = (self.n_chains_ > 1 and resolve_method(
+                self.inference, self.graph_, self.joint_states_) == "joint")
+            transitions = "unseen" if several_joint else None
+        forbidden = forbidden_masks(self.graph_, self.classes_, transitions,
                                     self.forbidden_couplings, seq_ptr, gold)
-        if warm and self.forbidden_transitions == "unseen":
+        if warm and transitions == "unseen":
             # a transition seen in an earlier fit stays allowed
             forbidden = {e: m & self.forbidden_[e] for e, m in forbidden.items()
                          if e in self.forbidden_ and (m & self.forbidden_[e]).any()}
@@ -500,11 +514,15 @@ class FactorialCRF(BaseEstimator):
                           joint_states=self.joint_states_)
         return OBJECTIVES[self.objective](batch, **kwargs)
 
-    def _solver(self, rng):
+    def _solver(self, rng, objective):
+        """The solver for ``objective``: L-BFGS per block when its loss is a sum over
+        blocks of weights (the independent chains), else the ``solver`` setting."""
         if self.solver == "olbfgs":
             return OnlineLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol,
                                batch_size=self.batch_size, eta0=self.eta0, tau=self.tau,
                                random_state=rng)
+        if hasattr(objective, "blocks"):
+            return BlockLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol)
         return SOLVERS[self.solver](memory=self.lbfgs_memory, max_iter=self.max_iter,
                                     tol=self.tol)
 

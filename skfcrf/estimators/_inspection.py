@@ -83,7 +83,7 @@ def _meaning(layout, classes, names, p):
     return kind, chains, "bias", labels
 
 
-def _filter_mask(layout, kind, chain):
+def weight_mask(layout, kind, chain):
     """Boolean mask over theta: weights of template ``kind`` touching ``chain`` (None: any)."""
     graph = layout.graph
     # per score-matrix column and per edge: kind code (0 unary, 1 transition, 2 coupling)
@@ -131,7 +131,7 @@ def top_weights(layout, theta, classes, names, n=20, chain=None, kind=None):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     chain = None if chain is None else int(chain) % n_chains
-    candidates = np.flatnonzero(_filter_mask(layout, kind, chain))
+    candidates = np.flatnonzero(weight_mask(layout, kind, chain))
     order = candidates[np.argsort(-np.abs(theta[candidates]), kind="stable")][:n]
     records = []
     for p in order:

@@ -25,9 +25,11 @@ from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._bp.joint import joint_marginals
+from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
+           "IndependentChains",
            "Likelihood", "OBJECTIVES", "allowed_by_joint_states"]
 
 
@@ -334,12 +336,14 @@ class ChainPseudoLikelihood(Objective):
             tied_exp = np.concatenate([np.exp(w - m) for w, m in zip(logs, shifts)])
         return tied_log, tied_exp, shifts
 
-    def data_loss_gradient(self, theta):
+    def chain_losses_gradient(self, theta):
+        """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
+        the batch (``(n_chains,)``), and the gradient of their sum."""
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         tied_log, tied_exp, shifts = self._tied_transitions(theta)
         block_grad = np.zeros((len(self._blocks) - 1, layout.n_params))
-        losses = np.zeros(b.n_sequences)
+        losses = np.zeros((b.n_sequences, layout.graph.n_chains))
         # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
         # would only oversubscribe the cores
         with threadpool_limits(limits=1, user_api="blas"):
@@ -347,7 +351,11 @@ class ChainPseudoLikelihood(Objective):
         grad = block_grad[0].copy()
         for row in block_grad[1:]:
             grad += row
-        return float(losses.sum()), grad
+        return losses.sum(axis=0), grad
+
+    def data_loss_gradient(self, theta):
+        chain_losses, grad = self.chain_losses_gradient(theta)
+        return float(chain_losses.sum()), grad
 
     def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses):
         b, layout = self.batch, self.layout
@@ -360,6 +368,47 @@ class ChainPseudoLikelihood(Objective):
             self._blocks, block_grad, losses, self.n_threads)
 
 
+class IndependentChains(ChainPseudoLikelihood):
+    """The chains' likelihoods without couplings: ``sum_c -log p(y_c | x)``.
+
+    The coupling-free model is the independent chains: each chain's exact
+    likelihood by forward-backward over it alone.  Loss and gradient are those
+    of ``theta`` with its coupling weights set to zero, and the gradient is
+    zero on them, so a solver never moves them (from zeros, or from a warm
+    start's values, which pass through unchanged); a fine-tuning stage with the
+    joint likelihood then learns them (``FactorialCRF``'s default).  Computed
+    by the chain-wise kernel, whose couplings then contribute nothing.
+    """
+
+    def __init__(self, batch, **kwargs):
+        super().__init__(batch, **kwargs)
+        self._coupling = weight_mask(self.layout, "coupling", None)
+        #: the weights of each chain (its unary and in-chain templates): the loss is
+        #: a sum of one function per block, which :class:`~._solvers.BlockLBFGS` uses
+        self.blocks = [np.flatnonzero(weight_mask(self.layout, None, c) & ~self._coupling)
+                       for c in range(self.layout.graph.n_chains)]
+
+    def loss_gradient(self, theta):
+        theta = np.array(theta, dtype=np.float64)
+        theta[self._coupling] = 0.0
+        loss, grad = super().loss_gradient(theta)
+        grad[self._coupling] = 0.0
+        return loss, grad
+
+    def block_losses_gradient(self, theta):
+        """Per block (chain) its penalised loss, and the gradient (zero on couplings)."""
+        theta = np.array(theta, dtype=np.float64)
+        theta[self._coupling] = 0.0
+        chain_losses, grad = self.chain_losses_gradient(theta)
+        inv_var = self.inv_var
+        losses = np.array([self.scale * chain_losses[c]
+                           + 0.5 * inv_var * (theta[blk] @ theta[blk])
+                           for c, blk in enumerate(self.blocks)])
+        grad = self.scale * grad + inv_var * theta
+        grad[self._coupling] = 0.0
+        return losses, grad
+
+
 #: ``objective=`` name -> objective class.
 OBJECTIVES = {"pseudolikelihood": PseudoLikelihood, "chainwise": ChainPseudoLikelihood,
-              "likelihood": Likelihood}
+              "independent": IndependentChains, "likelihood": Likelihood}

@@ -31,7 +31,7 @@ def _json_label(label):
 
 def _encode_pairs_spec(spec):
     """JSON form of forbidden_transitions / forbidden_couplings (tuples -> lists)."""
-    if spec is None or isinstance(spec, str):         # None, "unseen"
+    if spec is None or isinstance(spec, str):         # None, "auto", "unseen"
         return spec
 
     def pairs(items):
@@ -47,7 +47,7 @@ def _encode_pairs_spec(spec):
 
 
 def _decode_pairs_spec(obj):
-    if obj is None or obj == "unseen":
+    if obj is None or isinstance(obj, str):            # None, "auto", "unseen"
         return obj
 
     def pairs(items):

@@ -14,8 +14,8 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["ConvergenceMonitor", "SolverResult", "LBFGS", "OnlineLBFGS", "SOLVERS",
-           "warn_if_not_converged"]
+__all__ = ["ConvergenceMonitor", "SolverResult", "LBFGS", "BlockLBFGS", "OnlineLBFGS",
+           "SOLVERS", "two_loop", "warn_if_not_converged"]
 
 
 class ConvergenceMonitor:
@@ -83,6 +83,23 @@ class SolverResult:
     n_iter: int
     converged: bool
     message: str
+
+
+def two_loop(g, s_list, y_list, scale):
+    """``H g`` for the L-BFGS inverse-Hessian estimate ``H`` of the pairs ``(s, y)``
+    (oldest first) with initial matrix ``scale * I`` (Nocedal & Wright, Alg. 7.4)."""
+    q = np.array(g, dtype=np.float64)
+    alphas = []
+    for s, y in zip(reversed(s_list), reversed(y_list)):
+        rho = 1.0 / (y @ s)
+        a = rho * (s @ q)
+        alphas.append((a, rho))
+        q -= a * y
+    r = scale * q
+    for (s, y), (a, rho) in zip(zip(s_list, y_list), reversed(alphas)):
+        b = rho * (y @ r)
+        r += (a - b) * s
+    return r
 
 
 class LBFGS:
@@ -171,19 +188,8 @@ class OnlineLBFGS:
         """``-H g`` by the two-loop recursion with oLBFGS's initial scaling."""
         if not self.s_list:
             return -self.epsilon * g
-        q = g.copy()
-        alphas = []
-        for s, y in zip(reversed(self.s_list), reversed(self.y_list)):
-            rho = 1.0 / (y @ s)
-            a = rho * (s @ q)
-            alphas.append((a, rho))
-            q -= a * y
         scale = np.mean([(s @ y) / (y @ y) for s, y in zip(self.s_list, self.y_list)])
-        r = scale * q
-        for (s, y), (a, rho) in zip(zip(self.s_list, self.y_list), reversed(alphas)):
-            b = rho * (y @ r)
-            r += (a - b) * s
-        return -r
+        return -two_loop(g, self.s_list, self.y_list, scale)
 
     def step(self, theta, batch_fun):
         """One oLBFGS step on the batch objective ``batch_fun``; returns (theta, loss)."""
@@ -229,6 +235,105 @@ class OnlineLBFGS:
             best = min(best, epoch_loss)
         return SolverResult(theta, self.max_iter, False,
                             f"stopped at max_iter={self.max_iter} epochs")
+
+
+class BlockLBFGS:
+    """L-BFGS on a loss that is a sum of functions of disjoint weight blocks.
+
+    For objectives with ``blocks`` (index arrays) and
+    ``block_losses_gradient(theta) -> (block losses, gradient)``, such as the
+    independent chains' likelihoods: every block keeps its own L-BFGS memory,
+    step length and stopping test, and all blocks move in the same
+    evaluations (one evaluation gives every block's loss, so their line
+    searches run in lockstep).  One L-BFGS over the summed loss shares one
+    step length and one curvature estimate among the blocks, and the small
+    ones converge slowly: on the dictation benchmark, 150 iterations over the
+    sum leave the 7-label sentence chain at WindowDiff .026, where 150 on that
+    chain alone reach .018.
+
+    Line search: backtracking from the unit step (the first iteration from
+    ``1 / |g|``) under the Armijo condition, halving the step up to
+    ``max_backtracks`` times; a block whose search fails keeps its weights and
+    stops.  A block converges when its relative loss reduction or its largest
+    gradient component falls below ``tol`` (scipy's ``ftol``/``gtol`` tests).
+    """
+
+    name = "block-lbfgs"
+
+    def __init__(self, memory=3, max_iter=800, tol=1e-5, max_backtracks=20):
+        self.memory = memory
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_backtracks = max_backtracks
+
+    def solve(self, objective, theta0, monitor):
+        blocks = objective.blocks
+        n_blocks = len(blocks)
+        theta = np.array(theta0, dtype=np.float64)
+        f, g = objective.block_losses_gradient(theta)
+        pairs = [([], []) for _ in range(n_blocks)]
+        active = np.array([np.abs(g[blk]).max(initial=0.0) > self.tol for blk in blocks])
+        failed = np.zeros(n_blocks, dtype=bool)
+        for it in range(1, self.max_iter + 1):
+            if not active.any():
+                return SolverResult(theta, it - 1, not failed.any(), self._message(failed))
+            directions, steps, slopes = {}, np.zeros(n_blocks), np.zeros(n_blocks)
+            for b in np.flatnonzero(active):
+                gb = g[blocks[b]]
+                s_list, y_list = pairs[b]
+                if s_list:
+                    d = -two_loop(gb, s_list, y_list, (s_list[-1] @ y_list[-1])
+                                  / (y_list[-1] @ y_list[-1]))
+                    steps[b] = 1.0
+                else:
+                    d = -gb
+                    steps[b] = 1.0 / max(np.linalg.norm(gb), 1e-300)
+                if not gb @ d < 0:                     # not a descent direction: restart
+                    s_list.clear(), y_list.clear()
+                    d = -gb
+                    steps[b] = 1.0 / max(np.linalg.norm(gb), 1e-300)
+                directions[b], slopes[b] = d, gb @ d
+            trial = theta.copy()
+            pending = active.copy()
+            f_new, g_new = f.copy(), g.copy()
+            for _ in range(self.max_backtracks + 1):
+                for b in np.flatnonzero(pending):
+                    trial[blocks[b]] = theta[blocks[b]] + steps[b] * directions[b]
+                f_eval, g_eval = objective.block_losses_gradient(trial)
+                ok = pending & np.isfinite(f_eval) & (f_eval <= f + 1e-4 * steps * slopes)
+                for b in np.flatnonzero(ok):
+                    f_new[b], g_new[blocks[b]] = f_eval[b], g_eval[blocks[b]]
+                pending &= ~ok
+                if not pending.any():
+                    break
+                steps[pending] *= 0.5
+            for b in np.flatnonzero(pending):          # line search failed: keep the weights
+                trial[blocks[b]] = theta[blocks[b]]
+                active[b], failed[b] = False, True
+            for b in np.flatnonzero(active):
+                blk = blocks[b]
+                s_vec, y_vec = trial[blk] - theta[blk], g_new[blk] - g[blk]
+                if s_vec @ y_vec > 1e-10 * (s_vec @ s_vec):
+                    s_list, y_list = pairs[b]
+                    s_list.append(s_vec), y_list.append(y_vec)
+                    if len(s_list) > self.memory:
+                        s_list.pop(0), y_list.pop(0)
+                reduction = (f[b] - f_new[b]) / max(abs(f[b]), abs(f_new[b]), 1.0)
+                if reduction <= self.tol or np.abs(g_new[blk]).max(initial=0.0) <= self.tol:
+                    active[b] = False
+            theta, f, g = trial, f_new, g_new
+            if monitor.report(theta, f.sum()):
+                return SolverResult(theta, it, False, "stopped by the callback")
+        if active.any():
+            return SolverResult(theta, self.max_iter, False,
+                                f"stopped at max_iter={self.max_iter} iterations")
+        return SolverResult(theta, self.max_iter, not failed.any(), self._message(failed))
+
+    @staticmethod
+    def _message(failed):
+        if failed.any():
+            return f"the line search failed for blocks {np.flatnonzero(failed).tolist()}"
+        return "every block converged"
 
 
 #: ``solver=`` name -> solver class.
