@@ -36,7 +36,7 @@ per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
 ``dgemv`` steps over ``exp(trans - max)``, or CSR products when sparse).
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport exp, INFINITY, log
+from libc.math cimport INFINITY, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._alloc cimport Block, allocate
