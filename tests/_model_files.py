@@ -133,9 +133,44 @@ def _edit_array(rng, arr):
     return np.array([object()] * 2, dtype=object), "object array"
 
 
+DESCRS = ["'<f8'", "'|O'", "'<i8'", "'<i4'", "'<U5'", "'>f4'", "'|b1'", "'<c16'", "'V8'",
+          "[('a', '<f8')]", "('<f8', (2,))", "'<M8[s]'"]
+
+
+def _edit_npy_header(rng, raw):
+    """``raw`` .npy bytes whose header text claims another shape or dtype."""
+    end = raw.index(b"\n") + 1
+    text = raw[:end].decode("latin-1")
+    if rng.integers(2):
+        start = text.index("'shape': (") + len("'shape': (")
+        stop = text.index(")", start)
+        dims = [str(int(rng.choice([0, 1, 2, 5, 10 ** 6, 2 ** 40, -1])))
+                for _ in range(int(rng.integers(0, 3)))]
+        shape = ", ".join(dims) + ("," if len(dims) == 1 else "")
+        text = text[:start] + shape + text[stop:]
+        what = f"shape ({shape})"
+    else:
+        start = text.index("'descr': ") + len("'descr': ")
+        stop = text.index(", 'fortran_order'", start)
+        descr = DESCRS[rng.integers(len(DESCRS))]
+        text = text[:start] + descr + text[stop:]
+        what = f"descr {descr}"
+    # numpy pads the header to a multiple of 64 bytes when writing; it reads any length
+    text = text[10:].rstrip("\n").rstrip(" ") + "\n"
+    head = raw[:8] + len(text).to_bytes(2, "little") + text.encode("latin-1")
+    return head + raw[end:], what
+
+
 def mutate(rng, data):
     """One damaged copy of the model file ``data`` and a description of the damage."""
-    kind = int(rng.integers(6))
+    kind = int(rng.integers(7))
+    if kind == 6:
+        parts = members(data)
+        key = list(parts)[rng.integers(len(parts))]
+        if parts[key][6:8] != b"\x01\x00":
+            return data, "unchanged"
+        parts[key], what = _edit_npy_header(rng, parts[key])
+        return archive(parts), f".npy header of {key}: {what}"
     if kind == 0:
         out = bytearray(data)
         for _ in range(int(rng.integers(1, 4))):
