@@ -185,8 +185,9 @@ def atomic_write(path, write):
 
     The data goes to a new temporary file in the same directory, is flushed to
     disk, and replaces ``path`` with ``os.replace`` (atomic on POSIX and
-    Windows).  On any exception -- including ``KeyboardInterrupt`` -- the
-    temporary file is removed and ``path`` keeps its previous content.  A
+    Windows); the directory is then flushed too where the system allows.  On
+    any exception -- including ``KeyboardInterrupt`` -- the temporary file is
+    removed and ``path`` keeps its previous content.  A
     symbolic link at ``path`` keeps pointing to the (replaced) target; an
     existing file keeps its permission bits, a new one gets the default
     permissions (``0o666`` less the umask), as ``open(path, "wb")`` would.
@@ -217,3 +218,20 @@ def atomic_write(path, write):
         except FileNotFoundError:
             pass
         raise
+    _sync_directory(directory)
+
+
+def _sync_directory(directory):
+    """Flush the rename to disk where the system allows it (POSIX; best effort)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
