@@ -255,11 +255,11 @@ def _require(condition, message):
 
 
 def _reject_duplicate_keys(pairs):
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise _Invalid(f"header: key {dup!r} occurs twice in one object")
-    return dict(pairs)
+    obj = {}
+    for key, value in pairs:
+        _require(key not in obj, f"header: key {key!r} occurs twice in one object")
+        obj[key] = value
+    return obj
 
 
 def _read_header(reader):
