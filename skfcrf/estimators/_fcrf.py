@@ -698,13 +698,21 @@ class FactorialCRF(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):
-        """Save the fitted model to ``path`` (a ``.npz`` file of arrays and JSON; no pickle)."""
+        """Save the fitted model to ``path`` (a ``.npz`` file of arrays and JSON; no pickle).
+
+        ``path`` is a path (written atomically: a failed save leaves any previous
+        file intact) or a binary file object.
+        """
         self._check_fitted()
         _persistence.save(self, path)
 
     @classmethod
     def load(cls, path):
-        """Load a model written by :meth:`save`; executes no code from the file."""
+        """Load a model written by :meth:`save` from a path or binary file object.
+
+        Executes no code from the file; a damaged, foreign or newer-format file
+        raises ``ValueError`` saying what is wrong.
+        """
         return _persistence.load(cls, path)
 
     def __sklearn_tags__(self):
