@@ -435,3 +435,21 @@ def test_conflict_through_a_free_token_is_located(n_chains, inference):
             call([x], fixed=fixed)
     f[2, 0] = "c"           # b c c is allowed
     assert est.decode([x], fixed=[f[:, 0] if n_chains == 1 else f])[0].log_prob <= 0
+
+
+@pytest.mark.parametrize("chunk_entries", [1, 7, 1 << 22])
+def test_forward_log_z_over_joint_states_equals_forward_backward(chunk_entries):
+    from skfcrf._bp.joint import joint_marginals
+    from skfcrf._bp.nbest import product_states, state_log_partition
+
+    from brute import make_problem
+
+    rng = np.random.default_rng(5)
+    for forbid in (False, True):
+        graph, seq_ptr, unary, pair, _, _ = make_problem(rng, [2, 3, 2], [3, 0, 1, 5],
+                                                         [(0, 1), (1, 2)], 1, forbid)
+        states = product_states(graph)[::2]
+        got = state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=2,
+                                  chunk_entries=chunk_entries)
+        np.testing.assert_allclose(got, joint_marginals(graph, states, seq_ptr, unary, pair)[1],
+                                   rtol=1e-12)

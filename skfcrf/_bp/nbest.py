@@ -32,7 +32,7 @@ import numpy as np
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
-           "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "state_log_partition", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -178,6 +178,44 @@ def state_nbest(graph, states, seq_ptr, unary, pair, k):
         paths, scores = kernel.kbest_viterbi(phi, trans, tindex, int(k))
         out.append([(states[p], float(v)) for p, v in zip(paths, scores)])
     return out
+
+
+def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
+                        chunk_entries=1 << 22):
+    """``log Z`` per sequence over the joint ``states`` (tied in-chain templates only).
+
+    The forward recursion of :func:`skfcrf._bp._nbest.state_log_partition` on
+    state scores gathered for about ``chunk_entries`` token-state pairs at a
+    time.  Same value as :func:`skfcrf._bp.joint.joint_marginals`'s ``log_z``
+    up to rounding.
+    """
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    if not all(graph.edge_tied[e] for e in _inchain_edges(graph)):
+        raise ValueError("state_log_partition needs tied in-chain templates")
+    trans = _tied_transitions(graph, states, pair, edge_offset)[0]
+    finite = np.isfinite(trans)
+    shift = float(trans[finite].max()) if finite.any() else 0.0
+    with np.errstate(under="ignore"):
+        E = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
+    E = np.ascontiguousarray(E)
+    n_seq = len(seq_ptr) - 1
+    log_z = np.zeros(n_seq)
+    per_chunk = max(1, chunk_entries // max(1, len(states)))
+    s0 = 0
+    while s0 < n_seq:
+        s1 = s0 + 1                       # at least one sequence per chunk
+        while s1 < n_seq and seq_ptr[s1 + 1] - seq_ptr[s0] <= per_chunk:
+            s1 += 1
+        rows = np.arange(seq_ptr[s0], seq_ptr[s1])
+        phi = np.ascontiguousarray(_state_scores(graph, states, unary, pair, edge_offset, rows))
+        out = np.zeros(s1 - s0)
+        _kernel().state_log_partition(phi, np.ascontiguousarray(seq_ptr[s0:s1 + 1] - seq_ptr[s0]),
+                                      E, shift, out, max(1, int(n_threads)))
+        log_z[s0:s1] = out
+        s0 = s1
+    return log_z
 
 
 def _conditional_chain(graph, unary, pair, edge_offset, rows, labels, c):

@@ -36,7 +36,13 @@ import numpy as np
 
 from skfcrf._bp import inference
 from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint
-from skfcrf._bp.nbest import chainwise_nbest, labelling_scores, product_states, state_nbest
+from skfcrf._bp.nbest import (
+    chainwise_nbest,
+    labelling_scores,
+    product_states,
+    state_log_partition,
+    state_nbest,
+)
 
 __all__ = ["SequenceDecoding", "STATUSES", "resolve_method", "map_labels", "node_marginals",
            "sum_product", "log_probs", "decode_ranked", "marginals_given", "check_feasible",
@@ -184,6 +190,19 @@ def node_marginals(graph, seq_ptr, unary, pair, method, **options):
     return node, status, n_iter
 
 
+def log_partition(graph, seq_ptr, unary, pair, method, **options):
+    """``log Z`` per sequence, as :func:`sum_product` gives it.
+
+    Over joint label states by the forward pass alone
+    (:func:`skfcrf._bp.nbest.state_log_partition`), half the work of
+    forward-backward; otherwise from :func:`sum_product`.
+    """
+    if method == "joint":
+        return state_log_partition(graph, options["joint_states"], seq_ptr, unary, pair,
+                                   options["n_threads"])
+    return sum_product(graph, seq_ptr, unary, pair, method, **options)[1]
+
+
 def _outside_states(labels, seq_ptr, states, n_labels):
     """Per sequence whether some token's label combination is not among ``states``."""
     radix = np.cumprod([1, *[int(x) for x in n_labels[::-1][:-1]]])[::-1].astype(np.int64)
@@ -209,11 +228,11 @@ def log_probs(graph, seq_ptr, unary, pair, labels, method, **options):
     """``log p(labels | x)`` per sequence for label indices ``labels`` ``(N, C)``.
 
     Exact for ``"exact"`` and ``"joint"``; the Bethe estimate (capped at 0)
-    for ``"trp"``.  Also returns the marginals' status per sequence.
+    for ``"trp"``.
     """
-    _, log_z, status, _ = sum_product(graph, seq_ptr, unary, pair, method, **options)
+    log_z = log_partition(graph, seq_ptr, unary, pair, method, **options)
     return _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z,
-                      options.get("joint_states")), status
+                      options.get("joint_states"))
 
 
 def _exact_states(graph, method, joint_states):
@@ -257,7 +276,7 @@ def decode_ranked(graph, seq_ptr, unary, pair, method, fixed=None, n_best=1, **o
         Viterbi labelling with ``log_prob`` NaN).
     """
     raw, unary = unary, _clamped(graph, unary, fixed)
-    _, log_z, _, _ = sum_product(graph, seq_ptr, unary, pair, method, **options)
+    log_z = log_partition(graph, seq_ptr, unary, pair, method, **options)
     check_feasible(graph, seq_ptr, raw, pair, method, fixed, log_z, **options)
     labels, status, n_iter = map_labels(graph, seq_ptr, unary, pair, method, **options)
     lp = _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z,

@@ -685,7 +685,7 @@ class FactorialCRF(BaseEstimator):
                              f"{len(seq_ptr) - 1} != {len(y_seqs)}")
         self._check_lengths(seq_ptr, y_seqs)
         gold = encode_labels(self.classes_, y_seqs)
-        values, _ = log_probs(self.graph_, seq_ptr, unary, pair, gold, method, **options)
+        values = log_probs(self.graph_, seq_ptr, unary, pair, gold, method, **options)
         return values
 
     def predict_marginals(self, X, fixed=None, return_status=False):
