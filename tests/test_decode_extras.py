@@ -453,3 +453,22 @@ def test_forward_log_z_over_joint_states_equals_forward_backward(chunk_entries):
                                   chunk_entries=chunk_entries)
         np.testing.assert_allclose(got, joint_marginals(graph, states, seq_ptr, unary, pair)[1],
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_chains", [1, 2])
+def test_untied_templates_nbest_log_prob_and_clamping(n_chains):
+    """Per-token transition and coupling weights ('supported' features)."""
+    est, X, _ = tiny_model(n_chains, "auto" if n_chains == 1 else "exact",
+                           transition_features="supported", coupling_features="supported")
+    assert not any(est.graph_.edge_tied)
+    rng = np.random.default_rng(11)
+    for x, d in zip(X[:5], est.decode(X[:5], n_best=4)):
+        ref = Enumeration(est, x, False)
+        labs, scores = ref.ranked()
+        np.testing.assert_allclose([r.log_prob for r in d.ranked],
+                                   scores[:len(d.ranked)] - ref.log_z, atol=1e-9)
+        idx, fixed = _random_fixed(rng, est, ref, n_chains == 1)
+        sub = ref.given(idx)
+        got = est.decode([x], fixed=[fixed], n_best=2)[0]
+        np.testing.assert_allclose([r.log_prob for r in got.ranked],
+                                   sub.ranked()[1][:len(got.ranked)] - sub.log_z, atol=1e-9)

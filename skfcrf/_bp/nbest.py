@@ -92,14 +92,20 @@ def product_states(graph):
 
 def _state_scores(graph, states, unary, pair, edge_offset, rows):
     """``(T, S)``: unary and coupling scores of every state at global tokens ``rows``."""
+    block = unary[rows]
     phi = np.zeros((len(rows), len(states)))
     for c in range(graph.n_chains):
-        phi += unary[rows[:, None], graph.label_offset[c] + states[None, :, c]]
+        phi += block.take(graph.label_offset[c] + states[:, c], axis=1)
     for e in range(graph.n_edges):
         if graph.edge_kind[e] == COUPLING:
             a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
-            phi += _edge_values(graph, pair, edge_offset, e, rows[:, None],
-                                states[None, :, a], states[None, :, b])
+            k = graph.edge_size(e)
+            assign = states[:, a].astype(np.int64) * int(graph.n_labels[b]) + states[:, b]
+            values = pair[edge_offset[e]:edge_offset[e + 1]]
+            if graph.edge_tied[e]:
+                phi += values[assign]
+            else:
+                phi += values.reshape(-1, k)[rows].take(assign, axis=1)
     return phi
 
 
