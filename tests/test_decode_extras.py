@@ -156,6 +156,7 @@ def test_log_prob_outside_the_model_is_minus_inf():
         est.log_prob([x], [[("a", "zz", "p")] * len(x)])
     with pytest.raises(ValueError, match="tokens"):
         est.log_prob([x], [[("a", "y", "p")] * (len(x) + 1)])
+    assert est.log_prob([x, []], [outside, []])[1] == 0.0        # an empty sequence
 
 
 @pytest.mark.parametrize("n_chains,inference", CASES)

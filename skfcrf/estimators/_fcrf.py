@@ -684,6 +684,8 @@ class FactorialCRF(BaseEstimator):
             raise ValueError(f"X and y have different numbers of sequences: "
                              f"{len(seq_ptr) - 1} != {len(y_seqs)}")
         self._check_lengths(seq_ptr, y_seqs)
+        y_seqs = [seq if len(seq) else np.empty((0, self.n_chains_), dtype=object)
+                  for seq in y_seqs]
         gold = encode_labels(self.classes_, y_seqs)
         values = log_probs(self.graph_, seq_ptr, unary, pair, gold, method, **options)
         return values
