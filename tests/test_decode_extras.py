@@ -4,6 +4,7 @@ References are brute-force enumerations of every labelling of tiny fitted models
 weights, so the distributions are not peaked) through ``tests/brute.py``.
 """
 import copy
+import itertools
 import warnings
 
 import numpy as np
@@ -473,3 +474,29 @@ def test_untied_templates_nbest_log_prob_and_clamping(n_chains):
         got = est.decode([x], fixed=[fixed], n_best=2)[0]
         np.testing.assert_allclose([r.log_prob for r in got.ranked],
                                    sub.ranked()[1][:len(got.ranked)] - sub.log_z, atol=1e-9)
+
+
+def test_astar_and_list_viterbi_agree_with_enumeration():
+    from skfcrf._bp._nbest import kbest_astar, kbest_viterbi
+
+    rng = np.random.default_rng(2)
+    for _ in range(150):
+        T, S, k = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        untied = bool(rng.random() < 0.5)
+        phi = rng.normal(size=(T, S))
+        trans = rng.normal(size=(T if untied else 1, S, S))
+        phi[rng.random(phi.shape) < 0.2] = -np.inf
+        trans[rng.random(trans.shape) < 0.2] = -np.inf
+        tindex = np.arange(T) if untied else np.zeros(T, np.int64)
+
+        def score(p, phi=phi, trans=trans, tindex=tindex, T=T):
+            return phi[np.arange(T), p].sum() + sum(trans[tindex[t], p[t - 1], p[t]]
+                                                    for t in range(1, T))
+
+        ref = sorted((v for v in (score(p) for p in itertools.product(range(S), repeat=T))
+                      if v > -np.inf), reverse=True)[:k]
+        for kernel in (kbest_astar, kbest_viterbi):
+            paths, scores = kernel(phi, trans, tindex, k)
+            np.testing.assert_allclose(scores, ref, atol=1e-12)
+            assert len({tuple(p) for p in paths}) == len(paths)
+            np.testing.assert_allclose([score(p) for p in paths], scores, atol=1e-12)

@@ -7,9 +7,10 @@ Inputs are those of :func:`skfcrf._bp.inference.marginals` (layout in
 Exact k-best (:func:`state_nbest`): a factorial model restricted to a set of
 joint label *states* (rows of an int32 ``(S, C)`` array: every label of one
 chain; the label combinations a model allows, as in :mod:`skfcrf._bp.joint`;
-or the whole product space) is a linear chain over the states, so list
-Viterbi over them (:func:`skfcrf._bp._nbest.kbest_viterbi`) gives the exact
-``k`` best labellings.  The per-token state scores ``(T, S)`` are gathered
+or the whole product space) is a linear chain over the states, so A* search
+with backward Viterbi values as its heuristic
+(:func:`skfcrf._bp._nbest.kbest_astar`) gives the exact ``k`` best
+labellings.  The per-token state scores ``(T, S)`` are gathered
 here with numpy; transitions between states are one ``S x S`` matrix when the
 in-chain templates are tied, else one per token.
 
@@ -181,7 +182,7 @@ def state_nbest(graph, states, seq_ptr, unary, pair, k):
         else:
             trans, tindex = (_untied_transitions(graph, states, pair, edge_offset, rows),
                              np.arange(T))
-        paths, scores = kernel.kbest_viterbi(phi, trans, tindex, int(k))
+        paths, scores = kernel.kbest_astar(phi, trans, tindex, int(k))
         out.append([(states[p], float(v)) for p, v in zip(paths, scores)])
     return out
 
