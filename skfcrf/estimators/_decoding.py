@@ -23,9 +23,10 @@ how far the inference that produced them can be trusted.
     model, so ``log_prob`` is ``log p(labels | x, fixed labels)``.
 
 n-best (:func:`decode_ranked` with ``n_best > 1``)
-    Exact list Viterbi over the states of exact inference (one chain's
-    labels, the product space, the joint label states): the ``n_best`` best
-    labellings, distinct, best first, all ``"exact"``.  With TRP an
+    Exact k-best (A* search, :mod:`skfcrf._bp._nbest`) over the states of
+    exact inference (one chain's labels, the product space, the joint label
+    states): the ``n_best`` best labellings, distinct, best first, all
+    ``"exact"``.  With TRP an
     approximation: best-first search over chain-wise moves from the TRP
     labelling (:func:`skfcrf._bp.nbest.chainwise_nbest`); the alternatives
     are ``"approximate"``.

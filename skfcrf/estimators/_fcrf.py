@@ -611,7 +611,7 @@ class FactorialCRF(BaseEstimator):
             any: exact when the status is ``"exact"``, else the TRP/Bethe
             estimate), ``gap`` (NaN) and ``alternatives``: with ``n_best > 1``
             the next best distinct labellings, best first, as
-            ``SequenceDecoding`` records -- exact (list Viterbi) with exact
+            ``SequenceDecoding`` records -- exact (A* k-best search) with exact
             inference, ``"approximate"`` with TRP (chain-wise search from the
             TRP labelling; see the user guide).
 
