@@ -368,6 +368,11 @@ def test_fixed_errors_name_sequence_token_and_chain():
         est.decode(two, fixed=[None, free[:-1]])
     with pytest.raises(ValueError, match="2 sequences"):
         est.decode(two, fixed=[None])
+    with pytest.raises(ValueError, match=r"fixed\[1\] must be an array-like"):
+        est.decode(two, fixed=[None, [("a", None, None), "a"] + [None] * (T - 2)])
+    rows = [None] * T        # per-token rows, None for a free token
+    rows[1] = ("c", None, None)
+    assert est.decode(two, fixed=[None, rows])[1].labels[1, 0] == "c"
 
 
 def test_forbidden_coupling_of_fixed_labels_is_named():

@@ -2,8 +2,8 @@
 
 The user gives, per sequence, an array-like ``(n_tokens, n_chains)`` -- or
 ``(n_tokens,)`` for a model fitted on 1-D label sequences -- of labels, with
-``None`` where a label is free; ``None`` in place of a whole sequence leaves it
-free.  :func:`encode_fixed` turns this into a :class:`FixedLabels`: an int32
+``None`` where a label is free; ``None`` in place of a token's row or of a whole
+sequence leaves it free.  :func:`encode_fixed` turns this into a :class:`FixedLabels`: an int32
 array ``(N, n_chains)`` of label indices over the stacked tokens, ``-1`` where
 free.
 
@@ -99,13 +99,16 @@ def _as_object_array(seq, s):
     try:
         items = list(seq)
         width = {len(item) if isinstance(item, (tuple, list, np.ndarray)) else -1
-                 for item in items}
+                 for item in items if item is not None}
         if len(width) > 1:
             raise ValueError
         width = width.pop() if width else -1
         arr = np.empty((len(items), width) if width >= 0 else len(items), dtype=object)
         for t, item in enumerate(items):
-            arr[t] = list(item) if width >= 0 else item
+            if width >= 0:      # rows of per-chain labels; a None row leaves the token free
+                arr[t] = [None] * width if item is None else list(item)
+            else:
+                arr[t] = item
     except (TypeError, ValueError):
         raise ValueError(f"fixed[{s}] must be an array-like (n_tokens, n_chains) of labels "
                          "with None where free") from None
