@@ -13,10 +13,11 @@ how far the inference that produced them can be trusted.
 
 ``log_prob`` of a labelling
     ``score(labels) - log Z``, the score being the sum of the labelling's
-    log-potentials and ``log Z`` the log partition function from sum-product
-    over the same potentials.  Exact when the status is ``"exact"``
-    (forward-backward over one chain, the product space or the joint label
-    states; a labelling outside the joint label states has ``-inf``).  With
+    log-potentials and ``log Z`` the log partition function of the same
+    potentials (:func:`log_partition`).  Exact when the status is ``"exact"``
+    (forward-backward over one chain or the product space, the forward pass
+    over the joint label states; a labelling outside the joint label states
+    has ``-inf``).  With
     TRP ``log Z`` is the Bethe estimate (minus the Bethe free energy of TRP's
     sum-product beliefs), so ``log_prob`` is an estimate too, capped at 0.
     With fixed labels both the score and ``log Z`` are those of the clamped
@@ -26,21 +27,23 @@ n-best (:func:`decode_ranked` with ``n_best > 1``)
     Exact k-best (A* search, :mod:`skfcrf._bp._nbest`) over the states of
     exact inference (one chain's labels, the product space, the joint label
     states): the ``n_best`` best labellings, distinct, best first, all
-    ``"exact"``.  With TRP an
-    approximation: best-first search over chain-wise moves from the TRP
-    labelling (:func:`skfcrf._bp.nbest.chainwise_nbest`); the alternatives
-    are ``"approximate"``.
+    ``"exact"``.  With TRP an approximation: best-first search over
+    chain-wise moves from the TRP labelling
+    (:func:`skfcrf._bp.nbest.chainwise_nbest`); the alternatives are
+    ``"approximate"``.
 """
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from skfcrf._bp import inference
+from skfcrf._bp.graph import pair_layout
 from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint
 from skfcrf._bp.nbest import (
     chainwise_nbest,
     labelling_scores,
     product_states,
+    sequence_pair,
     state_log_partition,
     state_nbest,
 )
@@ -319,30 +322,22 @@ def check_feasible(graph, seq_ptr, unary, pair, method, fixed, values, **options
     """Raise ValueError for a sequence whose fixed labels admit no labelling.
 
     ``unary`` is the unclamped model's; ``values`` are per sequence the
-    ``log Z`` of the clamped model (``-inf``: nothing allowed).  Only exact inference proves that no
-    labelling exists, so TRP is not checked.  The error names the first
-    fixed label, in token-major order, that makes the sequence infeasible
-    (:func:`locate_conflict`).
+    ``log Z`` of the clamped model (``-inf``: nothing allowed).  Only exact
+    inference proves that no labelling exists, so TRP is not checked.  The
+    error names the first fixed label, in token-major order, after which the
+    sequence has no labelling left (:func:`locate_conflict`).
     """
     if fixed is None or method == "trp":
         return
     for s in fixed.sequences():
         if values[s] == -np.inf:
-            t, c = locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options)
+            where = locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options)
+            if where is None:
+                continue              # the model allows no labelling even without them
             raise ValueError(
-                f"{fixed.where(s, t, c)}: no labelling of the sequence agrees with it and the "
+                f"{fixed.where(s, *where)}: no labelling of the sequence agrees with it and the "
                 "fixed labels before it under the model's constraints (forbidden transitions "
                 "or couplings, or its joint label states)")
-
-
-def _sequence_problem(graph, seq_ptr, unary, pair, s):
-    """Sequence ``s`` alone: its ``seq_ptr``, unary rows and pair array."""
-    from skfcrf._bp.graph import pair_layout
-    from skfcrf._bp.nbest import sequence_pair
-    rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
-    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
-    return (np.array([0, len(rows)], np.int64), unary[rows],
-            sequence_pair(graph, pair, edge_offset, rows), rows)
 
 
 def locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options):
@@ -351,24 +346,33 @@ def locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options):
     ``unary`` is *not* clamped.  Binary search over the sequence's fixed
     labels in token-major order: applying the first ``m`` of them is
     feasible for small ``m`` and not for ``m`` = all (exact Viterbi decides).
+    None when the sequence has no labelling even without fixed labels.
     """
-    ptr, u1, p1, rows = _sequence_problem(graph, seq_ptr, unary, pair, s)
+    rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+    ptr = np.array([0, len(rows)], np.int64)
+    u1 = unary[rows]
+    p1 = sequence_pair(graph, pair, pair_layout(graph, int(seq_ptr[-1])), rows)
     entries = fixed.in_sequence(s)
     one = dict(options, seeds=options["seeds"][s:s + 1])
+    offset = graph.label_offset
 
     def feasible(m):
-        keep = np.zeros(fixed.index.shape, bool)
+        clamped = u1.copy()
         for t, c in entries[:m]:
-            keep[rows[t], c] = True
-        clamped = fixed.clamp(graph, unary, keep)[rows]
+            label = offset[c] + fixed.index[rows[t], c]
+            value = clamped[t, label]
+            clamped[t, offset[c]:offset[c + 1]] = -np.inf
+            clamped[t, label] = value
         labels, _, _ = map_labels(graph, ptr, clamped, p1, method, **one)
         score = labelling_scores(graph, ptr, clamped, p1, labels)[0]
-        if method == "joint" and len(labels):
-            score = -np.inf if _outside_states(labels, ptr, one["joint_states"],
-                                               graph.n_labels)[0] else score
+        if method == "joint" and _outside_states(labels, ptr, one["joint_states"],
+                                                 graph.n_labels)[0]:
+            return False
         return score > -np.inf
 
-    lo, hi = 0, len(entries)          # feasible(lo) holds (assumed), feasible(hi) does not
+    if not feasible(0):
+        return None
+    lo, hi = 0, len(entries)          # feasible(lo) holds, feasible(hi) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if feasible(mid):

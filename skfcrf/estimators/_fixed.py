@@ -56,15 +56,11 @@ class FixedLabels:
         """``"fixed[s] token t chain c (label 'x')"``, for error messages."""
         return f"fixed[{s}] token {t} chain {c} (label {self.label(s, t, c)!r})"
 
-    def clamp(self, graph, unary, keep=None):
-        """``unary`` with every non-fixed label of a fixed variable at ``-inf`` (a copy).
-
-        ``keep``: optional boolean ``(N, C)`` mask of the fixed entries to apply.
-        """
+    def clamp(self, graph, unary):
+        """``unary`` with every non-fixed label of a fixed variable at ``-inf`` (a copy)."""
         out = np.array(unary, dtype=np.float64, copy=True)
-        chosen = self.index >= 0 if keep is None else (self.index >= 0) & keep
         for c in range(graph.n_chains):
-            rows = np.flatnonzero(chosen[:, c])
+            rows = np.flatnonzero(self.index[:, c] >= 0)
             if rows.size == 0:
                 continue
             lo, hi = int(graph.label_offset[c]), int(graph.label_offset[c + 1])
