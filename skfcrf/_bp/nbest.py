@@ -10,20 +10,20 @@ chain; the label combinations a model allows, as in :mod:`skfcrf._bp.joint`;
 or the whole product space) is a linear chain over the states, so A* search
 with backward Viterbi values as its heuristic
 (:func:`skfcrf._bp._nbest.kbest_astar`) gives the exact ``k`` best
-labellings.  The per-token state scores ``(T, S)`` are gathered
-here with numpy; transitions between states are one ``S x S`` matrix when the
-in-chain templates are tied, else one per token.
+labellings.  The per-token state scores ``(T, S)`` are gathered here with
+numpy; transitions between states are one ``S x S`` matrix when the in-chain
+templates are tied, else one per token.  :func:`state_log_partition` gives
+``log Z`` over the same states by the forward pass alone.
 
 Approximate k-best (:func:`chainwise_nbest`), for loopy models: a best-first
 search over *chain-wise moves* from a given labelling.  The neighbours of a
 labelling are, for every chain, the ``k`` best labellings of that chain with
-the other chains' labels held fixed (exact k-best Viterbi on the chain's
+the other chains' labels held fixed (exact list Viterbi on the chain's
 conditional model); starting from the given labelling, the best labelling
 found and not yet taken is taken and its neighbours added, until ``k`` are
-taken.  Every labelling returned is exact given the other chains' labels,
-but labellings that differ from all those taken in two chains at once are
-reached only through a chain of such moves, so the result is a lower bound
-on the true k best (exact for one chain).
+taken.  A labelling that differs from all those taken in two chains at once
+is reached only through a series of such moves, so some of the true ``k``
+best can be missed (on one chain the result is exact).
 """
 import heapq
 import itertools
