@@ -21,8 +21,10 @@ from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
 from skfcrf.estimators._decoding import (
     SequenceDecoding,
+    decode_ranked,
+    log_probs,
     map_labels,
-    node_marginals,
+    marginals_given,
     resolve_method,
 )
 from skfcrf.estimators._early_stopping import (
@@ -30,6 +32,7 @@ from skfcrf.estimators._early_stopping import (
     validation_scorer,
     validation_split,
 )
+from skfcrf.estimators._fixed import check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
 from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory, nnz_of
 from skfcrf.estimators._model import (
@@ -593,13 +596,37 @@ class FactorialCRF(BaseEstimator):
         """
         return self._decoded_labels(X)[0]
 
-    def decode(self, X):
-        """Most probable labelling of each sequence, with how far it can be trusted.
+    def _fixed_labels(self, fixed, seq_ptr, method):
+        """Validated, encoded ``fixed`` (or None), checked against the model's constraints."""
+        encoded = encode_fixed(fixed, seq_ptr, self.classes_, self._one_chain)
+        if encoded is not None:
+            check_fixed(encoded, self.graph_, self.forbidden_,
+                        self.joint_states_ if method == "joint" else None)
+        return encoded
+
+    def _as_output(self, labels):
+        """Label indices ``(T, C)`` of one sequence as the labels :meth:`predict` returns."""
+        out = np.empty(labels.shape, dtype=object)
+        for c in range(self.n_chains_):
+            out[:, c] = self.classes_[c][labels[:, c]]
+        return out[:, 0].copy() if self._one_chain else out
+
+    def decode(self, X, fixed=None, n_best=1):
+        """Most probable labelling(s) of each sequence, with how far they can be trusted.
 
         Parameters
         ----------
         X : list of sequences
             As for :meth:`fit`.
+        fixed : list, optional
+            Per sequence an array-like ``(n_tokens, n_chains)`` of labels --
+            ``(n_tokens,)`` for a model fitted on 1-D label sequences -- with
+            ``None`` where the label is free (or ``None`` for a whole free
+            sequence): decode given these labels (an annotator's corrections,
+            or one chain given and the others inferred).
+        n_best : int, default=1
+            Number of labellings per sequence: the best one and up to
+            ``n_best - 1`` next best in ``alternatives``.
 
         Returns
         -------
@@ -607,9 +634,23 @@ class FactorialCRF(BaseEstimator):
             Per sequence its ``labels`` (as :meth:`predict` returns them),
             ``status`` (``"exact"``: exact inference, e.g. over the joint label
             states; ``"converged"``: loopy max-product converged;
-            ``"approximate"``: it did not), ``n_iter``
-            (inference iterations), ``log_prob`` and ``gap`` (NaN where the
-            inference gives none).
+            ``"approximate"``: it did not), ``n_iter`` (inference iterations),
+            ``log_prob`` (``log p(labels | x)``, given the fixed labels if
+            any: exact when the status is ``"exact"``, else the TRP/Bethe
+            estimate), ``gap`` (NaN) and ``alternatives``: with ``n_best > 1``
+            the next best distinct labellings, best first, as
+            ``SequenceDecoding`` records -- exact (A* k-best search) with exact
+            inference, ``"approximate"`` with TRP (chain-wise search from the
+            TRP labelling; see the user guide).
+
+        Raises
+        ------
+        ValueError
+            When ``fixed`` has the wrong shape, holds a label unknown to the
+            model, or fixed labels the model's constraints forbid (forbidden
+            transitions or couplings; with ``inference="joint"`` a label
+            combination not among ``joint_states_``); the message names the
+            sequence, token and chain.
 
         Examples
         --------
@@ -620,17 +661,72 @@ class FactorialCRF(BaseEstimator):
         >>> result = crf.decode(X)[0]
         >>> result.labels.tolist(), result.status
         ([['DT', 'B-NP'], ['NN', 'I-NP']], 'exact')
+        >>> bool(result.log_prob < 0)
+        True
+        >>> given = crf.decode(X[:1], fixed=[[(None, "I-NP"), (None, None)]], n_best=2)[0]
+        >>> given.labels[0, 1], len(given.ranked)
+        ('I-NP', 2)
         """
-        labels, status, n_iter = self._decoded_labels(X)
-        return [SequenceDecoding(lab, str(st), int(n)) for lab, st, n in
-                zip(labels, status, n_iter)]
+        if not isinstance(n_best, numbers.Integral) or isinstance(n_best, bool) or n_best < 1:
+            raise ValueError(f"n_best must be a positive integer, got {n_best!r}")
+        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
+        fixed = self._fixed_labels(fixed, seq_ptr, method)
+        ranked = decode_ranked(self.graph_, seq_ptr, unary, pair, method, fixed, int(n_best),
+                               **options)
+        out = []
+        for entries in ranked:
+            records = [SequenceDecoding(self._as_output(lab), st, n, log_prob=lp)
+                       for lab, lp, st, n in entries]
+            first = records[0]
+            if len(records) > 1:
+                first = SequenceDecoding(first.labels, first.status, first.n_iter,
+                                         log_prob=first.log_prob,
+                                         alternatives=tuple(records[1:]))
+            out.append(first)
+        return out
 
-    def predict_marginals(self, X, return_status=False):
+    def log_prob(self, X, y):
+        """``log p(y | x)`` of given labellings, per sequence.
+
+        Exact for one chain and for exact inference over several chains
+        (``inference`` resolving to ``"joint"`` or ``"exact"``; with
+        ``"joint"`` a labelling using a label combination outside
+        ``joint_states_`` has ``-inf``); with TRP the Bethe estimate (capped
+        at 0).  A labelling the model's constraints forbid has ``-inf``.
+
+        Parameters
+        ----------
+        X : list of sequences
+        y : list of label sequences
+            As for :meth:`fit`, one labelling per sequence of ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+        """
+        self._check_fitted()
+        y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
+                                          allow_empty_sequences=True)
+        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
+        if len(y_seqs) != len(seq_ptr) - 1:
+            raise ValueError(f"X and y have different numbers of sequences: "
+                             f"{len(seq_ptr) - 1} != {len(y_seqs)}")
+        self._check_lengths(seq_ptr, y_seqs)
+        y_seqs = [seq if len(seq) else np.empty((0, self.n_chains_), dtype=object)
+                  for seq in y_seqs]
+        gold = encode_labels(self.classes_, y_seqs)
+        values = log_probs(self.graph_, seq_ptr, unary, pair, gold, method, **options)
+        return values
+
+    def predict_marginals(self, X, fixed=None, return_status=False):
         """Marginal probability of every label of every chain at every token.
 
         Parameters
         ----------
         X : list of sequences
+        fixed : list, optional
+            Fixed labels as for :meth:`decode`: the marginals given them (a
+            fixed label has marginal 1).
         return_status : bool, default=False
             Also return, per sequence, how far the marginals can be trusted:
             ``"exact"`` (exact inference) or, for TRP sum-product,
@@ -642,9 +738,16 @@ class FactorialCRF(BaseEstimator):
             Per sequence, per chain a float array ``(n_tokens, n_labels_c)``.
         status : list of str
             Only with ``return_status=True``.
+
+        Raises
+        ------
+        ValueError
+            For ``fixed`` as in :meth:`decode`.
         """
         seq_ptr, unary, pair, method, options = self._inference_inputs(X)
-        node, status, _ = node_marginals(self.graph_, seq_ptr, unary, pair, method, **options)
+        fixed = self._fixed_labels(fixed, seq_ptr, method)
+        node, status, _ = marginals_given(self.graph_, seq_ptr, unary, pair, method, fixed,
+                                          **options)
         off = self.graph_.label_offset
         marginals = [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
                       for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]

@@ -1,0 +1,313 @@
+"""The k best labellings of a sequence, and the score of given labellings.
+
+Inputs are those of :func:`skfcrf._bp.inference.marginals` (layout in
+:mod:`skfcrf._bp.graph`).  Labellings are int32 label-index arrays
+``(T, C)``; a labelling's *score* is the sum of its log-potentials.
+
+Exact k-best (:func:`state_nbest`): a factorial model restricted to a set of
+joint label *states* (rows of an int32 ``(S, C)`` array: every label of one
+chain; the label combinations a model allows, as in :mod:`skfcrf._bp.joint`;
+or the whole product space) is a linear chain over the states, so A* search
+with backward Viterbi values as its heuristic
+(:func:`skfcrf._bp._nbest.kbest_astar`) gives the exact ``k`` best
+labellings.  The per-token state scores ``(T, S)`` are gathered here with
+numpy; transitions between states are one ``S x S`` matrix when the in-chain
+templates are tied, else one per token.  :func:`state_log_partition` gives
+``log Z`` over the same states by the forward pass alone.
+
+Approximate k-best (:func:`chainwise_nbest`), for loopy models: a best-first
+search over *chain-wise moves* from a given labelling.  The neighbours of a
+labelling are, for every chain, the ``k`` best labellings of that chain with
+the other chains' labels held fixed (exact list Viterbi on the chain's
+conditional model); starting from the given labelling, the best labelling
+found and not yet taken is taken and its neighbours added, until ``k`` are
+taken.  A labelling that differs from all those taken in two chains at once
+is reached only through a series of such moves, so some of the true ``k``
+best can be missed (on one chain the result is exact).
+"""
+import heapq
+import itertools
+
+import numpy as np
+
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
+
+__all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
+           "state_log_partition", "MAX_UNTIED_TRANSITION_ENTRIES"]
+
+#: Most entries (``T * S * S``) of the per-token transition matrices
+#: :func:`state_nbest` builds for one sequence when in-chain templates are untied
+#: and there are several chains.
+MAX_UNTIED_TRANSITION_ENTRIES = 1 << 25
+
+
+def _kernel():
+    from skfcrf._bp import _nbest
+    return _nbest
+
+
+def _edge_values(graph, pair, edge_offset, e, rows, la, lb):
+    """Potentials of edge ``e`` at global token ``rows`` for label indices ``la``, ``lb``."""
+    nb = int(graph.n_labels[graph.edge_b[e]])
+    idx = np.asarray(la, np.int64) * nb + lb
+    if not graph.edge_tied[e]:
+        idx = idx + np.asarray(rows, np.int64) * graph.edge_size(e)
+    return pair[edge_offset[e] + idx]
+
+
+def labelling_scores(graph, seq_ptr, unary, pair, labels):
+    """Score of the labelling ``labels`` ``(N, C)`` of every sequence, ``(n_seq,)``.
+
+    ``-inf`` when the labelling uses a forbidden assignment; empty sequences
+    score 0.
+    """
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    n = int(seq_ptr[-1])
+    labels = np.asarray(labels, np.int64)
+    edge_offset = pair_layout(graph, n)
+    seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+    rows = np.arange(n)
+    per_token = unary[rows[:, None], graph.label_offset[:-1][None, :] + labels].sum(axis=1)
+    starts = np.zeros(n, bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    for e in range(graph.n_edges):
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        if graph.edge_kind[e] == IN_CHAIN:
+            r = rows[~starts]
+            per_token[r] += _edge_values(graph, pair, edge_offset, e, r, labels[r - 1, a],
+                                         labels[r, a])
+        else:
+            per_token += _edge_values(graph, pair, edge_offset, e, rows, labels[:, a],
+                                      labels[:, b])
+    out = np.zeros(len(seq_ptr) - 1)
+    with np.errstate(invalid="ignore"):
+        np.add.at(out, seq_of, per_token)
+    return out
+
+
+def product_states(graph):
+    """Every label combination of the chains, int32 ``(prod(n_labels), C)``, row-major."""
+    grids = itertools.product(*[range(int(L)) for L in graph.n_labels])
+    return np.array(list(grids), dtype=np.int32).reshape(-1, graph.n_chains)
+
+
+def _state_scores(graph, states, unary, pair, edge_offset, rows):
+    """``(T, S)``: unary and coupling scores of every state at global tokens ``rows``."""
+    block = unary[rows]
+    phi = np.zeros((len(rows), len(states)))
+    for c in range(graph.n_chains):
+        phi += block.take(graph.label_offset[c] + states[:, c], axis=1)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == COUPLING:
+            a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+            k = graph.edge_size(e)
+            assign = states[:, a].astype(np.int64) * int(graph.n_labels[b]) + states[:, b]
+            values = pair[edge_offset[e]:edge_offset[e + 1]]
+            if graph.edge_tied[e]:
+                phi += values[assign]
+            else:
+                phi += values.reshape(-1, k)[rows].take(assign, axis=1)
+    return phi
+
+
+def _inchain_edges(graph):
+    return [e for e in range(graph.n_edges) if graph.edge_kind[e] == IN_CHAIN]
+
+
+def _tied_transitions(graph, states, pair, edge_offset):
+    """``(1, S, S)`` state transition scores when every in-chain template is tied."""
+    S = len(states)
+    trans = np.zeros((S, S))
+    for e in _inchain_edges(graph):
+        a = int(graph.edge_a[e])
+        L = int(graph.n_labels[a])
+        W = pair[edge_offset[e]:edge_offset[e] + L * L].reshape(L, L)
+        trans += W[states[:, a][:, None], states[:, a][None, :]]
+    return trans[None]
+
+
+def _untied_transitions(graph, states, pair, edge_offset, rows):
+    """``(T, S, S)`` state transition scores into each of the tokens ``rows``."""
+    S, T = len(states), len(rows)
+    if T * S * S > MAX_UNTIED_TRANSITION_ENTRIES:
+        raise ValueError(
+            f"n_best > 1 over {S} joint states with untied in-chain templates needs "
+            f"{T} x {S} x {S} transition scores for one sequence, more than the limit of "
+            f"{MAX_UNTIED_TRANSITION_ENTRIES}; use tied transitions "
+            "(transition_features='default') or inference='trp'")
+    trans = np.zeros((T, S, S))
+    for e in _inchain_edges(graph):
+        a = int(graph.edge_a[e])
+        trans += _edge_values(graph, pair, edge_offset, e, rows[:, None, None],
+                              states[None, :, None, a], states[None, None, :, a])
+    return trans
+
+
+def state_nbest(graph, states, seq_ptr, unary, pair, k):
+    """Exact ``k`` best labellings of every sequence over the joint ``states``.
+
+    Returns
+    -------
+    list (per sequence) of list of (labels, score)
+        At most ``k`` distinct labellings, best first: int32 ``(T, C)`` label
+        indices and their scores.  Empty when no labelling is allowed; an
+        empty sequence has the one empty labelling of score 0.
+    """
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    tied = all(graph.edge_tied[e] for e in _inchain_edges(graph))
+    one_chain_identity = (graph.n_chains == 1 and len(states) == int(graph.n_labels[0])
+                          and np.array_equal(states[:, 0], np.arange(len(states))))
+    if tied:
+        trans_all = _tied_transitions(graph, states, pair, edge_offset)
+    elif one_chain_identity:
+        # one chain, untied: the pair block is already one L x L matrix per global token
+        e = _inchain_edges(graph)[0]
+        L = len(states)
+        trans_all = pair[edge_offset[e]:edge_offset[e + 1]].reshape(-1, L, L)
+    kernel = _kernel()
+    out = []
+    for s in range(len(seq_ptr) - 1):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        T = len(rows)
+        if T == 0:
+            out.append([(np.zeros((0, graph.n_chains), np.int32), 0.0)])
+            continue
+        phi = _state_scores(graph, states, unary, pair, edge_offset, rows)
+        if tied:
+            trans, tindex = trans_all, np.zeros(T, np.int64)
+        elif one_chain_identity:
+            trans, tindex = trans_all, rows
+        else:
+            trans, tindex = (_untied_transitions(graph, states, pair, edge_offset, rows),
+                             np.arange(T))
+        paths, scores = kernel.kbest_astar(phi, trans, tindex, int(k))
+        out.append([(states[p], float(v)) for p, v in zip(paths, scores)])
+    return out
+
+
+def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
+                        chunk_entries=1 << 22):
+    """``log Z`` per sequence over the joint ``states`` (tied in-chain templates only).
+
+    The forward recursion of :func:`skfcrf._bp._nbest.state_log_partition` on
+    state scores gathered for about ``chunk_entries`` token-state pairs at a
+    time.  Same value as :func:`skfcrf._bp.joint.joint_marginals`'s ``log_z``
+    up to rounding.
+    """
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    if not all(graph.edge_tied[e] for e in _inchain_edges(graph)):
+        raise ValueError("state_log_partition needs tied in-chain templates")
+    trans = _tied_transitions(graph, states, pair, edge_offset)[0]
+    finite = np.isfinite(trans)
+    shift = float(trans[finite].max()) if finite.any() else 0.0
+    with np.errstate(under="ignore"):
+        E = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
+    E = np.ascontiguousarray(E)
+    n_seq = len(seq_ptr) - 1
+    log_z = np.zeros(n_seq)
+    per_chunk = max(1, chunk_entries // max(1, len(states)))
+    s0 = 0
+    while s0 < n_seq:
+        s1 = s0 + 1                       # at least one sequence per chunk
+        while s1 < n_seq and seq_ptr[s1 + 1] - seq_ptr[s0] <= per_chunk:
+            s1 += 1
+        rows = np.arange(seq_ptr[s0], seq_ptr[s1])
+        phi = np.ascontiguousarray(_state_scores(graph, states, unary, pair, edge_offset, rows))
+        out = np.zeros(s1 - s0)
+        _kernel().state_log_partition(phi, np.ascontiguousarray(seq_ptr[s0:s1 + 1] - seq_ptr[s0]),
+                                      E, shift, out, max(1, int(n_threads)))
+        log_z[s0:s1] = out
+        s0 = s1
+    return log_z
+
+
+def _conditional_chain(graph, unary, pair, edge_offset, rows, labels, c):
+    """Chain ``c``'s unary ``(T, L)`` and transitions given the other chains' ``labels``."""
+    L = int(graph.n_labels[c])
+    lab = np.arange(L)
+    phi = unary[rows, graph.label_offset[c]:graph.label_offset[c + 1]].copy()
+    trans, tindex = np.zeros((1, L, L)), np.zeros(len(rows), np.int64)
+    for e in range(graph.n_edges):
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        if graph.edge_kind[e] == COUPLING and c in (a, b):
+            if c == a:
+                phi += _edge_values(graph, pair, edge_offset, e, rows[:, None], lab[None, :],
+                                    labels[:, b][:, None])
+            else:
+                phi += _edge_values(graph, pair, edge_offset, e, rows[:, None],
+                                    labels[:, a][:, None], lab[None, :])
+        elif graph.edge_kind[e] == IN_CHAIN and a == c:
+            if graph.edge_tied[e]:
+                trans = pair[edge_offset[e]:edge_offset[e] + L * L].reshape(1, L, L)
+            else:
+                trans = pair[edge_offset[e]:edge_offset[e + 1]].reshape(-1, L, L)
+                tindex = rows.astype(np.int64)
+    return phi, trans, tindex
+
+
+def chainwise_nbest(graph, seq_ptr, unary, pair, labels, k):
+    """Approximate ``k`` best labellings by chain-wise moves from ``labels`` ``(N, C)``.
+
+    See the module docstring.  Returns what :func:`state_nbest` returns, best
+    first; ``labels`` itself is always among them (even when forbidden, then
+    last), so it is first unless a chain-wise move improves it.
+    """
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    labels = np.asarray(labels, np.int32)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    kernel = _kernel()
+    out = []
+    for s in range(len(seq_ptr) - 1):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        start = labels[rows]
+        if len(rows) == 0:
+            out.append([(start.copy(), 0.0)])
+            continue
+        # the sequence alone, as a batch of one
+        one = np.array([0, len(rows)], np.int64)
+        u1, p1 = unary[rows], sequence_pair(graph, pair, edge_offset, rows)
+        off1 = pair_layout(graph, len(rows))
+        local = np.arange(len(rows))
+
+        def score(y, one=one, u1=u1, p1=p1):
+            return float(labelling_scores(graph, one, u1, p1, y)[0])
+
+        seen = {start.tobytes()}
+        heap = [(-score(start), 0, start)]
+        counter = itertools.count(1)
+        taken = []
+        while heap and len(taken) < k:
+            neg, _, y = heapq.heappop(heap)
+            if neg == np.inf and taken:
+                break                      # only forbidden labellings are left
+            taken.append((y, -neg))
+            for c in range(graph.n_chains):
+                phi, trans, tindex = _conditional_chain(graph, u1, p1, off1, local, y, c)
+                paths, _ = kernel.kbest_viterbi(phi, trans, tindex, int(k))
+                for p in paths:
+                    z = y.copy()
+                    z[:, c] = p
+                    key = z.tobytes()
+                    if key not in seen:
+                        seen.add(key)
+                        heapq.heappush(heap, (-score(z), next(counter), z))
+        taken.sort(key=lambda item: -item[1])
+        out.append(taken)
+    return out
+
+
+def sequence_pair(graph, pair, edge_offset, rows):
+    """The ``pair`` array of the one sequence at global tokens ``rows`` (contiguous)."""
+    parts = []
+    for e in range(graph.n_edges):
+        block = pair[edge_offset[e]:edge_offset[e + 1]]
+        if graph.edge_tied[e]:
+            parts.append(block)
+        else:
+            k = graph.edge_size(e)
+            parts.append(block[rows[0] * k:(rows[-1] + 1) * k])
+    return np.concatenate(parts) if parts else np.zeros(0)

@@ -1,0 +1,206 @@
+"""Fixed labels for clamped decoding and marginals (``decode(X, fixed=...)``).
+
+The user gives, per sequence, an array-like ``(n_tokens, n_chains)`` -- or
+``(n_tokens,)`` for a model fitted on 1-D label sequences -- of labels, with
+``None`` where a label is free; ``None`` in place of a token's row or of a whole
+sequence leaves it free.  :func:`encode_fixed` turns this into a :class:`FixedLabels`: an int32
+array ``(N, n_chains)`` of label indices over the stacked tokens, ``-1`` where
+free.
+
+Clamping a label sets the unary log-potentials of the chain's other labels at
+that token to ``-inf`` (:meth:`FixedLabels.clamp`): every inference method --
+one chain, product space, joint label states (a state whose label differs gets
+score ``-inf``), TRP -- then infers given the fixed labels.
+
+:func:`check_fixed` rejects what no labelling can satisfy locally: two fixed
+labels in a forbidden transition or forbidden coupling, and for inference over
+joint label states a token whose fixed labels are in no joint state.  Other
+conflicts (through free tokens in between) are found by exact inference and
+located by :func:`skfcrf.estimators._decoding.locate_conflict`.
+"""
+import numpy as np
+
+from skfcrf._bp.graph import IN_CHAIN
+
+__all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
+
+
+class FixedLabels:
+    """Fixed label indices ``index`` ``(N, C)`` (``-1``: free) and how to name them."""
+
+    def __init__(self, index, seq_ptr, classes):
+        self.index = index
+        self.seq_ptr = seq_ptr
+        self.classes = classes
+
+    @property
+    def any(self):
+        return bool((self.index >= 0).any())
+
+    def in_sequence(self, s):
+        """Fixed ``(token, chain)`` pairs of sequence ``s``, token-major."""
+        block = self.index[self.seq_ptr[s]:self.seq_ptr[s + 1]]
+        return [tuple(map(int, tc)) for tc in np.argwhere(block >= 0)]
+
+    def sequences(self):
+        """Indices of the sequences with at least one fixed label."""
+        per_row = (self.index >= 0).any(axis=1)
+        n_seq = len(self.seq_ptr) - 1
+        seq_of = np.repeat(np.arange(n_seq), np.diff(self.seq_ptr))
+        return np.unique(seq_of[per_row])
+
+    def label(self, s, t, c):
+        return self.classes[c][self.index[self.seq_ptr[s] + t, c]]
+
+    def where(self, s, t, c):
+        """``"fixed[s] token t chain c (label 'x')"``, for error messages."""
+        return f"fixed[{s}] token {t} chain {c} (label {self.label(s, t, c)!r})"
+
+    def clamp(self, graph, unary):
+        """``unary`` with every non-fixed label of a fixed variable at ``-inf`` (a copy)."""
+        out = np.array(unary, dtype=np.float64, copy=True)
+        for c in range(graph.n_chains):
+            rows = np.flatnonzero(self.index[:, c] >= 0)
+            if rows.size == 0:
+                continue
+            lo, hi = int(graph.label_offset[c]), int(graph.label_offset[c + 1])
+            value = out[rows, lo + self.index[rows, c]]
+            out[rows, lo:hi] = -np.inf
+            out[rows, lo + self.index[rows, c]] = value
+        return out
+
+
+def _label_indices(values, classes, s, c):
+    """Indices of the labels ``values`` (object array, None = free) in ``classes``, -1 free."""
+    out = np.full(len(values), -1, np.int32)
+    given = np.flatnonzero(np.array([v is not None for v in values], dtype=bool))
+    for t in given:
+        v = values[t]
+        idx = np.searchsorted(classes, v) if len(classes) else 0
+        try:
+            found = idx < len(classes) and classes[idx] == v
+        except TypeError:
+            found = False
+        if not found:
+            raise ValueError(f"fixed[{s}] token {t} chain {c}: label {v!r} is not a label of "
+                             f"chain {c} (unknown to the model)")
+        out[t] = idx
+    return out
+
+
+def _as_object_array(seq, s):
+    """``seq`` (array-like of labels or of per-token label rows) as an object array."""
+    if isinstance(seq, np.ndarray):
+        return seq.astype(object)
+    try:
+        items = list(seq)
+        width = {len(item) if isinstance(item, (tuple, list, np.ndarray)) else -1
+                 for item in items if item is not None}
+        if len(width) > 1:
+            raise ValueError
+        width = width.pop() if width else -1
+        arr = np.empty((len(items), width) if width >= 0 else len(items), dtype=object)
+        for t, item in enumerate(items):
+            if width >= 0:      # rows of per-chain labels; a None row leaves the token free
+                arr[t] = [None] * width if item is None else list(item)
+            else:
+                arr[t] = item
+    except (TypeError, ValueError):
+        raise ValueError(f"fixed[{s}] must be an array-like (n_tokens, n_chains) of labels "
+                         "with None where free") from None
+    return arr
+
+
+def encode_fixed(fixed, seq_ptr, classes, one_chain):
+    """Validate ``fixed`` against the sequences ``seq_ptr`` and encode it; None if absent."""
+    if fixed is None:
+        return None
+    if isinstance(fixed, (str, bytes)):
+        raise ValueError("fixed must be a list with one entry per sequence")
+    fixed = list(fixed)
+    n_seq, n_chains = len(seq_ptr) - 1, len(classes)
+    if len(fixed) != n_seq:
+        raise ValueError(f"fixed has {len(fixed)} entries, X has {n_seq} sequences")
+    index = np.full((int(seq_ptr[-1]), n_chains), -1, np.int32)
+    for s, seq in enumerate(fixed):
+        if seq is None:
+            continue
+        T = int(seq_ptr[s + 1] - seq_ptr[s])
+        if isinstance(seq, (str, bytes)):
+            raise ValueError(f"fixed[{s}] is a string; expected an array-like of labels")
+        arr = _as_object_array(seq, s)
+        if arr.shape[0] == 0 and T == 0:
+            continue
+        if arr.ndim == 1 and n_chains == 1:
+            arr = arr.reshape(-1, 1)
+        expected = f"({T},)" if one_chain else f"({T}, {n_chains})"
+        if arr.ndim != 2 or arr.shape != (T, n_chains):
+            raise ValueError(f"fixed[{s}] has shape {arr.shape}, expected {expected} "
+                             "(one entry per token and chain, None where free)")
+        start = int(seq_ptr[s])
+        for c in range(n_chains):
+            index[start:start + T, c] = _label_indices(arr[:, c], classes[c], s, c)
+    return FixedLabels(index, np.asarray(seq_ptr, np.int64), classes)
+
+
+def _row_position(seq_ptr, row):
+    s = int(np.searchsorted(seq_ptr, row, side="right") - 1)
+    return s, int(row - seq_ptr[s])
+
+
+def check_fixed(fixed, graph, forbidden, joint_states=None):
+    """Raise ValueError where fixed labels break the model's constraints at one token pair.
+
+    ``forbidden``: edge -> boolean ``(L_a, L_b)`` mask (the model's
+    ``forbidden_``); ``joint_states``: the ``(S, C)`` label combinations when
+    inference is over joint label states.
+    """
+    idx, seq_ptr = fixed.index, fixed.seq_ptr
+    n = idx.shape[0]
+    if joint_states is not None:
+        _check_joint(fixed, joint_states)
+    starts = np.zeros(n, bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    for e, mask in (forbidden or {}).items():
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        if graph.edge_kind[e] == IN_CHAIN:
+            rows = np.flatnonzero(~starts & (idx[:, a] >= 0)
+                                  & (np.roll(idx[:, a], 1) >= 0))
+            bad = rows[mask[idx[rows - 1, a], idx[rows, a]]]
+            if bad.size:
+                s, t = _row_position(seq_ptr, bad[0])
+                raise ValueError(
+                    f"{fixed.where(s, t, a)}: the transition from the fixed label "
+                    f"{fixed.label(s, t - 1, a)!r} at token {t - 1} is forbidden "
+                    "(forbidden_transitions)")
+        else:
+            rows = np.flatnonzero((idx[:, a] >= 0) & (idx[:, b] >= 0))
+            bad = rows[mask[idx[rows, a], idx[rows, b]]]
+            if bad.size:
+                s, t = _row_position(seq_ptr, bad[0])
+                raise ValueError(
+                    f"{fixed.where(s, t, b)}: the combination with the fixed label "
+                    f"{fixed.label(s, t, a)!r} of chain {a} is forbidden (forbidden_couplings)")
+
+
+def _check_joint(fixed, states):
+    """Every token's fixed labels must agree with some joint label state."""
+    idx = fixed.index
+    rows = np.flatnonzero((idx >= 0).any(axis=1))
+    for chunk in np.array_split(rows, max(1, len(rows) // 2048)):
+        if chunk.size == 0:
+            continue
+        f = idx[chunk]                                       # (n, C)
+        ok = ((f[:, None, :] < 0) | (f[:, None, :] == states[None, :, :])).all(axis=2)
+        bad = chunk[~ok.any(axis=1)]
+        if bad.size:
+            row = int(bad[0])
+            s, t = _row_position(fixed.seq_ptr, row)
+            match = np.ones(len(states), bool)
+            for c in np.flatnonzero(idx[row] >= 0):
+                match &= states[:, c] == idx[row, c]
+                if not match.any():
+                    raise ValueError(
+                        f"{fixed.where(s, t, int(c))}: no label combination the model allows "
+                        "(its joint label states, seen in training) has it together with the "
+                        "token's other fixed labels")
