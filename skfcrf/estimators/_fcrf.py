@@ -657,15 +657,15 @@ class FactorialCRF(BaseEstimator):
         >>> from skfcrf import FactorialCRF
         >>> X = [[{"w=the": 1}, {"w=cat": 1}], [{"w=a": 1}, {"w=dog": 1}]]
         >>> y = [[("DT", "B-NP"), ("NN", "I-NP")], [("DT", "B-NP"), ("NN", "I-NP")]]
-        >>> crf = FactorialCRF(max_iter=50).fit(X, y)
+        >>> crf = FactorialCRF(max_iter=50, forbidden_transitions=None).fit(X, y)
         >>> result = crf.decode(X)[0]
         >>> result.labels.tolist(), result.status
         ([['DT', 'B-NP'], ['NN', 'I-NP']], 'exact')
         >>> bool(result.log_prob < 0)
         True
-        >>> given = crf.decode(X[:1], fixed=[[(None, "I-NP"), (None, None)]], n_best=2)[0]
-        >>> given.labels[0, 1], len(given.ranked)
-        ('I-NP', 2)
+        >>> given = crf.decode(X[:1], fixed=[[("NN", None), (None, None)]], n_best=2)[0]
+        >>> given.labels[0].tolist(), len(given.ranked)
+        (['NN', 'I-NP'], 2)
         """
         if not isinstance(n_best, numbers.Integral) or isinstance(n_best, bool) or n_best < 1:
             raise ValueError(f"n_best must be a positive integer, got {n_best!r}")
