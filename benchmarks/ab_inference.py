@@ -8,17 +8,14 @@ ratio for each of marginals and map_assign, and checks that A and B agree.
 
     python benchmarks/ab_inference.py --rev 348513f --method trp --n-reports 100 --rounds 5
 """
-import argparse
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ab_revisions import ROOT, export_and_build  # noqa: E402
+from ab_revisions import ROOT, ab_parser, export_and_build, run_worker  # noqa: E402
 
 WORKER = r"""
 import hashlib, json, sys, time
@@ -44,21 +41,15 @@ print(json.dumps(out))
 
 
 def run(tree, args):
-    env = dict(os.environ, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, "-c", WORKER.format(bench=HERE), json.dumps(args)],
-                         env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_worker(tree, WORKER.format(bench=HERE), args)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rev", required=True, help="commit to compare against (A)")
+    ap = ab_parser(__doc__, "calls")
     ap.add_argument("--method", choices=["trp", "exact"], default="trp")
     ap.add_argument("--n-reports", type=int, default=100)
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--n-jobs", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=3, help="timed calls per worker")
     opt = ap.parse_args()
     old_tree = export_and_build(opt.rev)
     args = {"method": opt.method, "n_reports": opt.n_reports, "max_iter": opt.max_iter,

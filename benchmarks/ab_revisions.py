@@ -80,23 +80,34 @@ print(json.dumps({{"times": times, "loss": loss, "grad_norm": float(np.linalg.no
 """
 
 
-def run(tree, args):
+def run_worker(tree, code, args):
+    """Run the worker script ``code`` on ``args`` with ``tree``'s package; its last output line, as JSON."""
     env = dict(os.environ, PYTHONPATH=tree)
-    # each tree's own benchmark helpers (they follow that tree's package API)
-    code = WORKER.format(bench=os.path.join(tree, "benchmarks"))
     out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], env=env, check=True,
                          capture_output=True, text=True, cwd=tree).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def ab_parser(doc, timed):
+    """The options of every A/B script: ``--rev``, ``--rounds``, ``--repeat`` (``timed``: what a
+    worker times)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--rev", required=True, help="commit to compare against (A)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3, help=f"timed {timed} per worker")
+    return ap
+
+
+def run(tree, args):
+    # each tree's own benchmark helpers (they follow that tree's package API)
+    return run_worker(tree, WORKER.format(bench=os.path.join(tree, "benchmarks")), args)
+
+
+def main():
+    ap = ab_parser(__doc__, "evaluations")
     ap.add_argument("--workload", choices=["dictations", "conll1", "conll2"], default="dictations")
     ap.add_argument("--n-reports", type=int, default=300)
     ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=3, help="timed evaluations per worker")
     opt = ap.parse_args()
     old_tree = export_and_build(opt.rev)
     args = {"workload": opt.workload, "n_reports": opt.n_reports, "n_jobs": opt.n_jobs,

@@ -214,9 +214,19 @@ def corrupted(draw, style):
     return x, y
 
 
-def _sections(out):
-    root = chains_to_segments(None, out)
-    return root, root.children
+def _repaired_sections(case, rules):
+    """Repair a corrupted ``case`` with ``rules``, check the result is valid and a fixed point;
+    return the sections (chain 2 segments) of the result."""
+    x, y = case
+    out = repair(y, rules, tokens=x)
+    assert find_violations(out) == []
+    assert (repair(out, rules, tokens=x) == out).all()
+    return chains_to_segments(None, out).children
+
+
+def _check_sections_start_at_heading(secs):
+    for prev, sec in zip(secs, secs[1:]):
+        assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
 
 
 def _typed(label):
@@ -232,13 +242,8 @@ def _first_leaf(seg):
 @settings(max_examples=60, deadline=None)
 @given(corrupted("cor"))
 def test_cor_rules_property(case):
-    x, y = case
-    out = repair(y, COR_RULES, tokens=x)
-    assert find_violations(out) == []
-    assert (repair(out, COR_RULES, tokens=x) == out).all()
-    root, secs = _sections(out)
-    for prev, sec in zip(secs, secs[1:]):  # 7.5: every later section starts at a heading
-        assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
+    secs = _repaired_sections(case, COR_RULES)
+    _check_sections_start_at_heading(secs)  # 7.5
     for sec in secs:
         kids = sec.children
         for a, b in zip(kids, kids[1:]):  # 7.2: typed after typed starts at a subheading
@@ -260,10 +265,7 @@ def test_cor_rules_property(case):
 @given(corrupted("rcg"))
 def test_rcg_rules_property(case):
     x, y = case
-    out = repair(y, RCG_RULES, tokens=x)
-    assert find_violations(out) == []
-    assert (repair(out, RCG_RULES, tokens=x) == out).all()
-    root, secs = _sections(out)
+    secs = _repaired_sections(case, RCG_RULES)
     for a, b in zip(secs, secs[1:]):  # 8.3: no two adjacent sections of one type
         assert a.label is None or a.label != b.label
     for sec in secs:
@@ -345,16 +347,10 @@ def test_merge_unless_starts_with_move_to_nearest_anchor():
 @given(corrupted("cor"), st.booleans())
 def test_move_property(case, raw):
     """With move=True every later section still starts at an anchor, and the result is valid."""
-    x, y = case
     anchors = {0: ["Heading"], 1: None} if raw else ["Heading"]
-    rule = merge_unless_starts_with(2, anchors, raw=raw, move=True)
-    out = repair(y, [rule], tokens=x)
-    assert find_violations(out) == []
-    assert (repair(out, [rule], tokens=x) == out).all()
+    secs = _repaired_sections(case, [merge_unless_starts_with(2, anchors, raw=raw, move=True)])
     if not raw:
-        root, secs = _sections(out)
-        for prev, sec in zip(secs, secs[1:]):
-            assert prev.label is None or sec.label is None or _first_leaf(sec).label == H
+        _check_sections_start_at_heading(secs)
 
 
 def test_merge_keep_longest_type():

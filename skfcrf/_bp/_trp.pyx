@@ -561,6 +561,21 @@ cdef void _run_schedule(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssiz
     niter[0] = n_it
 
 
+cdef inline bint _propagate(const TrpView* tp, const LinkView* lk, Work* wk, const double* unary,
+                            Py_ssize_t ldu, Py_ssize_t g0, Py_ssize_t T, unsigned long long seed,
+                            unsigned char* conv, int* niter) noexcept nogil:
+    """The TRP messages of one sequence (:func:`_prepare_sequence`, :func:`_run_schedule`),
+    shared by sum- and max-product; False for an empty sequence (converged, no iteration,
+    nothing to read out)."""
+    if T == 0:
+        conv[0] = 1
+        niter[0] = 0
+        return False
+    _prepare_sequence(tp, lk, wk, unary, ldu, g0, T)
+    _run_schedule(tp, lk, wk, T, seed, conv, niter)
+    return True
+
+
 cdef int _decode_variable(const TrpView* tp, const LinkView* lk, Work* wk,
                           const double* row, Py_ssize_t T, int c,
                           Py_ssize_t t) noexcept nogil:
@@ -782,16 +797,12 @@ def trp_marginals(TrpLayout layout, const long long[::1] seq_ptr, const double[:
             tid = threadid()
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
-            if T == 0:
-                logz[s] = 0.0
-                conv[s] = 1
-                niter[s] = 0
-                continue
             wk = &works[tid]
-            _prepare_sequence(&tp, &lk, wk, unary_p, ldu, g0, T)
-            _run_schedule(&tp, &lk, wk, T, seeds[s], &conv[s], &niter[s])
-            logz[s] = _beliefs(&tp, &lk, wk, unary_p, ldu, g0, T, node_p, pout_p,
-                               &tacc[tid, 0])
+            if _propagate(&tp, &lk, wk, unary_p, ldu, g0, T, seeds[s], &conv[s], &niter[s]):
+                logz[s] = _beliefs(&tp, &lk, wk, unary_p, ldu, g0, T, node_p, pout_p,
+                                   &tacc[tid, 0])
+            else:
+                logz[s] = 0.0
     links.scatter_tied(tacc_arr.sum(axis=0), pout)
 
 
@@ -817,14 +828,9 @@ def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1]
             tid = threadid()
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
-            if T == 0:
-                conv[s] = 1
-                niter[s] = 0
-                continue
             wk = &works[tid]
-            _prepare_sequence(&tp, &lk, wk, unary_p, ldu, g0, T)
-            _run_schedule(&tp, &lk, wk, T, seeds[s], &conv[s], &niter[s])
-            _decode(&tp, &lk, wk, unary_p, ldu, g0, T)
-            for t in range(T):
-                for c in range(tp.C):
-                    labels[g0 + t, c] = wk.dec[t * tp.C + c]
+            if _propagate(&tp, &lk, wk, unary_p, ldu, g0, T, seeds[s], &conv[s], &niter[s]):
+                _decode(&tp, &lk, wk, unary_p, ldu, g0, T)
+                for t in range(T):
+                    for c in range(tp.C):
+                        labels[g0 + t, c] = wk.dec[t * tp.C + c]

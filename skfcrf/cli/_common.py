@@ -34,6 +34,11 @@ def add_quiet(parser):
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
 
+def add_model_input(parser):
+    """The ``--model PATH`` option of the commands that read a model (``evaluate``, ``tag``)."""
+    parser.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
+
+
 # ----------------------------------------------------------------------------- option types
 def _bounded(convert, ok, what):
     """An argparse type: ``convert`` the text, then require ``ok(value)``."""
@@ -91,6 +96,26 @@ def feature_list(text):
         raise argparse.ArgumentTypeError(
             f"unknown feature kind {bad[0]!r} (choose from {', '.join(FEATURE_KINDS)})")
     return list(dict.fromkeys(kinds))
+
+
+def add_fit_options(parser, *, min_instance_freq, instances):
+    """The options of the commands that fit a model (``train``, ``demo``), then ``-q``.
+
+    ``--sigma``, ``--min-instance-freq`` (default ``min_instance_freq``, counted in
+    ``instances``, e.g. "reports"), ``--n-jobs``, ``--seed``, ``-v`` and ``-q``.
+    """
+    parser.add_argument("--sigma", type=positive_float, metavar="S", default=10.0,
+                        help="Gaussian prior standard deviation (default: %(default)s)")
+    parser.add_argument("--min-instance-freq", type=instance_freq, metavar="F", default=min_instance_freq,
+                        help="pre-pruning: minimum number (int) or fraction (float) of "
+                        f"{instances} an observation occurs in (default: %(default)s)")
+    parser.add_argument("--n-jobs", type=n_jobs, metavar="N", default=2,
+                        help="threads for the CRF kernels (default: %(default)s; -1: all cores)")
+    parser.add_argument("--seed", type=int, metavar="N", default=0,
+                        help="random seed (default: %(default)s)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="print the training loss at every iteration")
+    add_quiet(parser)
 
 
 # ----------------------------------------------------------------------------- output

@@ -19,13 +19,10 @@ from sklearn.base import BaseEstimator
 
 from skfcrf.cli._common import (
     CLIError,
-    add_quiet,
+    add_fit_options,
     convergence_summary,
     html_document,
-    instance_freq,
-    n_jobs,
     nonnegative_int,
-    positive_float,
     positive_int,
     progress,
 )
@@ -57,20 +54,9 @@ def add_parser(sub):
                    "objective (default: %(default)s)")
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
-    d.add_argument("--sigma", type=positive_float, metavar="S", default=10.0,
-                   help="Gaussian prior standard deviation (default: %(default)s)")
-    d.add_argument("--min-instance-freq", type=instance_freq, metavar="F", default=2,
-                   help="pre-pruning: minimum number of reports an observation occurs in "
-                   "(default: %(default)s)")
-    d.add_argument("--seed", type=int, metavar="N", default=0,
-                   help="random seed (default: %(default)s)")
-    d.add_argument("--n-jobs", type=n_jobs, metavar="N", default=2,
-                   help="threads for the CRF kernels (default: %(default)s; -1: all cores)")
     d.add_argument("--output-dir", default=".", metavar="DIR",
                    help="where to write skfcrf_demo_report.html/.md (default: current directory)")
-    d.add_argument("-v", "--verbose", action="count", default=0,
-                   help="print the training loss at every iteration")
-    add_quiet(d)
+    add_fit_options(d, min_instance_freq=2, instances="reports")
     d.set_defaults(func=run)
     return d
 

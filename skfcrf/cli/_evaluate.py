@@ -1,5 +1,6 @@
 """``skfcrf evaluate DATA --model PATH``: scores of a model on a labelled column file."""
 from skfcrf.cli._common import (
+    add_model_input,
     add_quiet,
     as_2d,
     chain_names,
@@ -16,7 +17,7 @@ def add_parser(sub):
                        "per-label report for every chain.")
     e.add_argument("data", metavar="DATA", help="labelled file (the model's attribute and "
                    "label columns)")
-    e.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
+    add_model_input(e)
     add_quiet(e)
     e.set_defaults(func=run)
     return e

@@ -2,7 +2,7 @@
 import os
 import sys
 
-from skfcrf.cli._common import add_quiet, html_document, progress
+from skfcrf.cli._common import add_model_input, add_quiet, html_document, progress
 from skfcrf.cli._files import count_columns, features_from_config, load_model, read_data
 
 
@@ -12,7 +12,7 @@ def add_parser(sub):
                        "The file has the model's attribute columns; gold label columns, if "
                        "present, are ignored.")
     g.add_argument("data", metavar="DATA", help="file to tag")
-    g.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
+    add_model_input(g)
     g.add_argument("--format", choices=("columns", "html", "markdown"), default="columns",
                    help="attribute + predicted label columns, or the sequences rendered as "
                    "structured documents (default: %(default)s)")

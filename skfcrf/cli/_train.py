@@ -8,12 +8,9 @@ from skfcrf.cli._common import (
     FEATURE_KINDS,
     SEPARATORS,
     CLIError,
-    add_quiet,
+    add_fit_options,
     feature_list,
-    instance_freq,
-    n_jobs,
     nonnegative_int,
-    positive_float,
     positive_int,
     progress,
 )
@@ -52,8 +49,6 @@ def add_parser(sub):
                    help="bag-of-concepts window +-W (default: 10)")
     t.add_argument("--position-bins", type=positive_int, default=8, metavar="N",
                    help="relative-position bins (default: 8)")
-    t.add_argument("--sigma", type=positive_float, metavar="S", default=10.0,
-                   help="Gaussian prior standard deviation (default: 10)")
     t.add_argument("--objective", choices=("pseudolikelihood", "likelihood"),
                    default="pseudolikelihood", help="training objective (default: %(default)s)")
     t.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
@@ -63,16 +58,7 @@ def add_parser(sub):
     t.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=1000,
                    help="TRP iterations per sequence when decoding several chains "
                    "(default: %(default)s; stored in the model)")
-    t.add_argument("--min-instance-freq", type=instance_freq, metavar="F", default=1,
-                   help="pre-pruning: minimum number (int) or fraction (float) of training "
-                   "sequences an observation occurs in (default: %(default)s)")
-    t.add_argument("--n-jobs", type=n_jobs, metavar="N", default=2,
-                   help="threads (default: %(default)s; -1: all cores)")
-    t.add_argument("--seed", type=int, metavar="N", default=0,
-                   help="random seed (default: %(default)s)")
-    t.add_argument("-v", "--verbose", action="count", default=0,
-                   help="print the training loss at every iteration")
-    add_quiet(t)
+    add_fit_options(t, min_instance_freq=1, instances="training sequences")
     t.set_defaults(func=run)
     return t
 

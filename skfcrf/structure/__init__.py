@@ -14,64 +14,17 @@
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
 """
-from skfcrf.structure._postprocess import (
-    COR_RULES,
-    RCG_RULES,
-    UNTYPED_SUBSECTIONS,
-    fix_long_headings,
-    merge_same_type_at_heading,
-    no_double_begins,
-    no_untyped_between_typed,
-    typed_subsections_start_at,
-)
-from skfcrf.structure._render import (
-    DICTATED_PUNCTUATION_WORDS,
-    heading_for,
-    render_html,
-    render_markdown,
-)
-from skfcrf.structure._repair import (
-    DICTATION_RULES,
-    long_headings_to_sentences,
-    merge_adjacent_same_type,
-    merge_unless_starts_with,
-    min_enumeration_elements,
-    repair,
-)
-from skfcrf.structure._segments import (
-    LabelScheme,
-    Segment,
-    chains_to_segments,
-    find_violations,
-    segments_to_chains,
-)
-from skfcrf.structure._tags import to_bio, to_bioes, to_bme
+from skfcrf.structure import _postprocess, _render, _repair, _segments, _tags
+from skfcrf.structure._postprocess import *  # noqa: F403
+from skfcrf.structure._render import *  # noqa: F403
+from skfcrf.structure._repair import *  # noqa: F403
+from skfcrf.structure._segments import *  # noqa: F403
+from skfcrf.structure._tags import *  # noqa: F403
 
 __all__ = [
-    "Segment",
-    "LabelScheme",
-    "chains_to_segments",
-    "segments_to_chains",
-    "find_violations",
-    "repair",
-    "min_enumeration_elements",
-    "merge_adjacent_same_type",
-    "merge_unless_starts_with",
-    "long_headings_to_sentences",
-    "DICTATION_RULES",
-    "typed_subsections_start_at",
-    "no_untyped_between_typed",
-    "merge_same_type_at_heading",
-    "no_double_begins",
-    "fix_long_headings",
-    "COR_RULES",
-    "RCG_RULES",
-    "UNTYPED_SUBSECTIONS",
-    "render_markdown",
-    "render_html",
-    "heading_for",
-    "DICTATED_PUNCTUATION_WORDS",
-    "to_bioes",
-    "to_bme",
-    "to_bio",
+    *_segments.__all__,
+    *_repair.__all__,
+    *_postprocess.__all__,
+    *_render.__all__,
+    *_tags.__all__,
 ]

@@ -28,10 +28,16 @@ the *untyped* subsections -- and typed subsections (``VitalSigns``, ``Abdomen``,
 chain 2 the section types.  The thesis gives an outline only ("the actual
 implementations contain some refined heuristics"); where a step leaves a choice, the
 rule's docstring states the one made.
+
+Each rule function here returns the rule, a callable ``rule(root) -> root`` for
+:func:`repair`'s ``rules``, like the factories of :mod:`skfcrf.structure._repair`.
 """
 from skfcrf.structure._repair import (
+    _headings_to_text,
     _merge_into,
-    _siblings,
+    _merge_where,
+    _prepend_into,
+    _sibling_rule,
     merge_unless_starts_with,
     min_enumeration_elements,
     starts_with,
@@ -67,10 +73,6 @@ def typed_subsections_start_at(first_labels=("Subheading",), level=1, untyped=UN
     and neither is a typed segment after an untyped one (nothing to merge it into
     that keeps a type; :func:`no_untyped_between_typed` handles the other case).
 
-    Returns
-    -------
-    rule : callable
-
     Examples
     --------
     >>> from skfcrf.structure import repair
@@ -82,22 +84,10 @@ def typed_subsections_start_at(first_labels=("Subheading",), level=1, untyped=UN
     first = {0: first_labels}
     untyped = frozenset(untyped)
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
-                continue
-            out = []
-            for seg in parent.children:
-                if out and _is_typed(seg, untyped) and _is_typed(out[-1], untyped) \
-                        and not starts_with(seg, first):
-                    _merge_into(out[-1], seg)
-                else:
-                    out.append(seg)
-            parent.children = out
-        return root
+    def joins(prev, seg):
+        return _is_typed(seg, untyped) and _is_typed(prev, untyped) and not starts_with(seg, first)
 
-    rule.__name__ = "typed_subsections_start_at"
-    return rule
+    return _sibling_rule(level, "typed_subsections_start_at", lambda kids: _merge_where(kids, joins))
 
 
 def no_untyped_between_typed(level=1, untyped=("Paragraph",), typed_exclude=UNTYPED_SUBSECTIONS):
@@ -107,10 +97,6 @@ def no_untyped_between_typed(level=1, untyped=("Paragraph",), typed_exclude=UNTY
     (in the same section) are typed subsections (labels not in ``typed_exclude``)
     is merged into the preceding typed subsection.  A paragraph before the first or
     after the last typed subsection is kept (it occurs in formatted reports).
-
-    Returns
-    -------
-    rule : callable
 
     Examples
     --------
@@ -123,31 +109,25 @@ def no_untyped_between_typed(level=1, untyped=("Paragraph",), typed_exclude=UNTY
     untyped = frozenset(untyped)
     exclude = frozenset(typed_exclude)
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
-                continue
-            kids = parent.children
-            out = []
-            i = 0
-            while i < len(kids):
-                seg = kids[i]
-                if seg.label in untyped and out and _is_typed(out[-1], exclude):
-                    j = i
-                    while j < len(kids) and kids[j].label in untyped:
-                        j += 1
-                    if j < len(kids) and _is_typed(kids[j], exclude):
-                        for s in kids[i:j]:
-                            _merge_into(out[-1], s)
-                        i = j
-                        continue
-                out.append(seg)
-                i += 1
-            parent.children = out
-        return root
+    def fix(kids):
+        out = []
+        i = 0
+        while i < len(kids):
+            seg = kids[i]
+            if seg.label in untyped and out and _is_typed(out[-1], exclude):
+                j = i
+                while j < len(kids) and kids[j].label in untyped:
+                    j += 1
+                if j < len(kids) and _is_typed(kids[j], exclude):
+                    for s in kids[i:j]:
+                        _merge_into(out[-1], s)
+                    i = j
+                    continue
+            out.append(seg)
+            i += 1
+        return out
 
-    rule.__name__ = "no_untyped_between_typed"
-    return rule
+    return _sibling_rule(level, "no_untyped_between_typed", fix)
 
 
 def merge_same_type_at_heading(level=2, heading=("Heading",)):
@@ -161,10 +141,6 @@ def merge_same_type_at_heading(level=2, heading=("Heading",)):
     given to the preceding section (when there is one, with a type), and the merged
     section starts at the heading.
 
-    Returns
-    -------
-    rule : callable
-
     Examples
     --------
     >>> from skfcrf.structure import repair
@@ -176,33 +152,27 @@ def merge_same_type_at_heading(level=2, heading=("Heading",)):
     """
     anchor = {0: heading}
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
-                continue
-            kids = parent.children
-            out = []
-            i = 0
-            while i < len(kids):
-                j = i + 1
-                while j < len(kids) and kids[i].label is not None and kids[j].label == kids[i].label:
-                    j += 1
-                run = kids[i:j]
-                first_head = next((k for k, s in enumerate(run) if starts_with(s, anchor)), 0)
-                if first_head > 0 and out and out[-1].label is not None:
-                    for s in run[:first_head]:
-                        _merge_into(out[-1], s)
-                    run = run[first_head:]
-                head = run[0]
-                for s in run[1:]:
-                    _merge_into(head, s)
-                out.append(head)
-                i = j
-            parent.children = out
-        return root
+    def fix(kids):
+        out = []
+        i = 0
+        while i < len(kids):
+            j = i + 1
+            while j < len(kids) and kids[i].label is not None and kids[j].label == kids[i].label:
+                j += 1
+            run = kids[i:j]
+            first_head = next((k for k, s in enumerate(run) if starts_with(s, anchor)), 0)
+            if first_head > 0 and out and out[-1].label is not None:
+                for s in run[:first_head]:
+                    _merge_into(out[-1], s)
+                run = run[first_head:]
+            head = run[0]
+            for s in run[1:]:
+                _merge_into(head, s)
+            out.append(head)
+            i = j
+        return out
 
-    rule.__name__ = "merge_same_type_at_heading"
-    return rule
+    return _sibling_rule(level, "merge_same_type_at_heading", fix)
 
 
 def no_double_begins(level=1, allowed=("None", "Enumelement")):
@@ -217,10 +187,6 @@ def no_double_begins(level=1, allowed=("None", "Enumelement")):
     heading's holder ``None``; ``deferred`` as a whole typed subsection; an
     enumeration element of one word without a dictated number).
 
-    Returns
-    -------
-    rule : callable
-
     Examples
     --------
     >>> from skfcrf.structure import repair
@@ -232,27 +198,17 @@ def no_double_begins(level=1, allowed=("None", "Enumelement")):
     """
     allowed = frozenset(allowed)
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
+    def fix(kids):
+        out = []
+        for k, seg in enumerate(kids):
+            if k + 1 < len(kids) and len(seg) == 1 and seg.label is not None \
+                    and seg.label not in allowed and kids[k + 1].label == seg.label:
+                _prepend_into(kids[k + 1], seg)
                 continue
-            kids = parent.children
-            out = []
-            for k, seg in enumerate(kids):
-                if k + 1 < len(kids) and len(seg) == 1 and seg.label is not None \
-                        and seg.label not in allowed and kids[k + 1].label == seg.label:
-                    nxt = kids[k + 1]
-                    nxt.start = seg.start
-                    nxt.children = seg.children + nxt.children
-                    if nxt.tokens is not None and seg.tokens is not None:
-                        nxt.tokens = list(seg.tokens) + list(nxt.tokens)
-                    continue
-                out.append(seg)
-            parent.children = out
-        return root
+            out.append(seg)
+        return out
 
-    rule.__name__ = "no_double_begins"
-    return rule
+    return _sibling_rule(level, "no_double_begins", fix)
 
 
 def _word(tok):
@@ -308,10 +264,6 @@ def fix_long_headings(max_tokens=8, heading="Heading", holder="None", sentence="
     * no piece (or no tokens): the holder becomes a ``paragraph`` and the heading a
       ``sentence``, as :func:`long_headings_to_sentences` does.
 
-    Returns
-    -------
-    rule : callable
-
     Examples
     --------
     >>> from skfcrf.structure import repair
@@ -342,12 +294,12 @@ def fix_long_headings(max_tokens=8, heading="Heading", holder="None", sentence="
                 if seg.label != holder or not heads or sum(len(c) for c in heads) <= max_tokens:
                     continue
                 if seg.tokens is None or len(heads) != len(seg.children):
-                    _to_text(seg, heading, sentence, paragraph)
+                    _headings_to_text(seg, heading, sentence, paragraph)
                     continue
                 words = [_word(t) for t in seg.tokens]
                 cuts = _heading_cuts(words, max_tokens, end_words)
                 if not cuts:
-                    _to_text(seg, heading, sentence, paragraph)
+                    _headings_to_text(seg, heading, sentence, paragraph)
                     continue
                 s0, s1, end = seg.start, seg.start + cuts[-1], seg.end
                 bounds = [s0] + [s0 + c for c in cuts]
@@ -374,16 +326,14 @@ def fix_long_headings(max_tokens=8, heading="Heading", holder="None", sentence="
 
 
 def _prepend(para, rest, sentence):
-    """Put the sentence ``rest`` (just before ``para``) at the start of paragraph ``para``,
-    joined to its first sentence."""
+    """Put the sentence ``rest`` (a leaf just before ``para``) at the start of paragraph
+    ``para``, joined to its first sentence."""
     para.start = rest.start
     if para.tokens is not None and rest.tokens is not None:
         para.tokens = list(rest.tokens) + list(para.tokens)
     first = para.children[0] if para.children else None
     if first is not None and first.label == sentence:
-        first.start = rest.start
-        if first.tokens is not None and rest.tokens is not None:
-            first.tokens = list(rest.tokens) + list(first.tokens)
+        _prepend_into(first, rest)  # a leaf: only its start and tokens move
     else:
         para.children.insert(0, rest)
 
@@ -391,23 +341,6 @@ def _prepend(para, rest, sentence):
 def _leaf(label, a, b, holder):
     toks = None if holder.tokens is None else holder.tokens[a - holder.start:b - holder.start]
     return Segment(level=0, label=label, start=a, end=b, tokens=toks)
-
-
-def _to_text(seg, heading, sentence, paragraph):
-    """The holder becomes a paragraph and its headings one sentence."""
-    seg.label = paragraph
-    seg.begin_prefix, seg.inside_prefix = "Begin", ""
-    kids = []
-    for c in seg.children:
-        if c.label == heading and kids and kids[-1].label == sentence and kids[-1]._from_heading:
-            _merge_into(kids[-1], c)
-            continue
-        if c.label == heading:
-            c.label = sentence
-            c.begin_prefix, c.inside_prefix = "Begin", ""
-            c._from_heading = True
-        kids.append(c)
-    seg.children = kids
 
 
 #: Algorithm 7, post-processing of formatted reports (``cor``): typed subsections

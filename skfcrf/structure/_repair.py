@@ -127,27 +127,27 @@ def repair(labels, rules=(), *, tokens=None, scheme=None, begin_prefixes=DEFAULT
         raw_changed = False
         if raw_rules:
             start = arr.copy()
-            root = chains_to_segments(tokens, arr, scheme=sc)
-            for rule in raw_rules:
-                out = rule(root)
-                if out is not None:
-                    root = out
-            arr = segments_to_chains(root, outside_label=outside)
+            arr = _apply_rules(raw_rules, arr, tokens, sc, outside)
             raw_changed = not np.array_equal(arr, start)
         changed = _formal(arr, sc) or raw_changed
         if rules:
             before = arr.copy()
-            root = chains_to_segments(tokens, arr, scheme=sc)
-            for rule in rules:
-                out = rule(root)
-                if out is not None:
-                    root = out
-            arr = segments_to_chains(root, outside_label=outside)
+            arr = _apply_rules(rules, arr, tokens, sc, outside)
             _formal(arr, sc)
             changed = raw_changed or not np.array_equal(arr, before)
         if not changed:
             break
     return arr[:, 0].copy() if one_chain else arr
+
+
+def _apply_rules(rules, arr, tokens, sc, outside):
+    """The labels ``arr`` after each rule in turn has edited their segment tree."""
+    root = chains_to_segments(tokens, arr, scheme=sc)
+    for rule in rules:
+        out = rule(root)
+        if out is not None:
+            root = out
+    return segments_to_chains(root, outside_label=outside)
 
 
 def _outside_label(sc):
@@ -163,6 +163,30 @@ def _siblings(root):
     for seg in root.iter():
         if seg.children:
             yield seg
+
+
+def _sibling_rule(level, name, fix):
+    """A rule that replaces every list of sibling segments of chain ``level`` by ``fix(siblings)``."""
+    def rule(root):
+        for parent in _siblings(root):
+            if parent.level == level + 1:
+                parent.children = fix(parent.children)
+        return root
+
+    rule.__name__ = name
+    return rule
+
+
+def _merge_where(kids, joins):
+    """``kids`` with every segment ``seg`` for which ``joins(prev, seg)`` merged into ``prev``,
+    the segment before it (after the merges so far)."""
+    out = []
+    for seg in kids:
+        if out and joins(out[-1], seg):
+            _merge_into(out[-1], seg)
+        else:
+            out.append(seg)
+    return out
 
 
 def min_enumeration_elements(min_elements=2, element="Enumelement", replacement="Paragraph",
@@ -208,11 +232,7 @@ def _drop_markers(children, marker, sentence):
     for ch in reversed(children):
         if ch.label == marker:
             if out and out[-1].label == sentence:
-                nxt = out[-1]
-                nxt.start = ch.start
-                nxt.children = ch.children + nxt.children
-                if nxt.tokens is not None and ch.tokens is not None:
-                    nxt.tokens = list(ch.tokens) + list(nxt.tokens)
+                _prepend_into(out[-1], ch)
                 continue
             ch.label = sentence
             ch.begin_prefix, ch.inside_prefix = "Begin", ""
@@ -229,6 +249,14 @@ def _merge_into(a, b):
     a.children.extend(b.children)
 
 
+def _prepend_into(b, a):
+    """Put segment ``a`` in front of segment ``b`` (adjacent siblings, ``a`` first)."""
+    b.start = a.start
+    b.children = a.children + b.children
+    if b.tokens is not None and a.tokens is not None:
+        b.tokens = list(a.tokens) + list(b.tokens)
+
+
 def merge_adjacent_same_type(level, labels=None):
     """Rule: merge adjacent segments of the same type on chain ``level`` (algorithm 8, step 3).
 
@@ -243,22 +271,11 @@ def merge_adjacent_same_type(level, labels=None):
     """
     keep = None if labels is None else frozenset(labels)
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
-                continue
-            out = []
-            for seg in parent.children:
-                if (out and seg.label is not None and seg.label == out[-1].label
-                        and (keep is None or seg.label in keep)):
-                    _merge_into(out[-1], seg)
-                else:
-                    out.append(seg)
-            parent.children = out
-        return root
+    def joins(prev, seg):
+        return seg.label is not None and seg.label == prev.label and (keep is None or seg.label in keep)
 
-    rule.__name__ = f"merge_adjacent_same_type(level={level})"
-    return rule
+    return _sibling_rule(level, f"merge_adjacent_same_type(level={level})",
+                         lambda kids: _merge_where(kids, joins))
 
 
 def _anchors(first_labels):
@@ -337,10 +354,7 @@ def _move_boundary(prev, seg, anchors):
         return None
     if f is None or (b is not None and seg.start - b <= f - seg.start):
         left, right = _split(prev, b)
-        seg.start = b
-        seg.children = right.children + seg.children
-        if seg.tokens is not None and right.tokens is not None:
-            seg.tokens = right.tokens + list(seg.tokens)
+        _prepend_into(seg, right)
         return left, seg
     left, right = _split(seg, f)
     right.begin_prefix, right.continued = seg.begin_prefix, False
@@ -388,34 +402,30 @@ def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep
     if any(k < 0 or k >= level for k in anchors):
         raise ValueError(f"anchor chains must be finer than chain {level}, got {sorted(anchors)}")
 
-    def rule(root):
-        for parent in _siblings(root):
-            if parent.level != level + 1:
-                continue
-            out = []
-            merged = {}  # id(segment) -> {type: tokens} of the segments merged into it
-            for seg in parent.children:
-                if out and out[-1].label is not None and seg.label is not None \
-                        and not starts_with(seg, anchors):
-                    moved = _move_boundary(out[-1], seg, anchors) if move else None
-                    if moved is None:
-                        if keep == "longest":
-                            votes = merged.setdefault(id(out[-1]), {out[-1].label: len(out[-1])})
-                            votes[seg.label] = votes.get(seg.label, 0) + len(seg)
-                        _merge_into(out[-1], seg)
-                    else:
-                        out[-1], seg = moved
-                        out.append(seg)
+    def fix(kids):
+        out = []
+        merged = {}  # id(segment) -> {type: tokens} of the segments merged into it
+        for seg in kids:
+            if out and out[-1].label is not None and seg.label is not None \
+                    and not starts_with(seg, anchors):
+                moved = _move_boundary(out[-1], seg, anchors) if move else None
+                if moved is None:
+                    if keep == "longest":
+                        votes = merged.setdefault(id(out[-1]), {out[-1].label: len(out[-1])})
+                        votes[seg.label] = votes.get(seg.label, 0) + len(seg)
+                    _merge_into(out[-1], seg)
                 else:
+                    out[-1], seg = moved
                     out.append(seg)
-            for seg in out:
-                votes = merged.get(id(seg))
-                if votes:
-                    seg.label = max(votes, key=votes.get)  # first maximum: the earliest type
-            parent.children = out
-        return root
+            else:
+                out.append(seg)
+        for seg in out:
+            votes = merged.get(id(seg))
+            if votes:
+                seg.label = max(votes, key=votes.get)  # first maximum: the earliest type
+        return out
 
-    rule.__name__ = f"merge_unless_starts_with(level={level}{', move' if move else ''})"
+    rule = _sibling_rule(level, f"merge_unless_starts_with(level={level}{', move' if move else ''})", fix)
     rule.raw = bool(raw)
     return rule
 
@@ -437,24 +447,29 @@ def long_headings_to_sentences(max_tokens=8, heading="Heading", holder="None", s
                 continue
             heads = [c for c in seg.children if c.label == heading]
             if heads and sum(len(c) for c in heads) > max_tokens:
-                seg.label = paragraph
-                seg.begin_prefix, seg.inside_prefix = "Begin", ""
-                merged = []
-                for c in seg.children:
-                    if c.label == heading and merged and merged[-1].label == sentence \
-                            and merged[-1]._from_heading:
-                        _merge_into(merged[-1], c)
-                        continue
-                    if c.label == heading:
-                        c.label = sentence
-                        c.begin_prefix, c.inside_prefix = "Begin", ""
-                        c._from_heading = True
-                    merged.append(c)
-                seg.children = merged
+                _headings_to_text(seg, heading, sentence, paragraph)
         return root
 
     rule.__name__ = f"long_headings_to_sentences({max_tokens})"
     return rule
+
+
+def _headings_to_text(holder, heading, sentence, paragraph):
+    """The ``holder`` segment becomes a ``paragraph`` and its runs of ``heading`` children
+    one ``sentence`` each."""
+    holder.label = paragraph
+    holder.begin_prefix, holder.inside_prefix = "Begin", ""
+    kids = []
+    for c in holder.children:
+        if c.label == heading and kids and kids[-1].label == sentence and kids[-1]._from_heading:
+            _merge_into(kids[-1], c)
+            continue
+        if c.label == heading:
+            c.label = sentence
+            c.begin_prefix, c.inside_prefix = "Begin", ""
+            c._from_heading = True
+        kids.append(c)
+    holder.children = kids
 
 
 #: Domain rules that hold for the three-chain dictation labels (rcg and cor):

@@ -54,6 +54,13 @@ def _write(n, spans, first, inner, last, single, outside):
     return out
 
 
+def _retag(labels, begin_prefixes, inside_prefixes, outside_labels, prefixes):
+    """Read one BIO-like chain and write it with ``prefixes`` = (first, inner, last, single)."""
+    labels = _chain(labels)
+    spans = _spans(labels, begin_prefixes, inside_prefixes, outside_labels)
+    return _write(len(labels), spans, *prefixes, "O")
+
+
 def to_bioes(labels, *, begin_prefixes=DEFAULT_BEGIN_PREFIXES, inside_prefixes=DEFAULT_INSIDE_PREFIXES,
              outside_labels=DEFAULT_OUTSIDE_LABELS):
     """BIO (or ``BeginX``/``X``) labels of one chain as BIOES labels.
@@ -74,20 +81,14 @@ def to_bioes(labels, *, begin_prefixes=DEFAULT_BEGIN_PREFIXES, inside_prefixes=D
     >>> to_bioes(["B-NP", "I-NP", "I-NP", "O", "B-VP", "BeginPlan", "Plan"])
     ['B-NP', 'I-NP', 'E-NP', 'O', 'S-VP', 'B-Plan', 'E-Plan']
     """
-    labels = _chain(labels)
-    spans = _spans(labels, begin_prefixes, inside_prefixes, outside_labels)
-    return _write(len(labels), spans, "B-", "I-", "E-", "S-", "O")
+    return _retag(labels, begin_prefixes, inside_prefixes, outside_labels, ("B-", "I-", "E-", "S-"))
 
 
 def to_bme(labels, *, begin_prefixes=DEFAULT_BEGIN_PREFIXES, inside_prefixes=DEFAULT_INSIDE_PREFIXES,
            outside_labels=DEFAULT_OUTSIDE_LABELS):
     """BIO (or ``BeginX``/``X``) labels of one chain as Chou's BME states.
 
-    Parameters
-    ----------
-    labels : sequence of str
-    begin_prefixes, inside_prefixes, outside_labels
-        How the input encodes segments (see :class:`LabelScheme`).
+    The parameters are those of :func:`to_bioes`.
 
     Returns
     -------
@@ -100,9 +101,7 @@ def to_bme(labels, *, begin_prefixes=DEFAULT_BEGIN_PREFIXES, inside_prefixes=DEF
     >>> to_bme(["B-title", "I-title", "I-title", "B-year", "O"])
     ['B-title', 'M-title', 'E-title', 'B-year', 'O']
     """
-    labels = _chain(labels)
-    spans = _spans(labels, begin_prefixes, inside_prefixes, outside_labels)
-    return _write(len(labels), spans, "B-", "M-", "E-", "B-", "O")
+    return _retag(labels, begin_prefixes, inside_prefixes, outside_labels, ("B-", "M-", "E-", "B-"))
 
 
 _STARTS = {"bioes": ("B-", "S-"), "bme": ("B-",)}

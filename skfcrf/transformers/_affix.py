@@ -1,10 +1,6 @@
 """Prefixes and suffixes at fixed offsets: :class:`Affixes`."""
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
-    check_attribute,
-    check_bool,
-    check_int,
-    check_offsets,
     token_attribute_values,
     value_list,
     window_rows,
@@ -44,7 +40,7 @@ class Affixes(SequenceTransformerMixin):
     Attributes
     ----------
     feature_names_out_ : ndarray of str
-        Sorted observation names seen in ``fit``.
+        The ``prefix{n}``/``suffix{n}`` observation names seen in ``fit``, sorted.
 
     Examples
     --------
@@ -66,16 +62,14 @@ class Affixes(SequenceTransformerMixin):
         self.suffixes = suffixes
         self.lowercase = lowercase
 
+    _param_kinds = {"attribute": "attribute", "offsets": "offsets", "max_length": ("int", 1),
+                    "prefixes": "bool", "suffixes": "bool", "lowercase": "bool"}
+
     def _validate_params(self):
-        check_attribute(self.attribute)
-        offsets = check_offsets(self.offsets)
-        check_int(self.max_length, "max_length", 1)
-        pre = check_bool(self.prefixes, "prefixes")
-        suf = check_bool(self.suffixes, "suffixes")
-        check_bool(self.lowercase, "lowercase")
-        if not (pre or suf):
+        p = self._checked_params()
+        if not (p["prefixes"] or p["suffixes"]):
             raise ValueError("at least one of prefixes and suffixes must be True")
-        return offsets
+        return p["offsets"]
 
     def _transform_named(self, seqs, prefix, weight, cache):
         offsets = self._validate_params()

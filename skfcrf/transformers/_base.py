@@ -259,20 +259,32 @@ def check_int(value, name, minimum=None):
     return value
 
 
+def check_int_list(value, name, minimum=None, what="a sequence of ints"):
+    """Return the iterable ``value`` (not a str, not an int) as a list of ints >= ``minimum``.
+
+    ``what`` names the expected type in the error message.
+    """
+    if isinstance(value, (str, bytes)) or isinstance(value, Integral):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    try:
+        out = list(value)
+    except TypeError:
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+    return [check_int(v, f"each entry of {name}", minimum) for v in out]
+
+
+def check_distinct(values, name, entry="entry"):
+    """Check that the list ``values`` holds at least one ``entry`` and no repeats."""
+    if not values:
+        raise ValueError(f"{name} is empty; it must contain at least one {entry}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} must be distinct, got {values!r}")
+    return values
+
+
 def check_offsets(offsets, name="offsets"):
     """Validate a non-empty sequence of distinct int offsets; return it as a list."""
-    if isinstance(offsets, (str, bytes)) or isinstance(offsets, Integral):
-        raise ValueError(f"{name} must be a sequence of ints, got {offsets!r}")
-    try:
-        out = list(offsets)
-    except TypeError:
-        raise ValueError(f"{name} must be a sequence of ints, got {offsets!r}") from None
-    if not out:
-        raise ValueError(f"{name} must contain at least one offset")
-    out = [check_int(o, f"each entry of {name}") for o in out]
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name} must be distinct, got {offsets!r}")
-    return out
+    return check_distinct(check_int_list(offsets, name), name, "offset")
 
 
 def window_rows(keys, offsets, local, prefix, weight):
@@ -352,6 +364,11 @@ def check_weight(value, name="weight"):
     return float(value)
 
 
+#: The kinds of parameter a transformer's ``_param_kinds`` may name: ``kind -> check(value,
+#: name)``; ``("int", minimum)`` is an int >= minimum.
+_PARAM_CHECKS = {"attribute": check_attribute, "bool": check_bool, "offsets": check_offsets}
+
+
 # --------------------------------------------------------------------------- base class
 
 
@@ -360,13 +377,19 @@ class SequenceTransformerMixin(BaseEstimator):
 
     Subclasses implement ``_validate_params()`` (raising ``ValueError``) and
     ``_transform_named(seqs, prefix, weight, cache)``.  This class provides ``fit``,
-    ``transform``, ``fit_transform`` and ``get_feature_names_out``.
+    ``transform``, ``fit_transform`` and ``get_feature_names_out``.  The plain
+    parameters are declared in the class table ``_param_kinds`` (``{parameter:
+    kind}``, kinds ``"attribute"`` (a non-empty str), ``"bool"``, ``"offsets"`` (distinct
+    ints) and ``("int", minimum)``) and checked in that order by ``_checked_params()``;
+    ``_validate_params`` adds the checks the table cannot say.
 
     ``fit`` validates the parameters, transforms ``X`` once and records the sorted
     observation names it produced in ``feature_names_out_`` (nothing else is
     learned; ``transform`` does not depend on it).  ``fit_transform`` returns that
     same transformation, so fitting costs one pass.
     """
+
+    _param_kinds = {}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -473,6 +496,17 @@ class SequenceTransformerMixin(BaseEstimator):
         self.feature_names_out_ = np.asarray(
             sorted(k[n:] for k in names) if n else sorted(names), dtype=object
         )
+        return out
+
+    def _checked_params(self):
+        """The parameters of ``_param_kinds``, checked: ``{parameter: checked value}``."""
+        out = {}
+        for name, kind in self._param_kinds.items():
+            value = getattr(self, name)
+            if isinstance(kind, tuple):  # ("int", minimum)
+                out[name] = check_int(value, name, kind[1])
+            else:
+                out[name] = _PARAM_CHECKS[kind](value, name)
         return out
 
     def _validate_params(self):  # pragma: no cover - overridden

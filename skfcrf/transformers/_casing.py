@@ -3,10 +3,7 @@ import unicodedata
 
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
-    check_attribute,
-    check_bool,
-    check_int,
-    check_offsets,
+    check_int_list,
     token_attribute_values,
     value_list,
     window_rows,
@@ -104,7 +101,7 @@ class Casing(SequenceTransformerMixin):
     Attributes
     ----------
     feature_names_out_ : ndarray of str
-        Sorted observation names seen in ``fit``.
+        The ``case``/``has``/``is``/``len`` observation names seen in ``fit``, sorted.
 
     Examples
     --------
@@ -124,18 +121,13 @@ class Casing(SequenceTransformerMixin):
         self.flags = flags
         self.length_bins = length_bins
 
+    _param_kinds = {"attribute": "attribute", "offsets": "offsets", "flags": "bool"}
+
     def _validate_params(self):
-        check_attribute(self.attribute)
-        offsets = check_offsets(self.offsets)
-        check_bool(self.flags, "flags")
+        offsets = self._checked_params()["offsets"]
         bins = self.length_bins
         if bins is not None:
-            if isinstance(bins, (str, bytes)):
-                raise ValueError(f"length_bins must be a tuple of ints or None, got {bins!r}")
-            try:
-                bins = [check_int(b, "each entry of length_bins", 2) for b in bins]
-            except TypeError:
-                raise ValueError(f"length_bins must be a tuple of ints or None, got {bins!r}") from None
+            bins = check_int_list(bins, "length_bins", 2, what="a tuple of ints or None")
             if any(a >= b for a, b in zip(bins, bins[1:])):
                 raise ValueError(f"length_bins must be strictly increasing, got {self.length_bins!r}")
             bins = tuple(bins)

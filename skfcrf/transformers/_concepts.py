@@ -3,13 +3,7 @@ import math
 from collections.abc import Iterable, Mapping
 from numbers import Integral
 
-from skfcrf.transformers._base import (
-    SequenceTransformerMixin,
-    check_attribute,
-    check_bool,
-    check_int,
-    token_attribute_values,
-)
+from skfcrf.transformers._base import SequenceTransformerMixin, token_attribute_values
 
 __all__ = ["BagOfConcepts", "light_stem"]
 
@@ -140,7 +134,7 @@ class BagOfConcepts(SequenceTransformerMixin):
     Attributes
     ----------
     feature_names_out_ : ndarray of str
-        Sorted observation names seen in ``fit``.
+        The ``concept=``/``stem=`` names seen in ``fit``, sorted.
 
     Notes
     -----
@@ -172,10 +166,10 @@ class BagOfConcepts(SequenceTransformerMixin):
         self.normalize = normalize
         self.stem_fallback = stem_fallback
 
+    _param_kinds = {"window": ("int", 0), "attribute": "attribute", "stem_fallback": "bool"}
+
     def _validate_params(self):
-        check_int(self.window, "window", 0)
-        check_attribute(self.attribute)
-        check_bool(self.stem_fallback, "stem_fallback")
+        self._checked_params()
         cm = self.concept_map
         if cm is not None and not isinstance(cm, Mapping) and not callable(cm):
             raise ValueError(

@@ -10,9 +10,6 @@ from collections.abc import Iterable, Mapping
 
 from skfcrf.transformers._base import (
     SequenceTransformerMixin,
-    check_attribute,
-    check_bool,
-    check_offsets,
     token_attribute_values,
     value_list,
     window_rows,
@@ -82,7 +79,7 @@ class Lexicon(SequenceTransformerMixin):
     Attributes
     ----------
     feature_names_out_ : ndarray of str
-        Sorted observation names seen in ``fit``.
+        The ``{name}@{o}={CLASS}`` names of the classes matched in ``fit``, sorted.
 
     Notes
     -----
@@ -109,12 +106,12 @@ class Lexicon(SequenceTransformerMixin):
         self.name = name
         self.mark_position = mark_position
 
+    _param_kinds = {"attribute": "attribute", "name": "attribute", "offsets": "offsets",
+                    "lowercase": "bool", "mark_position": "bool"}
+
     def _validate_params(self):
-        check_attribute(self.attribute)
-        check_attribute(self.name, "name")
-        offsets = check_offsets(self.offsets)
-        fold = check_bool(self.lowercase, "lowercase")
-        check_bool(self.mark_position, "mark_position")
+        p = self._checked_params()
+        offsets, fold = p["offsets"], p["lowercase"]
         if not isinstance(self.entries, Mapping):
             raise ValueError(f"entries must be a dict phrase -> class(es), got {type(self.entries).__name__}")
         trie = {}

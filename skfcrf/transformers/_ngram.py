@@ -1,15 +1,7 @@
 """Token n-grams at fixed offsets: :class:`NGramWindow`."""
 from itertools import product
 
-from skfcrf.transformers._base import (
-    SequenceTransformerMixin,
-    check_attribute,
-    check_bool,
-    check_int,
-    check_offsets,
-    token_attribute_values,
-    value_list,
-)
+from skfcrf.transformers._base import SequenceTransformerMixin, check_int, token_attribute_values, value_list
 
 __all__ = ["NGramWindow", "BOS", "EOS"]
 
@@ -81,10 +73,10 @@ class NGramWindow(SequenceTransformerMixin):
         self.ngram_range = ngram_range
         self.lowercase = lowercase
 
+    _param_kinds = {"attribute": "attribute", "lowercase": "bool", "offsets": "offsets"}
+
     def _validate_params(self):
-        check_attribute(self.attribute)
-        check_bool(self.lowercase, "lowercase")
-        offsets = check_offsets(self.offsets)
+        offsets = self._checked_params()["offsets"]
         rng = self.ngram_range
         if isinstance(rng, (str, bytes)):
             raise ValueError(f"ngram_range must be a tuple (min_n, max_n), got {rng!r}")

@@ -3,7 +3,13 @@ from numbers import Integral
 
 import numpy as np
 
-from skfcrf.transformers._base import SequenceTransformerMixin, check_int, check_tokens
+from skfcrf.transformers._base import (
+    SequenceTransformerMixin,
+    check_distinct,
+    check_int,
+    check_int_list,
+    check_tokens,
+)
 
 __all__ = ["RelativePosition"]
 
@@ -44,18 +50,8 @@ class RelativePosition(SequenceTransformerMixin):
         nb = self.n_bins
         if isinstance(nb, Integral) and not isinstance(nb, (bool, np.bool_)):
             return [check_int(nb, "n_bins", 1)]
-        if isinstance(nb, (str, bytes)):
-            raise ValueError(f"n_bins must be an int or a tuple of ints, got {nb!r}")
-        try:
-            bins = list(nb)
-        except TypeError:
-            raise ValueError(f"n_bins must be an int or a tuple of ints, got {nb!r}") from None
-        if not bins:
-            raise ValueError("n_bins must not be empty")
-        bins = [check_int(k, "each entry of n_bins", 1) for k in bins]
-        if len(set(bins)) != len(bins):
-            raise ValueError(f"n_bins entries must be distinct, got {nb!r}")
-        return bins
+        bins = check_int_list(nb, "n_bins", 1, what="an int or a tuple of ints")
+        return check_distinct(bins, "n_bins", "number of parts")
 
     def _fit_transform_named(self, seqs, prefix, weight, cache):
         out = self._transform_named(seqs, prefix, weight, cache)

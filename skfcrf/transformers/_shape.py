@@ -107,7 +107,7 @@ class WordShape(SequenceTransformerMixin):
     Attributes
     ----------
     feature_names_out_ : ndarray of str
-        Sorted observation names seen in ``fit``.
+        The ``{mode}`` shape observation names seen in ``fit``, sorted.
 
     Examples
     --------
