@@ -126,6 +126,27 @@ cdef int _kbest(const double[:, ::1] phi, const double[:, :, ::1] trans,
     return n
 
 
+def _checked_path_inputs(phi, trans, tindex, k):
+    """``phi`` (T, S), ``trans`` (n_trans, S, S), ``tindex`` (T,) as contiguous arrays,
+    checked for the path searches (``ValueError`` on bad shapes, indices or ``k``)."""
+    phi = np.ascontiguousarray(phi, dtype=np.float64)
+    trans = np.ascontiguousarray(trans, dtype=np.float64)
+    tindex = np.ascontiguousarray(tindex, dtype=np.int64)
+    if phi.ndim != 2 or trans.ndim != 3 or tindex.ndim != 1:
+        raise ValueError("phi must be 2-D, trans 3-D and tindex 1-D")
+    T, S = phi.shape
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if trans.shape[1] != S or trans.shape[2] != S:
+        raise ValueError(f"trans must have shape (n_trans, {S}, {S})")
+    if tindex.shape[0] != T:
+        raise ValueError(f"tindex must have length {T}")
+    idx = tindex[1:]
+    if idx.size and (idx.min() < 0 or idx.max() >= trans.shape[0]):
+        raise ValueError("tindex out of range")
+    return phi, trans, tindex
+
+
 def kbest_viterbi(phi, trans, tindex, int k):
     """The ``k`` best state paths of one sequence (see the module docstring).
 
@@ -135,21 +156,13 @@ def kbest_viterbi(phi, trans, tindex, int k):
         ``m <= k`` distinct paths, best first.
     scores : float64 ndarray of shape (m,)
     """
-    cdef const double[:, ::1] phi_v = np.ascontiguousarray(phi, dtype=np.float64)
-    cdef const double[:, :, ::1] trans_v = np.ascontiguousarray(trans, dtype=np.float64)
-    cdef const long long[::1] tindex_v = np.ascontiguousarray(tindex, dtype=np.int64)
+    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, k)
+    cdef const double[:, ::1] phi_v = phi
+    cdef const double[:, :, ::1] trans_v = trans
+    cdef const long long[::1] tindex_v = tindex
     cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if trans_v.shape[1] != S or trans_v.shape[2] != S:
-        raise ValueError(f"trans must have shape (n_trans, {S}, {S})")
-    if tindex_v.shape[0] != T:
-        raise ValueError(f"tindex must have length {T}")
     if T == 0:
         return np.zeros((1, 0), np.int32), np.zeros(1)
-    idx = np.asarray(tindex_v)[1:]
-    if idx.size and (idx.min() < 0 or idx.max() >= trans_v.shape[0]):
-        raise ValueError("tindex out of range")
     delta = np.empty((T, S, k), np.float64)
     bp_state = np.empty((T, S, k), np.int32)
     bp_rank = np.empty((T, S, k), np.int32)
@@ -401,21 +414,13 @@ def kbest_astar(phi, trans, tindex, int k):
     Viterbi's ``O(T S^2 k)``.  Scores are exact; the order of paths whose
     scores agree to rounding may differ from :func:`kbest_viterbi`'s.
     """
-    cdef const double[:, ::1] phi_v = np.ascontiguousarray(phi, dtype=np.float64)
-    cdef const double[:, :, ::1] trans_v = np.ascontiguousarray(trans, dtype=np.float64)
-    cdef const long long[::1] tindex_v = np.ascontiguousarray(tindex, dtype=np.int64)
+    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, k)
+    cdef const double[:, ::1] phi_v = phi
+    cdef const double[:, :, ::1] trans_v = trans
+    cdef const long long[::1] tindex_v = tindex
     cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if trans_v.shape[1] != S or trans_v.shape[2] != S:
-        raise ValueError(f"trans must have shape (n_trans, {S}, {S})")
-    if tindex_v.shape[0] != T:
-        raise ValueError(f"tindex must have length {T}")
     if T == 0:
         return np.zeros((1, 0), np.int32), np.zeros(1)
-    idx = np.asarray(tindex_v)[1:]
-    if idx.size and (idx.min() < 0 or idx.max() >= trans_v.shape[0]):
-        raise ValueError("tindex out of range")
     cdef const double[:, :, ::1] trans_tv = np.ascontiguousarray(
         np.asarray(trans_v).transpose(0, 2, 1))
     beta = np.empty((T, S), np.float64)

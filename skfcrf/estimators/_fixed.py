@@ -21,6 +21,7 @@ located by :func:`skfcrf.estimators._decoding.locate_conflict`.
 import numpy as np
 
 from skfcrf._bp.graph import IN_CHAIN
+from skfcrf.estimators._structure import label_index
 
 __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
 
@@ -71,20 +72,11 @@ class FixedLabels:
 
 
 def _label_indices(values, classes, s, c):
-    """Indices of the labels ``values`` (object array, None = free) in ``classes``, -1 free."""
+    """Indices of the labels ``values`` (object array, None = free) of chain ``c``,
+    -1 where free; ``classes`` is the model's per-chain label list."""
     out = np.full(len(values), -1, np.int32)
-    given = np.flatnonzero(np.array([v is not None for v in values], dtype=bool))
-    for t in given:
-        v = values[t]
-        idx = np.searchsorted(classes, v) if len(classes) else 0
-        try:
-            found = idx < len(classes) and classes[idx] == v
-        except TypeError:
-            found = False
-        if not found:
-            raise ValueError(f"fixed[{s}] token {t} chain {c}: label {v!r} is not a label of "
-                             f"chain {c} (unknown to the model)")
-        out[t] = idx
+    for t in np.flatnonzero(np.array([v is not None for v in values], dtype=bool)):
+        out[t] = label_index(classes, c, values[t], f"fixed[{s}] token {t} chain {c}")
     return out
 
 
@@ -139,7 +131,7 @@ def encode_fixed(fixed, seq_ptr, classes, one_chain):
                              "(one entry per token and chain, None where free)")
         start = int(seq_ptr[s])
         for c in range(n_chains):
-            index[start:start + T, c] = _label_indices(arr[:, c], classes[c], s, c)
+            index[start:start + T, c] = _label_indices(arr[:, c], classes, s, c)
     return FixedLabels(index, np.asarray(seq_ptr, np.int64), classes)
 
 
