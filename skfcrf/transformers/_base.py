@@ -249,13 +249,15 @@ def check_tokens(seqs, cache=None, name="X"):
 # --------------------------------------------------------------------------- checks
 
 
-def check_int(value, name, minimum=None):
-    """Return ``int(value)`` for an integral non-bool ``value`` >= ``minimum``."""
+def check_int(value, name, minimum=None, maximum=None):
+    """Return ``int(value)`` for an integral non-bool ``minimum <= value <= maximum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
         raise ValueError(f"{name} must be an int, got {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 

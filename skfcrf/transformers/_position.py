@@ -7,6 +7,9 @@ from skfcrf.transformers._base import SequenceTransformerMixin, check_int, check
 
 __all__ = ["RelativePosition"]
 
+#: Most parts a sequence may be split into (``feature_names_out_`` lists every part).
+MAX_BINS = 10_000
+
 
 class RelativePosition(SequenceTransformerMixin):
     """Which of ``n_bins`` equal parts of the sequence a token falls into.
@@ -21,7 +24,7 @@ class RelativePosition(SequenceTransformerMixin):
     Parameters
     ----------
     n_bins : int or tuple of int, default=8
-        Number of parts (>= 1).  A tuple such as ``(2, 3, 4, 5)`` emits one
+        Number of parts (1 to 10,000).  A tuple such as ``(2, 3, 4, 5)`` emits one
         observation per granularity, in that order; its entries must be distinct.
 
     Attributes
@@ -43,7 +46,7 @@ class RelativePosition(SequenceTransformerMixin):
     def _validate_params(self):
         nb = self.n_bins
         if isinstance(nb, Integral) and not isinstance(nb, (bool, np.bool_)):
-            return [check_int(nb, "n_bins", 1)]
+            return [check_int(nb, "n_bins", 1, MAX_BINS)]
         if isinstance(nb, (str, bytes)):
             raise ValueError(f"n_bins must be an int or a tuple of ints, got {nb!r}")
         try:
@@ -52,7 +55,7 @@ class RelativePosition(SequenceTransformerMixin):
             raise ValueError(f"n_bins must be an int or a tuple of ints, got {nb!r}") from None
         if not bins:
             raise ValueError("n_bins must not be empty")
-        bins = [check_int(k, "each entry of n_bins", 1) for k in bins]
+        bins = [check_int(k, "each entry of n_bins", 1, MAX_BINS) for k in bins]
         if len(set(bins)) != len(bins):
             raise ValueError(f"n_bins entries must be distinct, got {nb!r}")
         return bins
