@@ -31,7 +31,12 @@ from skfcrf.estimators._early_stopping import (
     validation_split,
 )
 from skfcrf.estimators._inspection import top_weights as _top_weights
-from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory, nnz_of
+from skfcrf.estimators._memory import (
+    check_fit_memory,
+    column_counts,
+    estimate_fit_memory,
+    nnz_of,
+)
 from skfcrf.estimators._model import (
     SUPPORT_MODES,
     ParameterLayout,
@@ -476,7 +481,8 @@ class FactorialCRF(BaseEstimator):
             self.graph_, Xm.shape[0], Xm.shape[1], nnz_of(Xm),
             unary_features=self.unary_features, transition_features=self.transition_features,
             coupling_features=self.coupling_features, objective=self.objective,
-            lbfgs_memory=self.lbfgs_memory), self.max_memory, self.verbose)
+            lbfgs_memory=self.lbfgs_memory, column_counts=column_counts(Xm),
+            n_sequences=len(seq_ptr) - 1), self.max_memory, self.verbose)
         self.layout_ = ParameterLayout.from_training(
             self.graph_, Xm, seq_ptr, gold, self.unary_features,
             self.transition_features, self.coupling_features)
