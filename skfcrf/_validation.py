@@ -50,7 +50,13 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
         if isinstance(seq, np.ndarray):
             arr = seq.astype(object, copy=True)
         else:
-            seq = list(seq)
+            try:
+                seq = list(seq)
+            except TypeError:
+                raise ValueError(
+                    f"{name}[{i}] must be a sequence of labels (one per token) or of "
+                    f"per-token label tuples, got {type(seq).__name__}"
+                ) from None
             if len(seq) and all(isinstance(t, (tuple, list, np.ndarray)) for t in seq):
                 lengths = {len(t) for t in seq}
                 if len(lengths) != 1:

@@ -67,7 +67,7 @@ class EarlyStopping:
         self.best_score = -np.inf
         self.best_coef = None
         self.best_iteration = 0
-        self.last_scored = 0
+        self.last_scored = None  # no weights scored yet (not even iteration 0's)
         self.triggered = False
         self._no_change = 0
 

@@ -34,7 +34,12 @@ from skfcrf.estimators._early_stopping import (
 )
 from skfcrf.estimators._fixed import check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
-from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory, nnz_of
+from skfcrf.estimators._memory import (
+    check_fit_memory,
+    column_counts,
+    estimate_fit_memory,
+    nnz_of,
+)
 from skfcrf.estimators._model import (
     SUPPORT_MODES,
     ParameterLayout,
@@ -420,9 +425,10 @@ class FactorialCRF(BaseEstimator):
 
     def _hold_out(self, X, y):
         """Training part of ``X, y`` and an EarlyStopping over the held-out part."""
-        X, y = list(X), list(y)
-        if len(X) != len(y):
-            raise ValueError(f"X and y have different numbers of sequences: {len(X)} != {len(y)}")
+        X, y = _listed(X), _listed(y)
+        # validate every sequence now: a bad held-out one would only show after training
+        _, y_seqs, _ = self._check_Xy(X, y)
+        self._check_lengths(ObservationEncoder().fit_transform(X)[1], y_seqs)
         train, val = validation_split(len(X), self.validation_fraction, self.random_state)
         stopper = EarlyStopping(self, [X[i] for i in val], [y[i] for i in val],
                                 validation_scorer(self.validation_scoring),
@@ -502,7 +508,8 @@ class FactorialCRF(BaseEstimator):
             self.graph_, Xm.shape[0], Xm.shape[1], nnz_of(Xm),
             unary_features=self.unary_features, transition_features=self.transition_features,
             coupling_features=self.coupling_features, objective=self.objective,
-            lbfgs_memory=self.lbfgs_memory), self.max_memory, self.verbose)
+            lbfgs_memory=self.lbfgs_memory, column_counts=column_counts(Xm),
+            n_sequences=len(seq_ptr) - 1), self.max_memory, self.verbose)
         self.layout_ = ParameterLayout.from_training(
             self.graph_, Xm, seq_ptr, gold, self.unary_features,
             self.transition_features, self.coupling_features)
@@ -533,9 +540,9 @@ class FactorialCRF(BaseEstimator):
         if y is None:
             raise ValueError("y is required: a list of label sequences")
         y_seqs, one_chain = check_label_sequences(y)
-        X_list = list(X) if not isinstance(X, (str, bytes)) and X is not None else X
-        if X_list is None or isinstance(X_list, (str, bytes)):
-            raise ValueError("X must be a list of sequences")
+        X_list = _listed(X)
+        if not isinstance(X_list, list):
+            raise ValueError(f"X must be a list of sequences, got {type(X).__name__}")
         if len(X_list) != len(y_seqs):
             raise ValueError(f"X and y have different numbers of sequences: {len(X_list)} != {len(y_seqs)}")
         return X_list, y_seqs, one_chain
@@ -792,7 +799,10 @@ class FactorialCRF(BaseEstimator):
             raise ValueError(f"X and y have different numbers of sequences: {len(pred)} != {len(y_seqs)}")
         right = total = 0
         for i, (p, t) in enumerate(zip(pred, y_seqs)):
-            p = np.asarray(p, dtype=object).reshape(len(p), -1)
+            p = np.asarray(p, dtype=object)
+            p = p.reshape(-1, 1) if p.ndim == 1 else p
+            if len(p) == len(t) == 0:  # an empty sequence: nothing to compare
+                continue
             if p.shape != t.shape:
                 raise ValueError(f"sequence {i}: prediction shape {p.shape} != label shape {t.shape}")
             right += int(np.all(p == t, axis=1).sum())
@@ -824,6 +834,16 @@ class FactorialCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.target_tags.required = True
         return tags
+
+
+def _listed(seqs):
+    """``seqs`` as a list when it is an iterable of sequences, else unchanged (for the checks)."""
+    if seqs is None or isinstance(seqs, (str, bytes, dict)):
+        return seqs
+    try:
+        return list(seqs)
+    except TypeError:
+        return seqs
 
 
 def kernel_threads(n_jobs):

@@ -7,16 +7,24 @@ weights
     Per template: ``"all"`` support gives every (observation, assignment)
     pair a weight (``n_observations x L_a x L_b`` for a pairwise template --
     the case that exhausts memory); ``"supported"`` at most one weight per
-    observation occurrence (``nnz(X)``) and assignment seen; ``"default"`` only
-    the biases.
-building the feature table
-    Three int64 arrays of the weights' size (keys, their sort, the unique keys).
+    assignment seen with an observation, so per observation column at most
+    ``min(occurrences, assignments)`` (with the column counts; without them
+    ``nnz(X)`` in all); ``"default"`` only the biases.
+the feature table
+    12 bytes per weight (it is built through three int64 arrays of the weights'
+    size, but before the optimizer allocates anything, so that phase is never
+    the peak when training needs more; it is reported, not added).
 training
-    Weights, gradient, start point and scipy L-BFGS-B's workspace
-    (``(2 * lbfgs_memory + 5)`` vectors), plus the objective's per-block
-    gradient accumulators (8 blocks for chain-wise, 16 for pseudolikelihood, 1
-    for likelihood) and, for the likelihood objective, its whole-batch score,
-    potential and marginal arrays (``N x`` score width, five of them).
+    Vectors of the weights' size (8 bytes per weight) alive at once, measured
+    with ``benchmarks/bench_memory_estimate.py`` (peak RSS of fits against this
+    model): ``2 * lbfgs_memory + 12`` for scipy's L-BFGS-B workspace, its
+    copies of the point and gradient, the penalised gradient's temporaries and
+    the monitor's copy of the last weights; plus the objective's gradient
+    accumulators: one per block of sequences and the sum (chain-wise: up to 8
+    blocks; pseudolikelihood: up to 16; both at least the 4 vectors of the
+    likelihood fine-tuning stage), 4 for the likelihood, which also keeps its
+    whole-batch score, potential and marginal arrays (``N x`` score width, five
+    of them).
 
 :func:`check_fit_memory` raises :class:`MemoryError` when the estimate exceeds
 the limit (the ``max_memory`` parameter, else the memory the system reports
@@ -29,18 +37,31 @@ import numpy as np
 
 from skfcrf._bp.graph import IN_CHAIN
 
-__all__ = ["estimate_fit_memory", "available_memory", "check_fit_memory"]
+__all__ = ["estimate_fit_memory", "available_memory", "check_fit_memory", "column_counts"]
 
-_BLOCKS = {"chainwise": 8, "pseudolikelihood": 16, "likelihood": 1}
+#: Most gradient blocks of each objective (each a vector of the weights' size).
+_BLOCKS = {"chainwise": 8, "pseudolikelihood": 16}
+#: Gradient vectors of the likelihood (also the floor of the others: fine-tuning).
+_LIKELIHOOD_VECTORS = 4
+#: Weight-sized vectors of the optimizer besides its ``2 * lbfgs_memory`` history.
+_OPTIMIZER_VECTORS = 12
+
+
+def _supported(nnz, n_features, size, column_counts):
+    """Upper bound on the supported weights of a template with ``size`` assignments."""
+    if column_counts is None:
+        return min(nnz, n_features * size)
+    return int(np.minimum(column_counts, size).sum())
 
 
 def _template_weights(graph, n_features, nnz, unary_features, transition_features,
-                      coupling_features):
+                      coupling_features, column_counts=None):
     """(name, number of weights) per template, from the support modes."""
     out = []
     for c in range(graph.n_chains):
         L = int(graph.n_labels[c])
-        n = {"all": n_features * L, "supported": min(nnz, n_features * L)}.get(unary_features, 0)
+        n = {"all": n_features * L,
+             "supported": _supported(nnz, n_features, L, column_counts)}.get(unary_features, 0)
         out.append((f"unary template of chain {c} (unary_features={unary_features!r})", n + L))
     for e in range(graph.n_edges):
         size = graph.edge_size(e)
@@ -49,34 +70,51 @@ def _template_weights(graph, n_features, nnz, unary_features, transition_feature
                        else (coupling_features, "coupling_features"))
         name = (f"in-chain template of chain {graph.edge_a[e]}" if inchain else
                 f"coupling template of chains ({graph.edge_a[e]}, {graph.edge_b[e]})")
-        n = {"all": n_features * size, "supported": min(nnz, n_features * size)}.get(mode, 0)
+        n = {"all": n_features * size,
+             "supported": _supported(nnz, n_features, size, column_counts)}.get(mode, 0)
         out.append((f"{name} ({param}={mode!r})", n + size))
     return out
 
 
 def estimate_fit_memory(graph, n_tokens, n_features, nnz, *, unary_features,
-                        transition_features, coupling_features, objective, lbfgs_memory):
+                        transition_features, coupling_features, objective, lbfgs_memory,
+                        column_counts=None, n_sequences=None):
     """Estimated peak bytes of a fit by component (see the module docstring).
 
-    Returns a dict of bytes per component plus ``n_weights`` and
-    ``dominant_template`` (the template with the most weights).
+    ``column_counts`` (stored entries per observation column, :func:`column_counts`)
+    tightens the bound on ``"supported"`` weights; ``n_sequences`` bounds the
+    number of gradient blocks.  Returns a dict of bytes per component plus
+    ``n_weights``, ``dominant_template`` and ``feature_table_build`` (the set-up
+    phase's peak, reported but not added: it ends before training starts).
     """
     templates = _template_weights(graph, n_features, nnz, unary_features,
-                                  transition_features, coupling_features)
+                                  transition_features, coupling_features, column_counts)
     n_weights = sum(n for _, n in templates)
     width = graph.total_labels + sum(
         graph.edge_size(e) for e in range(graph.n_edges) if not graph.edge_tied[e])
+    if objective in _BLOCKS:
+        blocks = _BLOCKS[objective] if n_sequences is None else min(_BLOCKS[objective],
+                                                                    max(n_sequences, 1))
+        gradient_vectors = max(blocks + 1, _LIKELIHOOD_VECTORS)
+    else:
+        gradient_vectors = _LIKELIHOOD_VECTORS
     est = dict(
         n_weights=n_weights,
-        feature_table_build=3 * 8 * n_weights,
         feature_table=12 * n_weights,
-        optimizer=8 * n_weights * (3 + 2 * lbfgs_memory + 5),
-        gradient_blocks=8 * n_weights * _BLOCKS.get(objective, 1),
+        optimizer=8 * n_weights * (2 * lbfgs_memory + _OPTIMIZER_VECTORS),
+        gradient_blocks=8 * n_weights * gradient_vectors,
         batch_arrays=8 * n_tokens * width * (5 if objective == "likelihood" else 0),
         observations=12 * nnz * 2,
     )
     est["dominant_template"] = max(templates, key=lambda t: t[1])[0] if templates else None
+    est["feature_table_build"] = 3 * 8 * n_weights
     return est
+
+
+def column_counts(X):
+    """Stored entries per column of a sparse observation matrix (CSR or CSC)."""
+    X = X.tocsr()
+    return np.bincount(X.indices, minlength=X.shape[1])
 
 
 def available_memory():
@@ -94,14 +132,19 @@ def available_memory():
         return None
 
 
+_NOT_ADDED = ("n_weights", "dominant_template", "feature_table_build")
+
+
 def _gb(n):
     return f"{n / 2 ** 30:.2f} GB"
 
 
 def check_fit_memory(est, max_memory=None, verbose=0):
     """Raise MemoryError when the estimate exceeds ``max_memory`` (bytes; None: available)."""
-    total = int(sum(v for k, v in est.items()
-                    if k not in ("n_weights", "dominant_template")))
+    parts = {k: v for k, v in est.items() if k not in _NOT_ADDED}
+    # the set-up phase (building the feature table) ends before training begins
+    total = int(max(sum(parts.values()),
+                    est.get("feature_table_build", 0) + parts.get("observations", 0)))
     limit = max_memory if max_memory is not None else available_memory()
     if verbose:
         parts = ", ".join(f"{k} {_gb(v)}" for k, v in est.items()

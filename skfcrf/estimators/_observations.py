@@ -4,11 +4,19 @@ Accepted per-sequence forms (see DESIGN.md): a list of per-token dicts
 ``{name: value}``; a list of per-token lists of names (value 1.0); or a 2-D
 scipy.sparse matrix / numeric array ``(n_tokens, n_observations)`` whose columns
 mean the same in every sequence.
+
+Observation values must be finite and at most :data:`MAX_OBSERVATION_VALUE` in
+magnitude: a potential is a sum of weight x value products, and beyond that
+bound the first solver steps (weights of order one, or of order ``sigma``)
+overflow the potentials and the squared gradient norm to ``inf``.
 """
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
+
+#: Largest accepted magnitude of an observation value (see the module docstring).
+MAX_OBSERVATION_VALUE = 1e100
 
 NAMES = "names"
 MATRIX = "matrix"
@@ -32,6 +40,35 @@ def _check_sequence_list(X):
     if not X:
         raise ValueError("X is empty: at least one sequence is required")
     return X
+
+
+def _values(data, indptr, seq_ptr):
+    """The observation values as float64; ValueError naming the first non-number.
+
+    A number is a real scalar (bool, int, float, numpy scalar): numeric strings,
+    complex numbers and arrays are refused, not converted.
+    """
+    try:
+        values = np.asarray(data) if data else np.zeros(0)
+    except (TypeError, ValueError):  # e.g. arrays of different lengths among the values
+        values = None
+    if values is not None and values.ndim == 1 and values.dtype.kind in "fiub":
+        return values.astype(np.float64, copy=False)
+    bad = next((k for k, v in enumerate(data) if not isinstance(v, numbers.Real)), None)
+    if bad is not None:
+        row = int(np.searchsorted(indptr, bad, side="right") - 1)
+        s, t = _locate(seq_ptr, row)
+        raise ValueError(
+            f"X[{s}] token {t}: observation values must be numbers, got {data[bad]!r}")
+    # all real but not one numpy dtype, e.g. ints beyond int64: convert one by one
+    return np.array([_real(v) for v in data], dtype=np.float64)
+
+
+def _real(v):
+    try:
+        return float(v)
+    except OverflowError:  # an int beyond float64: refused later as too large
+        return np.inf if v > 0 else -np.inf
 
 
 def _locate(seq_ptr, row):
@@ -86,7 +123,13 @@ class ObservationEncoder:
                         f"observation names, got {type(tok).__name__}"
                     )
                 for name, value in items:
-                    j = lookup(name)
+                    try:
+                        j = lookup(name)
+                    except TypeError:  # unhashable, e.g. a nested list of names
+                        raise ValueError(
+                            f"X[{i}] token {t}: observation names must be strings, "
+                            f"got {name!r}"
+                        ) from None
                     if j is None:
                         if not grow:
                             continue
@@ -102,16 +145,7 @@ class ObservationEncoder:
             seq_ptr.append(len(indptr) - 1)
         indptr = np.asarray(indptr, dtype=np.int64)
         seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
-        try:
-            data = np.asarray(data, dtype=np.float64)
-        except (TypeError, ValueError):
-            bad = next(k for k, v in enumerate(data) if not isinstance(v, numbers.Real))
-            row = int(np.searchsorted(indptr, bad, side="right") - 1)
-            s, t = _locate(seq_ptr, row)
-            raise ValueError(
-                f"X[{s}] token {t}: observation values must be numbers, got {data[bad]!r}"
-            ) from None
-        return indptr, np.asarray(indices, dtype=np.int64), data, seq_ptr
+        return indptr, np.asarray(indices, dtype=np.int64), _values(data, indptr, seq_ptr), seq_ptr
 
     @staticmethod
     def _read_matrices(X, n_columns):
@@ -136,13 +170,15 @@ class ObservationEncoder:
 
     @staticmethod
     def _check_finite(data, indptr, seq_ptr):
-        finite = np.isfinite(data)
-        if not finite.all():
-            bad = int(np.flatnonzero(~finite)[0])
+        ok = np.abs(data) <= MAX_OBSERVATION_VALUE  # False for NaN and inf too
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
             row = int(np.searchsorted(indptr, bad, side="right") - 1)
             s, t = _locate(seq_ptr, row)
             raise ValueError(
-                f"X[{s}] token {t}: observation values must be finite, got {data[bad]}"
+                f"X[{s}] token {t}: observation values must be finite and at most "
+                f"{MAX_OBSERVATION_VALUE:g} in magnitude (rescale them; values of order one "
+                f"train best), got {data[bad]}"
             )
 
     # -- fitting -----------------------------------------------------------------

@@ -89,8 +89,8 @@ def encode_labels(classes, y_seqs):
 def label_index(classes, chain, label, what):
     """Index of ``label`` in chain ``chain``; ValueError naming ``what`` if unknown."""
     chain_classes = classes[chain]
-    idx = np.searchsorted(chain_classes, label) if len(chain_classes) else 0
-    try:
+    try:  # a label not comparable with the classes (an int among str) is not one of them
+        idx = np.searchsorted(chain_classes, label) if len(chain_classes) else 0
         found = idx < len(chain_classes) and chain_classes[idx] == label
     except TypeError:
         found = False

@@ -249,18 +249,21 @@ def check_tokens(seqs, cache=None, name="X"):
 # --------------------------------------------------------------------------- checks
 
 
-def check_int(value, name, minimum=None):
-    """Return ``int(value)`` for an integral non-bool ``value`` >= ``minimum``."""
+def check_int(value, name, minimum=None, maximum=None):
+    """Return ``int(value)`` for an integral non-bool ``minimum <= value <= maximum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
         raise ValueError(f"{name} must be an int, got {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
-def check_int_list(value, name, minimum=None, what="a sequence of ints"):
-    """Return the iterable ``value`` (not a str, not an int) as a list of ints >= ``minimum``.
+def check_int_list(value, name, minimum=None, what="a sequence of ints", maximum=None):
+    """Return the iterable ``value`` (not a str, not an int) as a list of ints in
+    ``[minimum, maximum]``.
 
     ``what`` names the expected type in the error message.
     """
@@ -270,7 +273,7 @@ def check_int_list(value, name, minimum=None, what="a sequence of ints"):
         out = list(value)
     except TypeError:
         raise ValueError(f"{name} must be {what}, got {value!r}") from None
-    return [check_int(v, f"each entry of {name}", minimum) for v in out]
+    return [check_int(v, f"each entry of {name}", minimum, maximum) for v in out]
 
 
 def check_distinct(values, name, entry="entry"):

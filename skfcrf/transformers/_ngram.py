@@ -90,7 +90,9 @@ class NGramWindow(SequenceTransformerMixin):
             raise ValueError(f"ngram_range must satisfy min_n <= max_n, got {rng!r}")
         offset_set = set(offsets)
         specs = []
-        for n in range(min_n, max_n + 1):
+        # an n-gram longer than the window has no offsets to sit on (and a huge max_n
+        # must not loop for ever)
+        for n in range(min_n, min(max_n, len(offsets)) + 1):
             for o in offsets:
                 if all(o + k in offset_set for k in range(n)):
                     specs.append((n, o))

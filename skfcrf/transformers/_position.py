@@ -13,6 +13,9 @@ from skfcrf.transformers._base import (
 
 __all__ = ["RelativePosition"]
 
+#: Most parts a sequence may be split into (``feature_names_out_`` lists every part).
+MAX_BINS = 10_000
+
 
 class RelativePosition(SequenceTransformerMixin):
     """Which of ``n_bins`` equal parts of the sequence a token falls into.
@@ -27,7 +30,7 @@ class RelativePosition(SequenceTransformerMixin):
     Parameters
     ----------
     n_bins : int or tuple of int, default=8
-        Number of parts (>= 1).  A tuple such as ``(2, 3, 4, 5)`` emits one
+        Number of parts (1 to 10,000).  A tuple such as ``(2, 3, 4, 5)`` emits one
         observation per granularity, in that order; its entries must be distinct.
 
     Attributes
@@ -49,8 +52,9 @@ class RelativePosition(SequenceTransformerMixin):
     def _validate_params(self):
         nb = self.n_bins
         if isinstance(nb, Integral) and not isinstance(nb, (bool, np.bool_)):
-            return [check_int(nb, "n_bins", 1)]
-        bins = check_int_list(nb, "n_bins", 1, what="an int or a tuple of ints")
+            return [check_int(nb, "n_bins", 1, MAX_BINS)]
+        bins = check_int_list(nb, "n_bins", 1, what="an int or a tuple of ints",
+                              maximum=MAX_BINS)
         return check_distinct(bins, "n_bins", "number of parts")
 
     def _fit_transform_named(self, seqs, prefix, weight, cache):

@@ -1,0 +1,78 @@
+"""The memory guard's estimate is within 30% of a fit's measured peak memory.
+
+One small configuration dominated by weights (one chain of 12 labels,
+``transition_features="all"`` over about 2,500 observations: 0.37 M weights) is fitted
+in a fresh interpreter; its peak is the kernel's high-water mark after the fit
+(reset just before it through ``/proc/self/clear_refs``) minus the resident
+memory before it.  ``benchmarks/bench_memory_estimate.py`` runs the larger
+configurations.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CHILD = textwrap.dedent("""
+    import gc, json, warnings
+    import numpy as np
+    from skfcrf import FactorialCRF
+    from skfcrf.estimators._memory import check_fit_memory, column_counts, estimate_fit_memory
+    from skfcrf.estimators import training_problem
+
+    def kb(field):
+        with open("/proc/self/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith(field + ":"))
+
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for s in range(200):
+        toks = rng.integers(0, 4000, size=20)
+        X.append([{f"w={t}": 1.0} for t in toks])
+        y.append([f"L{t % 12}" for t in toks])
+    params = dict(objective="likelihood", transition_features="all", max_iter=8)
+    probe = FactorialCRF(**params)
+    objective, _, _ = training_problem(probe, X, y)
+    Xm, seq_ptr = probe.encoder_.transform(X)
+    est = estimate_fit_memory(probe.graph_, Xm.shape[0], Xm.shape[1], Xm.nnz,
+                              unary_features="supported", transition_features="all",
+                              coupling_features="default", objective="likelihood",
+                              lbfgs_memory=3, column_counts=column_counts(Xm),
+                              n_sequences=len(seq_ptr) - 1)
+    total = check_fit_memory(est, max_memory=2 ** 62)
+    del objective, probe, Xm
+    gc.collect()
+    base = kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = FactorialCRF(**params).fit(X, y)
+    print(json.dumps(dict(estimate=total, measured=(kb("VmHWM") - base) * 1024,
+                          n_weights=est["n_weights"], n_params=int(crf.coef_.size))))
+""")
+
+
+def _can_reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _can_reset_peak(),
+                    reason="needs Linux's /proc/self/clear_refs to reset the peak RSS")
+def test_estimate_within_30_percent_of_measured_peak():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                         env=env, cwd=root, timeout=120, check=True).stdout
+    rec = json.loads(out.strip().splitlines()[-1])
+    # "all" transitions are counted exactly; "supported" unary weights by an upper bound
+    assert rec["n_params"] <= rec["n_weights"] <= 1.05 * rec["n_params"]
+    ratio = rec["estimate"] / rec["measured"]
+    assert 0.7 <= ratio <= 1.3, rec
