@@ -252,9 +252,10 @@ class BlockLBFGS:
     chain alone reach .018.
 
     Line search: backtracking from the unit step (the first iteration from
-    ``1 / |g|``) under the Armijo condition, halving the step up to
-    ``max_backtracks`` times; a block whose search fails keeps its weights and
-    stops.  A block converges when its relative loss reduction or its largest
+    ``1 / |g|``) under the Armijo condition, each time to the minimiser of the
+    quadratic that fits the loss, its slope and the failed trial (kept within a
+    tenth and a half of the step), up to ``max_backtracks`` times; a block whose
+    search fails keeps its weights and stops.  A block converges when its relative loss reduction or its largest
     gradient component falls below ``tol`` (scipy's ``ftol``/``gtol`` tests).
     """
 
@@ -306,7 +307,13 @@ class BlockLBFGS:
                 pending &= ~ok
                 if not pending.any():
                     break
-                steps[pending] *= 0.5
+                # minimiser of the quadratic through f, the slope and f_eval, kept
+                # within [0.1, 0.5] of the step (halving when f_eval is not finite)
+                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                    curve = f_eval - f - steps * slopes
+                    quad = -slopes * steps ** 2 / (2.0 * curve)
+                quad = np.where(np.isfinite(quad), quad, 0.5 * steps)
+                steps[pending] = np.clip(quad, 0.1 * steps, 0.5 * steps)[pending]
             for b in np.flatnonzero(pending):          # line search failed: keep the weights
                 trial[blocks[b]] = theta[blocks[b]]
                 active[b], failed[b] = False, True
