@@ -109,57 +109,42 @@ cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
         out[j] = m
 
 
-cdef void _forward_product(const Trans* tr, Py_ssize_t S, const double* x,
-                           double* out) noexcept nogil:
-    """``out = E^T x`` (``out[j] = sum_i x[i] E[i, j]``)."""
-    cdef char tn = b"N"
-    cdef int n = <int> S, one = 1
-    cdef double a1 = 1.0, b0 = 0.0, v
-    cdef Py_ssize_t j
-    cdef long long k
-    if tr.dense != NULL:
-        # row-major E is E^T in BLAS's column-major terms
-        dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
-        return
-    for j in range(S):
-        v = 0.0
-        for k in range(tr.in_ptr[j], tr.in_ptr[j + 1]):
-            v += tr.in_val[k] * x[tr.in_idx[k]]
-        out[j] = v
+cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                   bint transpose, const double* a_prev, double* counts) noexcept nogil:
+    """``out = E^T x`` (``transpose``: ``out[j] = sum_i x[i] E[i, j]``, the forward
+    step) or ``out = E x`` (``out[i] = sum_j E[i, j] x[j]``, the backward step).
 
-
-cdef void _backward_product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
-                            const double* a_prev, double* counts) noexcept nogil:
-    """``out = E x`` (``out[i] = sum_j E[i, j] x[j]``).
-
-    Sparse form with ``counts``: also adds ``a_prev[i] * x[j]`` to the count of
-    every allowed pair ``(i, j)`` (``out`` order), in the same pass.
+    Sparse backward step with ``counts``: also adds ``a_prev[i] * x[j]`` to the
+    count of every allowed pair ``(i, j)`` (``out`` order), in the same pass.
     """
-    cdef char tt = b"T"
+    cdef char tn = b"N" if transpose else b"T"      # row-major E is E^T for BLAS
     cdef int n = <int> S, one = 1
     cdef double a1 = 1.0, b0 = 0.0, v, a
     cdef Py_ssize_t i
     cdef long long k
+    cdef const long long* ptr = tr.in_ptr if transpose else tr.out_ptr
+    cdef const int* idx = tr.in_idx if transpose else tr.out_idx
+    cdef const double* val = tr.in_val if transpose else tr.out_val
     if tr.dense != NULL:
-        dgemv(&tt, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
+        dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
         return
     for i in range(S):
         v = 0.0
         if counts != NULL and a_prev[i] != 0.0:
             a = a_prev[i]
-            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
-                v += tr.out_val[k] * x[tr.out_idx[k]]
-                counts[k] += a * x[tr.out_idx[k]]
+            for k in range(ptr[i], ptr[i + 1]):
+                v += val[k] * x[idx[k]]
+                counts[k] += a * x[idx[k]]
         else:
-            for k in range(tr.out_ptr[i], tr.out_ptr[i + 1]):
-                v += tr.out_val[k] * x[tr.out_idx[k]]
+            for k in range(ptr[i], ptr[i + 1]):
+                v += val[k] * x[idx[k]]
         out[i] = v
 
 
 cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t T, const double* alpha,
                                    const double* w, double* counts) noexcept nogil:
     """Add ``sum_t alpha_{t-1} (x) w_t`` (``t = 1 .. T-1``) to ``S x S`` row-major
-    ``counts`` (the sparse form accumulates them in :func:`_backward_product`)."""
+    ``counts`` (the sparse form accumulates them in :func:`_product`)."""
     cdef char tn = b"N", tt = b"T"
     cdef int n = <int> S, kk = <int> (T - 1)
     cdef double a1 = 1.0
@@ -327,7 +312,7 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
             for s in range(S):
                 tmp[s] = psi[s]
         else:
-            _forward_product(tr, S, alpha + (t - 1) * S, tmp)
+            _product(tr, S, alpha + (t - 1) * S, tmp, True, NULL, NULL)
             for s in range(S):
                 tmp[s] *= psi[t * S + s]
             log_z += shift
@@ -346,7 +331,7 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
     while t >= 1:
         for s in range(S):
             tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
-        _backward_product(tr, S, tmp, beta + (t - 1) * S, alpha + (t - 1) * S, counts)
+        _product(tr, S, tmp, beta + (t - 1) * S, False, alpha + (t - 1) * S, counts)
         for s in range(S):
             psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
