@@ -217,47 +217,48 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     cdef double* u
     cdef double* drow
     _fold_unaries(m, s, c, g0, T)
-    # psi and the gold path's unary score
+    # the gold path's unary score
+    for t in range(T):
+        gold_score += s.u[t * L + m.gold[(g0 + t) * C + c]]
+    # forward: at each token the incoming mass (1 at the first), then the scores
+    # shifted by the best *reachable* label's, so that the token's total cannot
+    # underflow however far apart the scores are (forbidden transitions)
     for t in range(T):
         u = s.u + t * L
+        if t == 0:
+            for l in range(L):
+                s.tmp[l] = 1.0
+        else:
+            if untied:
+                shift = _untied_transition(m, s, c, t)
+                E = s.trans
+            else:
+                shift = m.tied_shift[c]
+            _vec_mat(s.alpha + (t - 1) * L, E, L, s.tmp)
+            log_z += shift
+            y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
+            gold_score += (s.trans_log[yp * L + y] if untied
+                           else m.tied_log[m.chain_tied[c] + yp * L + y])
         mx = -INFINITY
         for l in range(L):
-            if u[l] > mx:
+            if s.tmp[l] > 0.0 and u[l] > mx:
                 mx = u[l]
-        for l in range(L):
-            s.psi[t * L + l] = exp(u[l] - mx)
-        log_z += mx
-        gold_score += u[m.gold[(g0 + t) * C + c]]
-    # forward
-    total = 0.0
-    for l in range(L):
-        total += s.psi[l]
-    if not (total > 0):
-        return INFINITY
-    s.norm[0] = total
-    log_z += log(total)
-    for l in range(L):
-        s.alpha[l] = s.psi[l] / total
-    for t in range(1, T):
-        if untied:
-            shift = _untied_transition(m, s, c, t)
-            E = s.trans
-        else:
-            shift = m.tied_shift[c]
-        _vec_mat(s.alpha + (t - 1) * L, E, L, s.tmp)
+        if mx == -INFINITY:
+            return INFINITY
         total = 0.0
         for l in range(L):
-            s.tmp[l] *= s.psi[t * L + l]
-            total += s.tmp[l]
+            if s.tmp[l] > 0.0:
+                s.psi[t * L + l] = exp(u[l] - mx)
+                s.tmp[l] *= s.psi[t * L + l]
+                total += s.tmp[l]
+            else:
+                s.psi[t * L + l] = 0.0          # unreachable: no mass either way
         if not (total > 0) or not isfinite(total):
             return INFINITY
         s.norm[t] = total
-        log_z += log(total) + shift
+        log_z += mx + log(total)
         for l in range(L):
             s.alpha[t * L + l] = s.tmp[l] / total
-        y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
-        gold_score += (s.trans_log[yp * L + y] if untied
-                       else m.tied_log[m.chain_tied[c] + yp * L + y])
     # backward, marginals, transition gradients
     for l in range(L):
         s.beta[(T - 1) * L + l] = 1.0

@@ -297,32 +297,37 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
 
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, total, log_z = 0.0
+    cdef double* phi
     for t in range(T):
-        _state_scores(tb, g0 + t, psi + t * S)
-        m = -INFINITY
-        for s in range(S):
-            if psi[t * S + s] > m:
-                m = psi[t * S + s]
-        if m == -INFINITY:
-            return -INFINITY
-        exp_shifted(psi + t * S, m, psi + t * S, <int> S)
-        log_z += m
-    for t in range(T):
+        # incoming mass of every state (1 at the first token), then the state scores
+        # shifted by the best *reachable* state's score, so that the token's total
+        # cannot underflow however far apart the scores are
+        phi = psi + t * S
         if t == 0:
             for s in range(S):
-                tmp[s] = psi[s]
+                tmp[s] = 1.0
         else:
             _product(tr, S, alpha + (t - 1) * S, tmp, True, NULL, NULL)
-            for s in range(S):
-                tmp[s] *= psi[t * S + s]
             log_z += shift
+        _state_scores(tb, g0 + t, phi)
+        m = -INFINITY
+        for s in range(S):
+            if tmp[s] > 0.0 and phi[s] > m:
+                m = phi[s]
+        if m == -INFINITY:
+            return -INFINITY
+        exp_shifted(phi, m, phi, <int> S)
         total = 0.0
         for s in range(S):
-            total += tmp[s]
+            if tmp[s] > 0.0:
+                tmp[s] *= phi[s]
+                total += tmp[s]
+            else:
+                phi[s] = 0.0                 # unreachable: no mass either way
         if not (total > 0):
             return -INFINITY
+        log_z += m + log(total)
         norm[t] = total
-        log_z += log(total)
         for s in range(S):
             alpha[t * S + s] = tmp[s] / total
     for s in range(S):

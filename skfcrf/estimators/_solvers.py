@@ -255,7 +255,8 @@ class BlockLBFGS:
     ``1 / |g|``) under the Armijo condition, each time to the minimiser of the
     quadratic that fits the loss, its slope and the failed trial (kept within a
     tenth and a half of the step), up to ``max_backtracks`` times; a block whose
-    search fails keeps its weights and stops.  A block converges when its relative loss reduction or its largest
+    search fails keeps its weights and stops.  A block converges when its relative
+    loss reduction or its largest
     gradient component falls below ``tol`` (scipy's ``ftol``/``gtol`` tests).
     """
 
