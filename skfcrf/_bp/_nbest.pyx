@@ -270,38 +270,27 @@ cdef struct Search:
     long long cap_heap
 
 
+cdef int _resize(void** slot, long long n, size_t size) noexcept nogil:
+    """``realloc`` the array at ``*slot`` to ``n`` items; 0 on success, -1 (array
+    unchanged) when out of memory."""
+    cdef void* p = realloc(slot[0], n * size)
+    if p == NULL:
+        return -1
+    slot[0] = p
+    return 0
+
+
 cdef int _grow(Search* sr) noexcept nogil:
     """Double the node and heap capacity; 0 on success, -1 when out of memory."""
     cdef long long cap = 2 * sr.cap_nodes
-    cdef void* p
-    p = realloc(sr.node_t, cap * sizeof(int))
-    if p == NULL:
+    if (_resize(<void**> &sr.node_t, cap, sizeof(int))
+            or _resize(<void**> &sr.node_s, cap, sizeof(int))
+            or _resize(<void**> &sr.node_parent, cap, sizeof(long long))
+            or _resize(<void**> &sr.node_g, cap, sizeof(double))
+            or _resize(<void**> &sr.heap_f, cap, sizeof(double))
+            or _resize(<void**> &sr.heap_order, cap, sizeof(long long))
+            or _resize(<void**> &sr.heap_node, cap, sizeof(long long))):
         return -1
-    sr.node_t = <int*> p
-    p = realloc(sr.node_s, cap * sizeof(int))
-    if p == NULL:
-        return -1
-    sr.node_s = <int*> p
-    p = realloc(sr.node_parent, cap * sizeof(long long))
-    if p == NULL:
-        return -1
-    sr.node_parent = <long long*> p
-    p = realloc(sr.node_g, cap * sizeof(double))
-    if p == NULL:
-        return -1
-    sr.node_g = <double*> p
-    p = realloc(sr.heap_f, cap * sizeof(double))
-    if p == NULL:
-        return -1
-    sr.heap_f = <double*> p
-    p = realloc(sr.heap_order, cap * sizeof(long long))
-    if p == NULL:
-        return -1
-    sr.heap_order = <long long*> p
-    p = realloc(sr.heap_node, cap * sizeof(long long))
-    if p == NULL:
-        return -1
-    sr.heap_node = <long long*> p
     sr.cap_nodes = cap
     sr.cap_heap = cap
     return 0
