@@ -132,34 +132,31 @@ def _run_on_terminal(*args):
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
+    """A model trained with stderr on a pipe: progress messages, no bar."""
     d = tmp_path_factory.mktemp("progress")
     _toy_file(d / "train.txt")
-    return d
-
-
-def test_train_shows_a_bar_on_a_terminal_only(toy):
-    model = toy / "m.npz"
-    status, err = _run_on_terminal("train", toy / "train.txt", "--model", model,
-                                   "--max-iter", 20)
-    assert status == 0, err
-    assert "training:" in err and "iter" in err and "/50" in err, err  # 20 + 30 fine-tuning
-    status, err = _run_on_terminal("train", toy / "train.txt", "--model", model,
-                                   "--max-iter", 20, "--quiet")
-    assert status == 0 and err == "", err
-    res = subprocess.run([sys.executable, "-m", "skfcrf", "train", str(toy / "train.txt"),
-                          "--model", str(model), "--max-iter", "20"], env=_env(),
+    res = subprocess.run([sys.executable, "-m", "skfcrf", "train", str(d / "train.txt"),
+                          "--model", str(d / "m.npz"), "--max-iter", "5"], env=_env(),
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "training (" in res.stderr and "training:" not in res.stderr and "\r" not in res.stderr
+    return d, d / "m.npz"
 
 
-def test_evaluate_shows_a_decoding_bar_on_a_terminal(toy):
-    model = toy / "e.npz"
-    status, err = _run_on_terminal("train", toy / "train.txt", "--model", model,
-                                   "--max-iter", 10, "--quiet")
+def test_train_shows_a_bar_on_a_terminal_unless_quiet(toy):
+    d, _ = toy
+    args = ("train", d / "train.txt", "--model", d / "t.npz", "--max-iter", 5)
+    status, err = _run_on_terminal(*args)
     assert status == 0, err
-    status, err = _run_on_terminal("evaluate", toy / "train.txt", "--model", model)
+    assert "training:" in err and "iter" in err and "/35" in err, err  # 5 + 30 fine-tuning
+    status, err = _run_on_terminal(*args, "--quiet")
+    assert status == 0 and err == "", err
+
+
+def test_evaluate_shows_a_decoding_bar_on_a_terminal_unless_quiet(toy):
+    d, model = toy
+    status, err = _run_on_terminal("evaluate", d / "train.txt", "--model", model)
     assert status == 0, err
     assert "decoding:" in err and "seq" in err, err
-    status, err = _run_on_terminal("evaluate", toy / "train.txt", "--model", model, "-q")
+    status, err = _run_on_terminal("evaluate", d / "train.txt", "--model", model, "-q")
     assert status == 0 and err == "", err
