@@ -70,6 +70,9 @@ def test_decoding_status_in_header(report):
     assert '<span class="badge warn">converged</span>' in page
     assert "12 iterations" in page and "-3.250" in page
     assert "not given" in render_comparison(tokens, gold, pred)
+    assert "invalid" not in render_comparison(tokens, gold, dec)
+    bad = SequenceDecoding(labels=pred, status="exact", n_iter=1, log_prob=12.0)
+    assert "12.000 <span class=\"badge bad\">invalid: &gt; 0</span>" in render_comparison(tokens, gold, bad)
 
 
 def test_identical_structures_have_no_disagreement(report):

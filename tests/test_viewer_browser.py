@@ -18,13 +18,14 @@ import shutil
 import struct
 import subprocess
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from skfcrf.datasets import DICTATION_CHAINS, make_dictations
 from skfcrf.estimators import SequenceDecoding
-from skfcrf.structure import chains_to_segments, render_comparison
+from skfcrf.structure import chains_to_segments, render_comparison, write_comparison_pages
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on the PATH (apt-get "
@@ -45,6 +46,13 @@ PROBE = """<script>
   if (d) out.diff_bg = getComputedStyle(d).backgroundColor;
   if (p) out.plain_bg = getComputedStyle(p).backgroundColor;
   out.n_diff = document.querySelectorAll('main .tok.diff').length;
+  // hovering a token highlights it in both columns; the button goes to a disagreement
+  d.dispatchEvent(new MouseEvent('mouseover', {bubbles: true}));
+  out.n_hl = document.querySelectorAll('.tok.hl[data-i="' + d.getAttribute('data-i') + '"]').length;
+  document.getElementById('next-diff').click();
+  var cur = document.querySelector('.tok.current');
+  out.current_i = cur ? cur.getAttribute('data-i') : null;
+  out.first_diff_i = d.getAttribute('data-i');
   var pre = document.createElement('pre');
   pre.id = 'probe';
   pre.textContent = JSON.stringify(out);
@@ -142,6 +150,44 @@ def test_page_in_headless_chromium(page):
         assert s["tag_w"] > 0 and s["tag_text"].startswith(s["type"]), s
     assert info["n_diff"] == 2 * n_diff
     assert info["diff_bg"] and info["diff_bg"] != info["plain_bg"], info
+    assert info["n_hl"] == 2 and info["current_i"] == info["first_diff_i"], info
+
+
+INDEX_PROBE = """<script>
+(function () {
+  var th = document.querySelectorAll('table.index th')[4];  // joint accuracy
+  th.click();
+  var rows = document.querySelectorAll('table.index tbody tr:not(.total)');
+  var order = Array.prototype.map.call(rows, function (r) { return r.cells[0].textContent; });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = order.join(',');
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_index_sorts_by_a_column(tmp_path):
+    X, y = make_dictations(n_reports=4, style="rcg", random_state=5)
+    preds = []
+    for k, g in enumerate(y):  # reports 1..4 with 0, 3, 1, 2 sections mislabelled
+        p = np.array(g, dtype=object, copy=True)
+        for s in chains_to_segments(None, g).children[:(0, 3, 1, 2)[k]]:
+            p[s.start:s.end, 2] = "O"
+        preds.append(p)
+    index = write_comparison_pages(tmp_path / "pages", X, y, preds)
+    text = Path(index).read_text(encoding="utf-8")
+    probe = tmp_path / "pages" / "probe.html"
+    probe.write_text(text.replace("</body>", INDEX_PROBE + "</body>"), encoding="utf-8")
+    res = _chromium("--window-size=1200,600", "--dump-dom", probe.as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert [line for line in res.stderr.splitlines() if ":CONSOLE" in line] == []
+    order = res.stdout.split('<pre id="probe">')[1].split("</pre>")[0].split(",")
+    from skfcrf.metrics import joint_accuracy
+
+    expected = sorted(range(4), key=lambda k: joint_accuracy([y[k]], [preds[k]]))
+    assert order == [str(k + 1) for k in expected]
 
 
 def test_screenshot_is_not_blank(page, tmp_path):

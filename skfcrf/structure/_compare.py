@@ -101,6 +101,8 @@ table.index th, table.index td { border-bottom:1px solid var(--line); padding:4p
                                  text-align:right; }
 table.index th:nth-child(-n+2), table.index td:nth-child(-n+2) { text-align:left; }
 table.index tr.total td { font-weight:600; border-top:2px solid var(--line); }
+table.index th { cursor:pointer; user-select:none; }
+table.index th:hover { text-decoration:underline; }
 """
 
 _JS = """
@@ -126,6 +128,22 @@ _JS = """
       diffs[k].scrollIntoView({block: 'center'});
     });
   }
+  document.querySelectorAll('table.index th').forEach(function (th, col) {
+    th.addEventListener('click', function () {  // sort the reports by this column
+      var body = th.closest('table').tBodies[0];
+      var rows = Array.prototype.slice.call(body.querySelectorAll('tr:not(.total)'));
+      var key = function (r) { return r.cells[col].getAttribute('data-v') || r.cells[col].textContent; };
+      var up = th.getAttribute('data-up') !== '1';
+      th.setAttribute('data-up', up ? '1' : '0');
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+        var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+        return up ? c : -c;
+      });
+      var total = body.querySelector('tr.total');
+      rows.forEach(function (r) { body.insertBefore(r, total); });
+    });
+  });
   document.body.setAttribute('data-ready', String(diffs.length));
 })();
 """
@@ -147,6 +165,12 @@ def _fmt(value, percent=True):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "&ndash;"
     return f"{100 * value:.2f}%" if percent else f"{value:.4f}"
+
+
+def _cell(value):
+    """A table cell of a score, with its value for sorting."""
+    v = "" if value is None else f' data-v="{value:.6f}"'
+    return f"<td{v}>{_fmt(value)}</td>"
 
 
 def comparison_scores(y_true, y_pred, *, scheme=None):
@@ -269,7 +293,9 @@ def _status_html(decoding):
              f"{int(decoding.n_iter)} iteration{'s' if decoding.n_iter != 1 else ''}"]
     log_prob = getattr(decoding, "log_prob", float("nan"))
     if log_prob is not None and not math.isnan(log_prob):
-        parts.append(f"log p(labels | x) = {log_prob:.3f}")
+        # a probability above 1 is a bug upstream: say so rather than show it plainly
+        flag = ' <span class="badge bad">invalid: &gt; 0</span>' if log_prob > 1e-9 else ""
+        parts.append(f"log p(labels | x) = {log_prob:.3f}{flag}")
     gap = getattr(decoding, "gap", float("nan"))
     if gap is not None and not math.isnan(gap):
         parts.append(f"gap {gap:.3g}")
@@ -481,8 +507,8 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
             f'<span class="badge {_STATUS_CLASS.get(str(dec.status), "none")}">'
             f"{html.escape(str(dec.status))}</span>")
         body.append(f'<tr><td>{i + 1}</td><td><a href="{files[i]}">{html.escape(names[i])}</a></td>'
-                    f"<td>{sc['n_tokens']}</td><td>{sc['n_diff']}</td><td>{_fmt(sc['joint'])}</td>"
-                    + "".join(f"<td>{_fmt(a)}</td>" for a in sc["accuracy"])
+                    f"<td>{sc['n_tokens']}</td><td>{sc['n_diff']}</td>{_cell(sc['joint'])}"
+                    + "".join(_cell(a) for a in sc["accuracy"])
                     + f"<td>{status}</td></tr>")
     nonempty = [k for k, g in enumerate(golds) if len(g)]
     if nonempty:
@@ -493,8 +519,9 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
                     f"<td>{sum(sc['n_diff'] for _, sc, _ in rows)}</td>"
                     + "".join(f"<td>{_fmt(float(v))}</td>" for v in pooled) + "<td></td></tr>")
     header = (f"<h1>{html.escape(title)}</h1>\n<p>{len(X)} reports: token accuracy per chain "
-              "and joint (all chains right); follow a report for its structure.</p>")
-    table = f'<table class="index">{head}{"".join(body)}</table>'
+              "and joint (all chains right); click a column to sort, follow a report for its "
+              "structure.</p>")
+    table = f'<table class="index"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
     index = os.path.join(directory, "index.html")
     with open(index, "w", encoding="utf-8") as fh:
         fh.write(_page(title, header, table))
