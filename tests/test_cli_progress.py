@@ -36,6 +36,17 @@ def test_bar_forced_on_shows_an_eta():
     assert "work:" in text and "1/4" in text and ETA.search(text), text
 
 
+def test_bar_leaves_no_thread_behind():
+    import threading
+
+    from tqdm._monitor import TMonitor
+
+    b = bar(3, "work", file=io.StringIO(), force=True)
+    b.update(3)
+    b.close()
+    assert not any(isinstance(t, TMonitor) for t in threading.enumerate())
+
+
 def test_bar_is_quiet_off_a_terminal_or_when_asked():
     buf = io.StringIO()  # not a terminal
     for b in (bar(4, "work", file=buf), bar(4, "work", file=buf, quiet=True, force=True)):

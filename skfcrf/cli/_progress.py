@@ -19,6 +19,21 @@ import sys
 MIN_INTERVAL = 0.5
 
 
+def _bar_class():
+    """``tqdm`` without its monitor thread (``monitor_interval = 0``).
+
+    The monitor only adjusts the redraw rate of bars whose updates suddenly slow
+    down; ours redraw by time (``mininterval``) anyway, and a command (or a test)
+    should leave no thread behind.
+    """
+    from tqdm import tqdm
+
+    class Bar(tqdm):
+        monitor_interval = 0
+
+    return Bar
+
+
 def bar(total, desc, *, quiet=False, unit="it", file=None, force=False):
     """A ``tqdm`` progress bar on ``file`` (default stderr).
 
@@ -40,10 +55,8 @@ def bar(total, desc, *, quiet=False, unit="it", file=None, force=False):
         Disabled (``.disable`` is True, updates cost nothing) when quiet or
         not on a terminal.
     """
-    from tqdm import tqdm
-
     disable = True if quiet else (False if force else None)
-    return tqdm(total=total, desc=desc, unit=unit, file=file if file is not None else sys.stderr,
+    return _bar_class()(total=total, desc=desc, unit=unit, file=file if file is not None else sys.stderr,
                 disable=disable, leave=False, dynamic_ncols=True, mininterval=MIN_INTERVAL)
 
 
