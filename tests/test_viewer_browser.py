@@ -17,6 +17,7 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -63,11 +64,14 @@ PROBE = """<script>
 
 
 def _chromium(*args, timeout=120):
-    cmd = [BROWSER, "--headless", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-           "--enable-logging=stderr", "--v=0", *args]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.insert(1, "--no-sandbox")  # chromium refuses to run as root with its sandbox
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    """Run headless chromium on our own local pages: a fresh profile, no sandbox (it
+    refuses to run as root with one, and containers often lack what it needs), no
+    /dev/shm (small in containers); console messages go to stderr."""
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [BROWSER, "--headless", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+               "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+               "--enable-logging=stderr", "--v=0", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 def read_png(path):
