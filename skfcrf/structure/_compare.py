@@ -313,11 +313,17 @@ def _scores_html(scores, chain_names):
 
 def _legend_html(chain_names):
     items = []
-    for level in range(len(chain_names) - 1, -1, -1):
-        style = ("border:1px solid #7a8fb8;background:#eef2fa"
-                 + (";border-left-width:7px" if level == len(chain_names) - 1 else ""))
+    top = len(chain_names) - 1
+    for level in range(top, -1, -1):
+        if level == top:
+            style = "border:1px solid #7fbf8f;border-left:7px solid #7fbf8f;background:#e8f6ec"
+        elif level == 0:
+            style = "border:1px solid #d9c9a3;background:#fff;box-shadow:inset 4px 0 0 #f3e6bf"
+        else:
+            style = "border:1px solid #c48fc4;background:#fbf0fb"
         items.append((f'<span class="swatch" style="{style}"></span>',
-                      f"{html.escape(chain_names[level])} segment (chain {level})"))
+                      f"{html.escape(chain_names[level])} (chain {level}) segment; "
+                      "colour = its type"))
     items += [
         ('<span class="swatch" style="border:1px dotted #aaa;background:repeating-linear-gradient('
          '45deg,#f3f3f3 0 6px,#fafafa 6px 12px)"></span>', "outside (O) tokens"),
@@ -427,7 +433,8 @@ def render_comparison(tokens, y_true, y_pred, *, decoding=None, title=None, chai
         + f"<h1>{html.escape(title)}</h1>\n<div class=\"summary\">\n"
         + f'<div class="card"><h2>Scores</h2>{_scores_html(scores, names)}</div>\n'
         + f'<div class="card"><h2>Decoding</h2>{_status_html(decoding)}</div>\n'
-        + f'<div class="card"><h2>Disagreements</h2><p style="margin:0 0 6px">{diff_line}</p>'
+        + '<div class="card" style="max-width:300px"><h2>Disagreements</h2>'
+        + f'<p style="margin:0 0 6px">{diff_line}</p>'
         + '<button id="next-diff" type="button">next disagreement &darr;</button></div>\n'
         + f'<div class="card"><h2>Legend</h2>{_legend_html(names)}</div>\n</div>'
     )
