@@ -97,6 +97,9 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<section" in html and "Reference structure" in html
     assert md.startswith("# skfcrf demo") and "\n## " in md
+    page = (tmp_path / "skfcrf_demo_comparison.html").read_text(encoding="utf-8")
+    assert '<section class="column gold">' in page and '<section class="column predicted">' in page
+    assert "sentence" in page and "Decoding" in page
 
 
 # --------------------------------------------------------------------------- train / tag / evaluate
@@ -169,6 +172,29 @@ def test_evaluate_prints_scores(trained):
     assert float(joint.split()[1]) > 0.8
     assert "Chain 0" in out and "Chain 1" in out  # per-label reports
     assert "B-NP" in out and "VBD" in out
+
+
+def test_view_writes_pages_and_index(trained):
+    d, model, sents = trained
+    out = d / "pages"
+    res = run("view", d / "train.txt", "--model", model, "--output", out,
+              "--chain-names", "pos,chunk")
+    assert res.returncode == 0, res.stderr
+    pages = sorted(p.name for p in out.iterdir())
+    assert pages == ["index.html"] + [f"report-{k:04d}.html" for k in range(1, 31)]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "sequence 30" in index and "pooled" in index
+    page = (out / "report-0001.html").read_text(encoding="utf-8")
+    assert 'data-type="NP"' in page and "chunk" in page and "exact" in page
+    assert 'data-i="0">' + sents[0][0][0] + "<" in page
+    one = d / "one.html"
+    res = run("view", d / "train.txt", "--model", model, "--output", one, "--sequence", 2)
+    assert res.returncode == 0, res.stderr
+    assert f'data-i="0">{sents[1][0][0]}<' in one.read_text(encoding="utf-8")
+    assert_one_line_error(run("view", d / "train.txt", "--model", model, "--output", one,
+                              "--chain-names", "a"), "--chain-names", status=2)
+    assert_one_line_error(run("view", d / "train.txt", "--model", model, "--output", one,
+                              "--sequence", 99), "has 30 sequences", status=2)
 
 
 # --------------------------------------------------------------------------- errors

@@ -9,7 +9,9 @@ average and joint accuracy).  Each test fold is decoded once, by
 :meth:`skfcrf.FactorialCRF.decode` (:class:`FoldScorer`): the scorers read the
 labels from it, and the convergence of TRP decoding (not a scorer) comes from
 the same records.  The first test report of fold 1 is rendered as HTML and
-Markdown.
+Markdown, and its gold and predicted structure are compared side by side
+(:func:`skfcrf.structure.render_comparison`).  Training shows an iteration bar
+per fold (:class:`~skfcrf.cli._progress.FitProgress`) on a terminal.
 """
 import html
 import os
@@ -26,6 +28,7 @@ from skfcrf.cli._common import (
     positive_int,
     progress,
 )
+from skfcrf.cli._progress import FitProgress
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
 DEMO_N_REPORTS = 120
@@ -33,6 +36,7 @@ DEMO_MAX_ITER = 100
 DEMO_FINETUNE_ITER = 10
 DEMO_BP_MAX_ITER = 200
 DEMO_REPORT = "skfcrf_demo_report"
+DEMO_COMPARISON = "skfcrf_demo_comparison"
 N_FOLDS = 3
 
 
@@ -55,7 +59,8 @@ def add_parser(sub):
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
     d.add_argument("--output-dir", default=".", metavar="DIR",
-                   help="where to write skfcrf_demo_report.html/.md (default: current directory)")
+                   help="where to write skfcrf_demo_report.html/.md and "
+                   "skfcrf_demo_comparison.html (default: current directory)")
     add_fit_options(d, min_instance_freq=2, instances="reports")
     d.set_defaults(func=run)
     return d
@@ -91,13 +96,17 @@ class FoldScorer:
     rendered example.  Folds run one after another (``n_jobs=None``).
     """
 
-    def __init__(self, n_chains, quiet=False):
+    def __init__(self, n_chains, quiet=False, fit_progress=None):
         self.scorers = demo_scoring(n_chains)
         self.quiet = quiet
+        self.fit_progress = fit_progress  # the fold's training bar, closed when it is scored
+        self.example_decoding = None
         self.n_folds_done = 0
         self.example = None
 
     def __call__(self, estimator, X, y):
+        if self.fit_progress is not None:
+            self.fit_progress.finish()
         t0 = time.perf_counter()
         crf = estimator.named_steps["crf"]
         decodings = crf.decode(estimator.named_steps["features"].transform(X))
@@ -112,6 +121,7 @@ class FoldScorer:
                  f"{100 * scores['joint']:.2f}%", self.quiet)
         if self.example is None:
             self.example = (X[0], y[0], decodings[0].labels)
+            self.example_decoding = decodings[0]
         return scores
 
 
@@ -154,12 +164,16 @@ def run(args):
              quiet)
     X, y = make_dictations(n_reports=args.n_reports, style="rcg", random_state=args.seed)
     n_tokens = sum(len(s) for s in X)
+    fit_progress = FitProgress(args.max_iter + args.finetune_iter,
+                               lambda k: f"fold {k}/{N_FOLDS}: training",
+                               quiet=quiet or args.verbose > 0)
     model = Pipeline([
         ("features", make_dictation_features()),
         ("crf", FactorialCRF(sigma=args.sigma, finetune_iter=args.finetune_iter,
                              max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
                              bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
-                             random_state=args.seed, verbose=args.verbose)),
+                             random_state=args.seed, verbose=args.verbose,
+                             callback=fit_progress.callback)),
     ])
     chains = list(DICTATION_CHAINS)
     n_chains = len(chains)
@@ -167,7 +181,7 @@ def run(args):
     progress(f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
              "iterations per fold), decoding and scoring...", quiet)
     folds = KFold(n_splits=N_FOLDS, shuffle=True, random_state=args.seed)
-    scoring = FoldScorer(n_chains, quiet)
+    scoring = FoldScorer(n_chains, quiet, fit_progress)
     with warnings.catch_warnings():
         # a fold stopped at --max-iter is reported below from converged_
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -214,6 +228,7 @@ def run(args):
           + (f" ({n_hit} of {N_FOLDS} stopped at --max-iter {args.max_iter})" if n_hit else "")
           + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
     _write_report(out_dir, *report)
+    _write_comparison(out_dir, report[0], report[1], report[2], scoring.example_decoding, chains)
     print(f"Wall time: {time.perf_counter() - t_start:.1f} s")
     return 0
 
@@ -248,3 +263,19 @@ def _write_report(out_dir, idx, tokens, gold, pred):
     except OSError as exc:
         raise CLIError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from None
     print(f"Report {idx + 1} rendered to {html_path} and {md_path}")
+
+
+def _write_comparison(out_dir, idx, tokens, gold, decoding, chains):
+    """The same report's gold and predicted (unrepaired) structure side by side."""
+    from skfcrf.structure import render_comparison
+
+    path = os.path.join(out_dir, DEMO_COMPARISON + ".html")
+    page = render_comparison(tokens, gold, decoding, chain_names=chains,
+                             title=f"skfcrf demo: gold and predicted structure of dictation "
+                             f"{idx + 1} (test fold 1)")
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise CLIError(f"cannot write the comparison to {out_dir}: {exc.strerror or exc}") from None
+    print(f"Gold and predicted structure of report {idx + 1} compared in {path}")

@@ -9,6 +9,7 @@ from skfcrf.cli._common import (
     progress,
 )
 from skfcrf.cli._files import features_from_config, load_model, read_data
+from skfcrf.cli._progress import decode_with_progress
 
 
 def add_parser(sub):
@@ -36,7 +37,8 @@ def run(args):
     n_chains = crf.n_chains_
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
     progress(f"tagging {len(X)} sequences...", args.quiet)
-    decodings = crf.decode(features_from_config(config).transform(X))
+    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
+                                     quiet=args.quiet)
     yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
     names = chain_names(n_chains)
     acc = chain_accuracy(yt, yp)

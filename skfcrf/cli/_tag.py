@@ -4,6 +4,7 @@ import sys
 
 from skfcrf.cli._common import add_model_input, add_quiet, html_document, progress
 from skfcrf.cli._files import count_columns, features_from_config, load_model, read_data
+from skfcrf.cli._progress import decode_with_progress
 
 
 def add_parser(sub):
@@ -35,7 +36,9 @@ def run(args):
     n_label_columns = n_chains if n_cols == n_attr + n_chains else 0
     X, _ = read_data(args.data, attributes, n_label_columns, sep)
     progress(f"tagging {len(X)} sequences...", args.quiet)
-    y_pred = crf.predict(features_from_config(config).transform(X))
+    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
+                                     quiet=args.quiet)
+    y_pred = [d.labels for d in decodings]
     if args.format == "columns":
         out = args.output if args.output else sys.stdout
         write_conll(out, X, y_pred, attributes=attributes,

@@ -21,6 +21,7 @@ from skfcrf.cli._files import (
     features_path,
     read_data,
 )
+from skfcrf.cli._progress import FitProgress
 
 
 def add_parser(sub):
@@ -99,12 +100,21 @@ def run(args):
                        max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
                        bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
                        random_state=args.seed, verbose=args.verbose)
+    # an iteration bar with an ETA against the most iterations training may take (the
+    # likelihood fine-tuning stage follows the other objectives); -v prints them instead
+    fit_progress = FitProgress(
+        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0),
+        "training", quiet=args.quiet or args.verbose > 0)
+    crf.set_params(callback=fit_progress.callback)
     progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
              args.quiet)
     with warnings.catch_warnings():
         # reported below from converged_, as one line
         warnings.simplefilter("ignore", ConvergenceWarning)
-        crf.fit(Xf, y)
+        try:
+            crf.fit(Xf, y)
+        finally:
+            fit_progress.finish()
     try:
         crf.save(args.model)
         with open(features_path(args.model), "w", encoding="utf-8") as fh:

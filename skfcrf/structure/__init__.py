@@ -13,8 +13,11 @@
   BIOES and BME (Chou's begin/middle/end states) tagging schemes.
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
+* :func:`render_comparison` / :func:`write_comparison_pages`: gold and predicted
+  structure side by side as self-contained HTML pages, disagreements marked.
 """
-from skfcrf.structure import _postprocess, _render, _repair, _segments, _tags
+from skfcrf.structure import _compare, _postprocess, _render, _repair, _segments, _tags
+from skfcrf.structure._compare import *  # noqa: F403
 from skfcrf.structure._postprocess import *  # noqa: F403
 from skfcrf.structure._render import *  # noqa: F403
 from skfcrf.structure._repair import *  # noqa: F403
@@ -26,5 +29,6 @@ __all__ = [
     *_repair.__all__,
     *_postprocess.__all__,
     *_render.__all__,
+    *_compare.__all__,
     *_tags.__all__,
 ]
