@@ -184,6 +184,16 @@ def _evaluate(objective, theta):
     return loss, grad, trp
 
 
+def _all_built(*objectives):
+    """Nothing; raises the error of an objective that could not be built (early, not at
+    the first evaluation)."""
+    return None
+
+
+def _identity(value):
+    return value
+
+
 def _add(*results):
     """Sum of partition results, in the order given."""
     loss, grad, trp = results[0]
@@ -216,12 +226,14 @@ class _Cluster:
     def compute(self, tasks):
         return self.client.gather(self.client.compute(tasks))
 
-    def scatter(self, value):
-        return self.client.scatter(value, broadcast=True, hash=False)
+    def put(self, value):
+        """A future of ``value``, made by a task rather than scattered: when the worker
+        holding it is lost, the scheduler can make it again."""
+        return self.client.submit(_identity, value, pure=False)
 
     def evaluate(self, objectives, theta):
         """The data term summed over the partitions: ``(loss, grad, trp)``."""
-        theta_f = self.scatter(np.ascontiguousarray(theta, dtype=np.float64))
+        theta_f = self.put(np.ascontiguousarray(theta, dtype=np.float64))
         level = [self.client.submit(_evaluate, obj, theta_f, pure=False) for obj in objectives]
         while len(level) > 1:   # a fixed tree over the partition indices
             level = [self.client.submit(_add, *level[i:i + FANIN], pure=False)
@@ -500,7 +512,7 @@ class DaskFactorialCRF(FactorialCRF):
                                  "(all str or all numbers)") from None
         self.classes_ = classes
 
-        encoder_f = cluster.scatter(self.encoder_)
+        encoder_f = cluster.put(self.encoder_)
         cluster.encoded = cluster.client.compute(
             [dask.delayed(_encode_partition, pure=True)(p, k, encoder_f, classes)
              for k, p in zip(keep, partitions)])
@@ -534,15 +546,12 @@ class DaskFactorialCRF(FactorialCRF):
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         template = self._objective(_empty_batch(self.layout_, self.n_chains_))
         name, options = _objective_name(template), template._options()
-        layout_f = cluster.scatter(self.layout_)
+        layout_f = cluster.put(self.layout_)
         parts = [cluster.client.submit(_partition_objective, enc, k, layout_f, self.forbidden_,
                                        seeds[bounds[i]:bounds[i + 1]], name, options,
                                        self.n_jobs, pure=False)
                  for i, (k, enc) in enumerate(zip(keep, cluster.encoded))]
-        distributed.wait(parts)
-        for f in parts:   # raise a partition's ValueError now, not at the first evaluation
-            if f.status == "error":
-                f.result()
+        cluster.client.gather(cluster.client.submit(_all_built, *parts, pure=False))
         cluster.objectives.extend(parts)
         cluster.first_stage = parts
         return _cluster_objective(template, cluster, parts), np.zeros(self.layout_.n_params), rng
