@@ -38,9 +38,9 @@ pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
 TOL = 1e-6   # on |coef_dask - coef_local| / max|coef_local|, see the module docstring
 
 
-def _cluster(n_workers):
+def _cluster(n_workers, processes=True):
     cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                       processes=True, dashboard_address=":0")
+                                       processes=processes, dashboard_address=":0")
     client = distributed.Client(cluster, set_as_default=False)
     # the workers must run this checkout's skfcrf, not another install
     assert set(client.run(lambda: __import__("skfcrf").__file__).values()) == {skfcrf.__file__}
@@ -124,13 +124,15 @@ def test_equals_local_fit(client, params, form):
         assert model.predict(X[:2])[0].ndim == 1
 
 
+@short_fit
 def test_weights_independent_of_worker_assignment(client):
-    """The same partitions on one worker and on two: identical weights, bit for bit; other
-    partitionings agree up to summation order."""
+    """The same partitions on one worker (a thread of this process) and on two worker
+    processes: identical weights, bit for bit; other partitionings agree up to summation
+    order."""
     X, y = synthetic(n_seq=40, n_chains=2, seed=5)
-    params = dict(max_iter=200, tol=1e-8, npartitions=5)
+    params = dict(max_iter=12, finetune_iter=6, tol=1e-8, npartitions=5)
     two = DaskFactorialCRF(client=client, **params).fit(X, y)
-    cluster, one_client = _cluster(1)
+    cluster, one_client = _cluster(1, processes=False)
     try:
         one = DaskFactorialCRF(client=one_client, **params).fit(X, y)
     finally:
@@ -147,27 +149,24 @@ def test_weights_independent_of_worker_assignment(client):
                                atol=TOL * np.abs(two.coef_).max())
 
 
-def test_worker_killed_during_fit():
-    """A worker killed (SIGKILL) after iteration 3: its partitions are recomputed from the
-    collection and the fit ends with the weights of an undisturbed fit."""
+@short_fit
+def test_worker_killed_during_fit(client):
+    """A worker process killed (SIGKILL) after iteration 3: its partitions are recomputed
+    from the collection (its nanny restarts it) and the fit ends with the weights of an
+    undisturbed fit."""
     X, y = synthetic(n_seq=40, n_chains=2, seed=7)
-    params = dict(max_iter=200, tol=1e-8, npartitions=4, random_state=0)
-    cluster, client = _cluster(2)
-    try:
-        undisturbed = DaskFactorialCRF(client=client, **params).fit(X, y)
-        pids = client.run(os.getpid)
-        killed = []
+    params = dict(max_iter=12, finetune_iter=6, tol=1e-8, npartitions=4, random_state=0)
+    undisturbed = DaskFactorialCRF(client=client, **params).fit(X, y)
+    pids = client.run(os.getpid)
+    killed = []
 
-        def kill_after_third(iteration, loss, coef):
-            if iteration == 3 and not killed:
-                os.kill(pids[min(pids)], signal.SIGKILL)
-                killed.append(iteration)
+    def kill_after_third(iteration, loss, coef):
+        if iteration == 3 and not killed:
+            os.kill(pids[min(pids)], signal.SIGKILL)
+            killed.append(iteration)
 
-        model = DaskFactorialCRF(client=client, callback=kill_after_third, **params).fit(X, y)
-        assert killed and pids[min(pids)] not in client.run(os.getpid).values()
-    finally:
-        client.close()
-        cluster.close()
+    model = DaskFactorialCRF(client=client, callback=kill_after_third, **params).fit(X, y)
+    assert killed and pids[min(pids)] not in client.run(os.getpid).values()
     np.testing.assert_array_equal(model.coef_, undisturbed.coef_)
     assert model.n_iter_ == undisturbed.n_iter_
 
