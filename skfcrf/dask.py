@@ -21,8 +21,9 @@ How a fit runs (the client is the process calling ``fit``)::
                          estimator's settings over that partition (prior off)
     5. optimisation      in the client, by the solver code of FactorialCRF (scipy
                          L-BFGS, BlockLBFGS, the likelihood fine-tuning stage);
-                         every loss/gradient evaluation scatters theta to every
-                         worker once, evaluates each partition's objective and sums
+                         every loss/gradient evaluation sends theta out once (a
+                         task holding it; workers copy it from each other), evaluates
+                         each partition's objective and sums
                          the results over a fixed tree of partition indices (fan-in
                          :data:`FANIN`): one gradient reaches the client; the prior
                          is added once, in the client
@@ -346,12 +347,18 @@ class DaskFactorialCRF(FactorialCRF):
 
     Attributes
     ----------
-    Those of :class:`~skfcrf.FactorialCRF`, plus
-
     n_partitions_ : int
         Non-empty partitions trained on.
     n_evaluations_ : int
         Loss/gradient evaluations on the cluster.
+
+    Notes
+    -----
+    Every fitted attribute of :class:`~skfcrf.FactorialCRF` (``coef_``,
+    ``classes_``, ``loss_curve_``, ...) is set as a local fit sets it.
+    :meth:`fit` and :meth:`predict` use the cluster; the other methods
+    (``decode``, ``predict_marginals``, ``log_prob``, ``save``, ...) run in
+    the client on lists, as a local model's do.
 
     See Also
     --------
