@@ -52,7 +52,10 @@ __all__ = [
     "fix_long_headings",
     "COR_RULES",
     "RCG_RULES",
+    "RCG_RULES_WITHOUT_8_1",
+    "REPAIR_PRESETS",
     "UNTYPED_SUBSECTIONS",
+    "resolve_rules",
 ]
 
 #: Subsection-level (chain 1) labels of the dictation scheme that carry no type.
@@ -364,3 +367,53 @@ COR_RULES = (typed_subsections_start_at(), no_untyped_between_typed(),
 RCG_RULES = (merge_unless_starts_with(2, {0: ["Heading"], 1: None}, raw=True, move=True, keep="longest"),
              merge_same_type_at_heading(), no_double_begins(), min_enumeration_elements(),
              fix_long_headings())
+
+#: :data:`RCG_RULES` without step 8.1 (its first rule), for measuring what 8.1 contributes.
+RCG_RULES_WITHOUT_8_1 = RCG_RULES[1:]
+
+#: Post-processing presets by name, for ``repair=`` arguments and ``--repair`` options:
+#: ``"formal"`` enforces :func:`repair`'s formal constraints only (no domain rule);
+#: ``"cor"`` and ``"rcg"`` add :data:`COR_RULES` and :data:`RCG_RULES`.
+REPAIR_PRESETS = {"formal": (), "cor": COR_RULES, "rcg": RCG_RULES}
+
+
+def resolve_rules(rules):
+    """The rule sequence a ``repair=`` argument stands for.
+
+    Parameters
+    ----------
+    rules : str or sequence of callable
+        A name in :data:`REPAIR_PRESETS` (``"formal"``, ``"cor"``, ``"rcg"``) or
+        the rules themselves (``()``: the formal constraints only).
+
+    Returns
+    -------
+    rules : tuple of callable
+
+    Examples
+    --------
+    >>> resolve_rules("cor") == COR_RULES, resolve_rules("formal")
+    (True, ())
+    """
+    if isinstance(rules, str):
+        try:
+            return REPAIR_PRESETS[rules]
+        except KeyError:
+            raise ValueError(f"unknown repair preset {rules!r}; expected one of "
+                             f"{sorted(REPAIR_PRESETS)} or a sequence of rules") from None
+    try:
+        rules = tuple(rules)
+    except TypeError:
+        raise TypeError(f"repair rules must be a preset name or a sequence of callables, "
+                        f"got {rules!r}") from None
+    for r in rules:
+        if not callable(r):
+            raise TypeError(f"repair rules must be callables, got {r!r}")
+    return rules
+
+
+def preset_name(rules):
+    """The name of the preset ``rules`` is (the same tuple object), else None."""
+    if isinstance(rules, str):
+        return rules if rules in REPAIR_PRESETS else None
+    return next((name for name, preset in REPAIR_PRESETS.items() if rules is preset), None)
