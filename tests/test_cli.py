@@ -79,25 +79,52 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
               "--output-dir", tmp_path)
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    assert "Table 1. Accuracy" in out and "Table 3. WindowDiff" in out
+    assert "Table 1. Accuracy (%) on cor-style" in out and "Table 2. Accuracy (%) on rcg-style" in out
+    assert "Table 3. WindowDiff (%) on cor-style" in out and "Table 4. WindowDiff" in out
+    assert "Table 5. Macro-averaged F1" in out
     for row in ("sentence", "subsection", "section", "average", "joint"):
-        assert any(line.split()[:1] == [row] and "±" in line for line in out.splitlines()), row
+        lines = [line for line in out.splitlines() if line.split()[:1] == [row]]
+        # without and with post-processing (and rcg without rule 8.1) side by side
+        assert any(line.count("±") == 2 for line in lines), row
+        assert any(line.count("±") == 3 for line in lines), row
+    assert "with post-proc. (cor)" in out and "with post-proc. (rcg)" in out
+    assert "rcg without 8.1" in out
     # decoding convergence, read from this decoding's records (not from the fit): either TRP
     # ran (at least one iteration per report) or inference="auto" decoded exactly
-    trp = [line for line in out.splitlines() if line.startswith("TRP max-product decoding")]
-    if trp:
-        assert trp[0].startswith("TRP max-product decoding (at most 30 iterations): converged on")
-        assert 1 <= float(trp[0].split("mean ")[1].split()[0]) <= 30, trp[0]
-    else:
-        assert "Decoding: exact on all test reports" in out
+    for style in ("cor", "rcg"):
+        trp = [line for line in out.splitlines()
+               if line.startswith(f"{style}: TRP max-product decoding")]
+        if trp:
+            assert trp[0].startswith(f"{style}: TRP max-product decoding (at most 30 iterations): "
+                                     "converged on")
+            assert 1 <= float(trp[0].split("mean ")[1].split()[0]) <= 30, trp[0]
+        else:
+            assert f"{style}: decoding exact on all test reports" in out
+        assert f"{style}: training " in out
     # progress on stderr, fold by fold
     for k in (1, 2, 3):
-        assert f"fold {k}/3" in res.stderr
+        assert f"cor fold {k}/3" in res.stderr and f"rcg fold {k}/3" in res.stderr
     html = (tmp_path / "skfcrf_demo_report.html").read_text(encoding="utf-8")
     md = (tmp_path / "skfcrf_demo_report.md").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<section" in html and "Reference structure" in html
     assert md.startswith("# skfcrf demo") and "\n## " in md
+
+
+def test_demo_one_style_with_per_label_tables(tmp_path):
+    res = run("demo", "--n-reports", 6, "--max-iter", 5, "--finetune-iter", 0, "--styles", "cor",
+              "--per-label", "--seed", 2, "--output-dir", tmp_path, "-q")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "rcg" not in out.split("observations;")[0] and "Table 2. WindowDiff" in out
+    assert "Per-label scores on cor-style dictations after post-processing" in out
+    assert out.count("(pooled over 3 folds)") == 3 and "BeginSentence" in out
+    assert res.stderr == ""
+
+
+@pytest.mark.parametrize("styles", ["rcg,xyz", ""])
+def test_demo_bad_styles(styles):
+    assert_one_line_error(run("demo", "--styles", styles), "--styles", status=2)
 
 
 # --------------------------------------------------------------------------- train / tag / evaluate
