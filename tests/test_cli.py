@@ -84,11 +84,11 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
     assert "Table 5. Macro-averaged F1" in out
     for row in ("sentence", "subsection", "section", "average", "joint"):
         lines = [line for line in out.splitlines() if line.split()[:1] == [row]]
-        # without and with post-processing (and rcg without rule 8.1) side by side
+        # without and with post-processing (and rcg with rule 8.1) side by side
         assert any(line.count("±") == 2 for line in lines), row
         assert any(line.count("±") == 3 for line in lines), row
     assert "with post-proc. (cor)" in out and "with post-proc. (rcg)" in out
-    assert "rcg without 8.1" in out
+    assert "rcg + rule 8.1" in out
     # decoding convergence, read from this decoding's records (not from the fit): either TRP
     # ran (at least one iteration per report) or inference="auto" decoded exactly
     for style in ("cor", "rcg"):

@@ -16,6 +16,7 @@ from skfcrf.structure import (
     COR_RULES,
     RCG_RULES,
     REPAIR_PRESETS,
+    RULE_8_1,
     Repaired,
     fix_long_headings,
     repair,
@@ -52,7 +53,10 @@ def _manual(pipe, X, rules):
 # ----------------------------------------------------------------------------- presets
 def test_resolve_rules_presets_and_errors():
     assert resolve_rules("cor") is COR_RULES and resolve_rules("rcg") is RCG_RULES
-    assert resolve_rules("formal") == () and set(REPAIR_PRESETS) == {"formal", "cor", "rcg"}
+    assert resolve_rules("formal") == ()
+    assert set(REPAIR_PRESETS) == {"formal", "cor", "rcg", "rcg+8.1"}
+    # rule 8.1 is opt-in (it lowered section accuracy): the full algorithm 8 is "rcg+8.1"
+    assert RULE_8_1 not in RCG_RULES and resolve_rules("rcg+8.1") == (RULE_8_1, *RCG_RULES)
     assert resolve_rules([len]) == (len,)
     with pytest.raises(ValueError, match="unknown repair preset 'nope'"):
         resolve_rules("nope")
@@ -63,7 +67,7 @@ def test_resolve_rules_presets_and_errors():
 
 
 # ----------------------------------------------------------------------------- scorer
-@pytest.mark.parametrize("rules", ["rcg", "cor", "formal", RCG_RULES[1:]])
+@pytest.mark.parametrize("rules", ["rcg", "rcg+8.1", "cor", "formal", RCG_RULES[1:]])
 def test_scorer_with_repair_equals_manual_repair_then_score(fitted, data, rules):
     X, y = data
     Xt, yt = X[9:], y[9:]

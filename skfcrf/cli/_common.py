@@ -35,7 +35,7 @@ def add_quiet(parser):
 
 
 #: ``--repair`` choices: the names of :data:`skfcrf.structure.REPAIR_PRESETS`
-REPAIR_CHOICES = ("formal", "cor", "rcg")
+REPAIR_CHOICES = ("formal", "cor", "rcg", "rcg+8.1")
 
 
 def add_repair_option(parser, what):
@@ -43,8 +43,9 @@ def add_repair_option(parser, what):
     parser.add_argument("--repair", choices=REPAIR_CHOICES, metavar="PRESET",
                         help="post-process the predicted labels with a preset of "
                         "skfcrf.structure.REPAIR_PRESETS: formal (Begin and hierarchy "
-                        "constraints only), cor (thesis algorithm 7, formatted reports) or rcg "
-                        f"(algorithm 8, recognizer output); {what}")
+                        "constraints only), cor (thesis algorithm 7, formatted reports), rcg "
+                        "(algorithm 8 without its step 8.1, recognizer output) or rcg+8.1 "
+                        f"(algorithm 8 in full); {what}")
 
 
 def add_model_input(parser):

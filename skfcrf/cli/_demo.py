@@ -12,7 +12,7 @@ average and joint accuracy).  Each test fold is decoded once, by
 :meth:`skfcrf.FactorialCRF.decode` (:class:`FoldScorer`): the scorers read the
 raw labels and the labels post-processed with the style's preset
 (:data:`skfcrf.structure.COR_RULES`, :data:`skfcrf.structure.RCG_RULES`; for
-``rcg`` also without rule 8.1) from it, and the convergence of TRP decoding
+``rcg`` also with the opt-in rule 8.1) from it, and the convergence of TRP decoding
 (not a scorer) comes from the same records.  The tables
 (:mod:`skfcrf.cli._demo_tables`) are the thesis's 6.1/6.2 (accuracy), 6.9/6.10
 (WindowDiff) and the macro F1 of 6.3-6.8, without and with post-processing.
@@ -93,15 +93,15 @@ def repair_variants(style):
     """``{score prefix: (column title, rules)}``: the post-processing scored for ``style``.
 
     The style's preset (:data:`~skfcrf.structure.COR_RULES` or
-    :data:`~skfcrf.structure.RCG_RULES`); for ``rcg`` also the preset without rule
-    8.1 (:data:`~skfcrf.structure.RCG_RULES_WITHOUT_8_1`), whose effect is measured
-    on the same decodings.
+    :data:`~skfcrf.structure.RCG_RULES`); for ``rcg`` also with the opt-in rule 8.1
+    (:data:`~skfcrf.structure.RCG_RULES_WITH_8_1`), whose effect is measured on the
+    same decodings.
     """
-    from skfcrf.structure import RCG_RULES_WITHOUT_8_1, REPAIR_PRESETS
+    from skfcrf.structure import REPAIR_PRESETS
 
     variants = {"repaired_": (f"with post-proc. ({style})", REPAIR_PRESETS[style])}
     if style == "rcg":
-        variants["no81_"] = ("rcg without 8.1", RCG_RULES_WITHOUT_8_1)
+        variants["with81_"] = ("rcg + rule 8.1", REPAIR_PRESETS["rcg+8.1"])
     return variants
 
 
@@ -228,7 +228,7 @@ def run(args):
     print()
     print(macro_f1_table(number, [(f"{style}: {title}", pooled[style][p])
                                   for style, r in runs.items() for p, title in r["columns"]
-                                  if p != "no81_"], n_chains))
+                                  if p != "with81_"], n_chains))
     if args.per_label:
         for style, r in runs.items():
             print()
