@@ -229,3 +229,29 @@ def test_fix_long_headings_sees_words_through_repaired():
     model.estimator_ = Fixed()
     out = model.predict([tokens])[0]
     assert out[:2, 0].tolist() == ["BeginHeading", "Heading"] and out[2, 0] == "BeginSentence"
+
+
+@pytest.mark.parametrize("check", [
+    "check_parameters_default_constructible", "check_no_attributes_set_in_init",
+    "check_get_params_invariance", "check_set_params", "check_estimator_cloneable",
+    "check_estimator_repr", "check_estimator_tags_renamed", "check_valid_tag_types",
+    "check_do_not_raise_errors_in_init_or_set_params", "check_mixin_order"])
+def test_repaired_sklearn_api_checks(check):
+    """The data-free scikit-learn API checks (as tests/test_sklearn_compat.py runs them)."""
+    from sklearn.utils import estimator_checks
+
+    getattr(estimator_checks, check)("Repaired", Repaired(FactorialCRF(max_iter=5), "rcg"))
+
+
+def test_repaired_fit_leaves_parameters_and_is_idempotent(data):
+    X, y = data
+    model = Repaired(_pipeline(5), "cor")
+    params = repr(model.get_params())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = model.fit(X[:6], y[:6]).predict(X[6:8])
+        again = model.fit(X[:6], y[:6]).predict(X[6:8])
+    assert repr(model.get_params()) == params
+    assert model.estimator_ is not model.estimator  # fit works on a clone
+    assert not hasattr(model.estimator.named_steps["crf"], "coef_")
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
