@@ -197,3 +197,13 @@ def test_joint_marginals_rescued_where_linear_forward_underflows():
     node, log_z, _, _ = sum_product(graph, seq_ptr, unary, pair, "joint", **options)
     assert log_z[0] == pytest.approx(expected)
     np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
+
+
+def test_joint_likelihood_warns_where_the_forward_pass_underflowed():
+    from skfcrf.estimators._objectives import _warn_if_underflowed
+
+    graph, seq_ptr, unary, pair, states = _two_tracks()
+    _, raw = joint_marginals(graph, states, seq_ptr, unary, pair)
+    with pytest.warns(RuntimeWarning, match="underflowed"):
+        _warn_if_underflowed(raw, np.array([1700.0]))     # the B path's score
+    _warn_if_underflowed(np.array([logsumexp([800.0, 1700.0])]), np.array([1700.0]))

@@ -281,7 +281,10 @@ class GoldStatistics:
         ltot = graph.total_labels
         self.unary_index = (np.arange(n)[:, None] * ltot + graph.label_offset[:-1]
                             + gold).ravel()
-        pair_index = []
+        seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+        self.n_sequences = len(seq_ptr) - 1
+        self.unary_seq = np.repeat(seq_of, graph.n_chains)
+        pair_index, pair_seq = [], []
         for e in range(graph.n_edges):
             rows = _valid_edge_rows(graph, e, seq_ptr, n)
             assign = gold_assignment(graph, e, rows, gold)
@@ -289,11 +292,18 @@ class GoldStatistics:
                 pair_index.append(edge_offset[e] + assign)
             else:
                 pair_index.append(edge_offset[e] + rows * graph.edge_size(e) + assign)
+            pair_seq.append(seq_of[rows])
         self.pair_index = np.concatenate(pair_index) if pair_index else np.zeros(0, np.int64)
+        self.pair_seq = np.concatenate(pair_seq) if pair_seq else np.zeros(0, np.int64)
         self.pair_counts = np.bincount(self.pair_index, minlength=int(edge_offset[-1])).astype(np.float64)
 
     def score(self, unary, pair):
         return unary.ravel()[self.unary_index].sum() + pair[self.pair_index].sum()
+
+    def sequence_scores(self, unary, pair):
+        """The gold labelling's score per sequence, ``(n_seq,)``."""
+        return (np.bincount(self.unary_seq, unary.ravel()[self.unary_index], self.n_sequences)
+                + np.bincount(self.pair_seq, pair[self.pair_index], self.n_sequences))
 
 
 def check_gold_allowed(graph, seq_ptr, gold, forbidden, chain_names):
