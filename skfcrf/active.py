@@ -175,7 +175,8 @@ def _mvpe(p, m):
 def _mvpe_key(p, m):
     # score = -E with E = sum_j P_j (-log P_j) >= 0; key = -log E
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(m < 0, m + np.log(np.where(m < 0, -m, 1.0)), -np.inf)
+        inner = np.isfinite(m) & (m < 0)        # P_j = 0 and P_j = 1 add nothing
+        terms = np.where(inner, m + np.log(np.where(inner, -m, 1.0)), -np.inf)
     return -logsumexp(terms, axis=1)
 
 
