@@ -39,6 +39,7 @@ probabilities of long sequences are far below the smallest double.  Ranking
 sorts the keys ascending; ties go to the earlier ``(sequence, token, chain)``.
 """
 import numbers
+import time
 
 import numpy as np
 from scipy.special import logsumexp
@@ -481,6 +482,8 @@ class ActiveLearner:
         with the labelled sequences).
     random_state : int, RandomState or None
         For the random strategy and random seed sequences.
+    verbose : int, default=0
+        Print every round's figures when > 0.
 
     Attributes
     ----------
@@ -490,13 +493,14 @@ class ActiveLearner:
     queried_ : list of ndarray
         Per round the ``(sequence, token, chain)`` rows asked, in order.
     history_ : list of dict
-        Per fit: ``round``, ``n_labels`` (labels given, seed included),
-        ``n_sequences`` (sequences trained on), ``score`` (test score or NaN),
-        ``fit_time`` and ``query_time`` (seconds).
+        Per round (:meth:`step`): ``round``, ``n_labels`` (labels given when
+        fitting, seed included), ``n_sequences`` (sequences trained on),
+        ``score`` (test score or NaN), ``fit_time`` and ``query_time``
+        (seconds; the query follows the fit).
     """
 
     def __init__(self, estimator, *, strategy="MTM", batch_size=50, unit="label", chains=None,
-                 reestimate=True, warm_start=True, random_state=None):
+                 reestimate=True, warm_start=True, random_state=None, verbose=0):
         self.estimator = estimator
         self.strategy = strategy
         self.batch_size = batch_size
@@ -505,6 +509,7 @@ class ActiveLearner:
         self.reestimate = reestimate
         self.warm_start = warm_start
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- bookkeeping ---------------------------------------------------------------
     def start(self, X_pool, oracle, seed=1, n_chains=None):
@@ -575,8 +580,6 @@ class ActiveLearner:
     # -- one round -----------------------------------------------------------------
     def fit(self):
         """Fit the estimator on the labelled sequences (warm after the first fit)."""
-        import time
-
         train = self.labelled_sequences()
         X = [self.X_pool_[s] for s in train]
         y = [self.y_partial_[s] for s in train]
@@ -653,8 +656,38 @@ class ActiveLearner:
                                  f"chain {c}")
             self.y_partial_[s][t, c] = label
 
+    def step(self, X_test=None, y_test=None, scoring=None, ask=True):
+        """One round: fit on the labels so far, score on the test set, ask one batch.
+
+        Returns
+        -------
+        dict
+            The round's :attr:`history_` entry.
+        """
+        if not hasattr(self, "y_partial_"):
+            raise RuntimeError("call start(X_pool, oracle, seed) first")
+        n_labels = self.n_labels_
+        fit_time, n_seq = self.fit()
+        score = np.nan
+        if X_test is not None:
+            score = (scoring(self.estimator_, X_test, y_test) if scoring is not None
+                     else self.estimator_.score(X_test, y_test))
+        query_time = 0.0
+        if ask:
+            start = time.perf_counter()
+            self.ask()
+            query_time = time.perf_counter() - start
+        entry = dict(round=len(self.history_), n_labels=n_labels, n_sequences=n_seq,
+                     score=float(score), fit_time=fit_time, query_time=query_time)
+        self.history_.append(entry)
+        if self.verbose:
+            print(f"{self._strategy.name:>6} round {entry['round']}: {n_labels:7d} labels "
+                  f"({n_seq} sequences)  score {score:.4f}  fit {fit_time:.1f} s  "
+                  f"query {query_time:.1f} s", flush=True)
+        return entry
+
     def run(self, n_rounds, X_test=None, y_test=None, scoring=None):
-        """``n_rounds`` rounds of fit, score and ask, then a last fit and score.
+        """``n_rounds`` rounds of :meth:`step`, then a last fit and score.
 
         Parameters
         ----------
@@ -668,25 +701,8 @@ class ActiveLearner:
         Returns
         -------
         list of dict
-            :attr:`history_` (one entry per fit: ``n_rounds + 1`` of them).
+            :attr:`history_` (one entry per fit: ``n_rounds + 1`` more).
         """
-        import time
-
-        if not hasattr(self, "y_partial_"):
-            raise RuntimeError("call start(X_pool, oracle, seed) first")
         for r in range(n_rounds + 1):
-            n_labels = self.n_labels_
-            fit_time, n_seq = self.fit()
-            score = np.nan
-            if X_test is not None:
-                score = (scoring(self.estimator_, X_test, y_test) if scoring is not None
-                         else self.estimator_.score(X_test, y_test))
-            query_time = 0.0
-            if r < n_rounds:
-                start = time.perf_counter()
-                self.ask()
-                query_time = time.perf_counter() - start
-            self.history_.append(dict(round=r, n_labels=n_labels, n_sequences=n_seq,
-                                      score=float(score), fit_time=fit_time,
-                                      query_time=query_time))
+            self.step(X_test, y_test, scoring, ask=r < n_rounds)
         return self.history_
