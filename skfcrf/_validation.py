@@ -2,7 +2,13 @@
 import numpy as np
 
 
-def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=False):
+def is_missing(label):
+    """Whether ``label`` marks a missing label: ``None``, or a float NaN (as pandas writes one)."""
+    return label is None or (isinstance(label, float) and label != label)
+
+
+def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=False,
+                          allow_missing=False):
     """Normalise label sequences to a list of 2-D object arrays ``(n_tokens, n_chains)``.
 
     Parameters
@@ -16,6 +22,9 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
         Expected number of chains; checked when given.
     allow_empty_sequences : bool
         Whether a sequence with no tokens is accepted.
+    allow_missing : bool
+        Whether a label may be missing (partial labels): ``None`` or a float
+        NaN, returned as ``None``.  Otherwise a missing label is an error.
 
     Returns
     -------
@@ -27,7 +36,7 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
     ------
     ValueError
         On an empty list, an empty sequence (unless allowed), ragged chain counts,
-        or labels that are None/NaN.
+        or labels that are None/NaN (unless ``allow_missing``).
     """
     if isinstance(y, np.ndarray) and y.dtype != object and y.ndim >= 1:
         y = list(y)
@@ -78,10 +87,13 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
         if arr.shape[0] == 0 and not allow_empty_sequences:
             raise ValueError(f"{name}[{i}] is an empty sequence")
         flat = arr.ravel().tolist()
-        if None in flat or any(lab != lab for lab in flat if isinstance(lab, float)):
-            k = next(k for k, lab in enumerate(flat) if lab is None or lab != lab)
-            t, c = divmod(k, arr.shape[1])
-            raise ValueError(f"{name}[{i}] token {t} chain {c}: missing label ({flat[k]!r})")
+        missing = [k for k, lab in enumerate(flat) if is_missing(lab)]
+        if missing and not allow_missing:
+            t, c = divmod(missing[0], arr.shape[1])
+            raise ValueError(f"{name}[{i}] token {t} chain {c}: missing label "
+                             f"({flat[missing[0]]!r})")
+        if missing:
+            np.put(arr, missing, None)  # NaN -> None (arr is a fresh object array)
         out.append(arr)
     widths = {a.shape[1] for a in out if a.shape[0] > 0} or {out[0].shape[1]}
     if len(widths) != 1:

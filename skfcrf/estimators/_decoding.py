@@ -336,8 +336,9 @@ def check_feasible(graph, seq_ptr, unary, pair, method, fixed, values, **options
                 continue              # the model allows no labelling even without them
             raise ValueError(
                 f"{fixed.where(s, *where)}: no labelling of the sequence agrees with it and the "
-                "fixed labels before it under the model's constraints (forbidden transitions "
-                "or couplings, or its joint label states)")
+                f"{'given' if fixed.name == 'y' else 'fixed'} labels before it under the "
+                "model's constraints (forbidden transitions or couplings, or its joint label "
+                "states)")
 
 
 def locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options):

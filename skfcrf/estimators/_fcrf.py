@@ -22,6 +22,7 @@ from skfcrf.estimators import _persistence
 from skfcrf.estimators._decoding import (
     SequenceDecoding,
     decode_ranked,
+    log_partition,
     log_probs,
     map_labels,
     marginals_given,
@@ -32,7 +33,7 @@ from skfcrf.estimators._early_stopping import (
     validation_scorer,
     validation_split,
 )
-from skfcrf.estimators._fixed import check_fixed, encode_fixed
+from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
 from skfcrf.estimators._memory import (
     check_fit_memory,
@@ -48,6 +49,7 @@ from skfcrf.estimators._model import (
 )
 from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
+from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
 from skfcrf.estimators._solvers import (
     LBFGS,
     SOLVERS,
@@ -458,8 +460,15 @@ class FactorialCRF(BaseEstimator):
         self.best_iteration_ = stopper.best_iteration
 
     def _encode_training_data(self, X, y):
-        """Validated, encoded training data; fits the encoders and structure unless warm."""
+        """Validated, encoded training data; fits the encoders and structure unless warm.
+
+        Returns ``Xm, seq_ptr, gold, known, labelled, warm``: ``gold`` is complete
+        (missing labels filled, :func:`complete_labels`), ``known`` the mask of
+        given labels (None: all given), ``labelled`` the indices of the
+        sequences with a given label (the others are left out of training).
+        """
         X, y_seqs, one_chain = self._check_Xy(X, y)
+        labelled = labelled_sequences(y_seqs)
         warm = self.warm_start and hasattr(self, "coef_")
         if warm:
             if y_seqs[0].shape[1] != self.n_chains_:
@@ -469,23 +478,31 @@ class FactorialCRF(BaseEstimator):
             Xm, seq_ptr = self.encoder_.transform(X)
         else:
             encoder = ObservationEncoder()
-            Xm, seq_ptr = encoder.fit_transform(X, self.min_instance_freq)
+            if len(labelled) < len(X):  # the vocabulary of the sequences trained on
+                encoder.fit_transform([X[i] for i in labelled], self.min_instance_freq)
+                Xm, seq_ptr = encoder.transform(X)
+            else:
+                Xm, seq_ptr = encoder.fit_transform(X, self.min_instance_freq)
         self._check_lengths(seq_ptr, y_seqs)
         if not warm:
             self.encoder_ = encoder
             self.n_chains_ = y_seqs[0].shape[1]
             self._one_chain = one_chain
-            self.classes_ = fit_classes(y_seqs, self.n_chains_)
+            self.classes_ = fit_classes([y_seqs[i] for i in labelled], self.n_chains_)
         gold = encode_labels(self.classes_, y_seqs)
+        known = gold >= 0
+        rows = np.concatenate([np.arange(seq_ptr[i], seq_ptr[i + 1]) for i in labelled])
+        partial = not known[rows].all()     # a wholly unlabelled sequence is left out
         if not warm:
             self._build_structure(Xm, seq_ptr, gold)
-        seen = joint_states_from_labels(gold) if len(gold) else None
+        seen = joint_states_given(gold, self.graph_.n_labels) if len(gold) else None
         self.joint_states_ = (seen if not warm or seen is None else
                               joint_states_from_labels(np.vstack([self.joint_states_, seen])))
+        method = resolve_method(self.inference, self.graph_, self.joint_states_)
         transitions = self.forbidden_transitions
         if transitions == "auto":
-            several_joint = (self.n_chains_ > 1 and resolve_method(
-                self.inference, self.graph_, self.joint_states_) == "joint")
+            # with missing labels the unseen transitions are not known well enough
+            several_joint = self.n_chains_ > 1 and method == "joint" and not partial
             transitions = "unseen" if several_joint else None
         forbidden = forbidden_masks(self.graph_, self.classes_, transitions,
                                     self.forbidden_couplings, seq_ptr, gold)
@@ -496,7 +513,14 @@ class FactorialCRF(BaseEstimator):
         self.forbidden_ = forbidden
         check_gold_allowed(self.graph_, seq_ptr, gold, self.forbidden_,
                            lambda e: edge_name(self.graph_, e))
-        return Xm, seq_ptr, gold, warm
+        if partial:
+            gold = complete_labels(
+                self.layout_, self.layout_.observation_rows(Xm.tocsr(), seq_ptr), seq_ptr, gold,
+                self.classes_, self.forbidden_, method,
+                dict(max_iter=self.bp_max_iter, tol=self.bp_tol,
+                     seeds=np.zeros(len(seq_ptr) - 1, np.uint64),
+                     n_threads=kernel_threads(self.n_jobs), joint_states=self.joint_states_))
+        return Xm, seq_ptr, gold, (known if partial else None), labelled, warm
 
     def _build_structure(self, Xm, seq_ptr, gold):
         """Graph and parameter layout of the model, from the first fit's data."""
@@ -540,7 +564,7 @@ class FactorialCRF(BaseEstimator):
     def _check_Xy(self, X, y):
         if y is None:
             raise ValueError("y is required: a list of label sequences")
-        y_seqs, one_chain = check_label_sequences(y)
+        y_seqs, one_chain = check_label_sequences(y, allow_missing=True)
         X_list = _listed(X)
         if not isinstance(X_list, list):
             raise ValueError(f"X must be a list of sequences, got {type(X).__name__}")
@@ -702,11 +726,16 @@ class FactorialCRF(BaseEstimator):
         ``joint_states_`` has ``-inf``); with TRP the Bethe estimate (capped
         at 0).  A labelling the model's constraints forbid has ``-inf``.
 
+        A labelling with missing labels (``None``) gets the log-probability
+        of its given labels, ``log sum_y' p(y' | x)`` over the labellings
+        ``y'`` that agree with them: ``log Z(given labels) - log Z``.
+
         Parameters
         ----------
         X : list of sequences
         y : list of label sequences
-            As for :meth:`fit`, one labelling per sequence of ``X``.
+            As for :meth:`fit`, one labelling per sequence of ``X``; ``None``
+            where a label is missing.
 
         Returns
         -------
@@ -714,7 +743,7 @@ class FactorialCRF(BaseEstimator):
         """
         self._check_fitted()
         y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
-                                          allow_empty_sequences=True)
+                                          allow_empty_sequences=True, allow_missing=True)
         seq_ptr, unary, pair, method, options = self._inference_inputs(X)
         if len(y_seqs) != len(seq_ptr) - 1:
             raise ValueError(f"X and y have different numbers of sequences: "
@@ -723,7 +752,16 @@ class FactorialCRF(BaseEstimator):
         y_seqs = [seq if len(seq) else np.empty((0, self.n_chains_), dtype=object)
                   for seq in y_seqs]
         gold = encode_labels(self.classes_, y_seqs)
-        values = log_probs(self.graph_, seq_ptr, unary, pair, gold, method, **options)
+        values = log_probs(self.graph_, seq_ptr, unary, pair, np.maximum(gold, 0), method,
+                           **options)
+        missing = (gold < 0).any(axis=1)
+        if missing.any():
+            partial = np.unique(np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))[missing])
+            clamped = FixedLabels(gold, seq_ptr, self.classes_, name="y").clamp(self.graph_, unary)
+            with np.errstate(invalid="ignore"):
+                given = (log_partition(self.graph_, seq_ptr, clamped, pair, method, **options)
+                         - log_partition(self.graph_, seq_ptr, unary, pair, method, **options))
+            values[partial] = np.minimum(given[partial], 0.0) if method == "trp" else given[partial]
         return values
 
     def predict_marginals(self, X, fixed=None, return_status=False):
@@ -793,8 +831,11 @@ class FactorialCRF(BaseEstimator):
                             n=n, chain=chain, kind=kind)
 
     def score(self, X, y):
-        """Joint accuracy: the fraction of tokens at which every chain is right."""
-        y_seqs, _ = check_label_sequences(y, allow_empty_sequences=True)
+        """Joint accuracy: the fraction of tokens at which every chain is right.
+
+        Tokens with a missing label (``None``) in ``y`` are skipped.
+        """
+        y_seqs, _ = check_label_sequences(y, allow_empty_sequences=True, allow_missing=True)
         pred = self.predict(X)
         if len(pred) != len(y_seqs):
             raise ValueError(f"X and y have different numbers of sequences: {len(pred)} != {len(y_seqs)}")
@@ -806,8 +847,9 @@ class FactorialCRF(BaseEstimator):
                 continue
             if p.shape != t.shape:
                 raise ValueError(f"sequence {i}: prediction shape {p.shape} != label shape {t.shape}")
-            right += int(np.all(p == t, axis=1).sum())
-            total += len(t)
+            given = np.not_equal(t, None).all(axis=1)
+            right += int(np.all(p[given] == t[given], axis=1).sum())
+            total += int(given.sum())
         return right / total if total else 0.0
 
     # ------------------------------------------------------------------ persistence
@@ -878,9 +920,11 @@ def training_problem(estimator, X, y):
         state the solver continues from.
     """
     estimator._validate_params()
-    Xm, seq_ptr, gold, warm = estimator._encode_training_data(X, y)
+    Xm, seq_ptr, gold, known, labelled, warm = estimator._encode_training_data(X, y)
     rng = check_random_state(estimator.random_state)
     seeds = rng.randint(0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
-    batch = TrainingBatch(Xm.tocsr(), seq_ptr, gold, estimator.layout_, seeds)
+    batch = TrainingBatch(Xm.tocsr(), seq_ptr, gold, estimator.layout_, seeds, known)
+    if len(labelled) < batch.n_sequences:     # sequences without a label contribute nothing
+        batch = batch.subset(np.asarray(labelled))
     theta0 = estimator.coef_.copy() if warm else np.zeros(estimator.layout_.n_params)
     return TrainingProblem(estimator._objective(batch), theta0, rng)

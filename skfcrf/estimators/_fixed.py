@@ -27,12 +27,14 @@ __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
 
 
 class FixedLabels:
-    """Fixed label indices ``index`` ``(N, C)`` (``-1``: free) and how to name them."""
+    """Fixed label indices ``index`` ``(N, C)`` (``-1``: free) and how to name them
+    (``name``: the argument they came from, ``"fixed"`` or ``"y"``)."""
 
-    def __init__(self, index, seq_ptr, classes):
+    def __init__(self, index, seq_ptr, classes, name="fixed"):
         self.index = index
         self.seq_ptr = seq_ptr
         self.classes = classes
+        self.name = name
 
     @property
     def any(self):
@@ -55,7 +57,7 @@ class FixedLabels:
 
     def where(self, s, t, c):
         """``"fixed[s] token t chain c (label 'x')"``, for error messages."""
-        return f"fixed[{s}] token {t} chain {c} (label {self.label(s, t, c)!r})"
+        return f"{self.name}[{s}] token {t} chain {c} (label {self.label(s, t, c)!r})"
 
     def clamp(self, graph, unary):
         """``unary`` with every non-fixed label of a fixed variable at ``-inf`` (a copy)."""

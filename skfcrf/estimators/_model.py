@@ -68,12 +68,17 @@ def _valid_edge_rows(graph, e, seq_ptr, n_tokens):
 
 
 def gold_assignment(graph, e, rows, gold):
-    """Index ``l_a * L_b + l_b`` of the gold assignment of edge ``e`` at ``rows``."""
+    """Index ``l_a * L_b + l_b`` of the gold assignment of edge ``e`` at ``rows``;
+    ``-1`` where one of the two labels is missing (``-1`` in ``gold``)."""
     a, b = graph.edge_a[e], graph.edge_b[e]
     nb = graph.n_labels[b]
     if graph.edge_kind[e] == IN_CHAIN:
-        return gold[rows - 1, a].astype(np.int64) * nb + gold[rows, a]
-    return gold[rows, a].astype(np.int64) * nb + gold[rows, b]
+        first, second = gold[rows - 1, a], gold[rows, a]
+    else:
+        first, second = gold[rows, a], gold[rows, b]
+    assign = first.astype(np.int64) * nb + second
+    assign[(first < 0) | (second < 0)] = -1
+    return assign
 
 
 class ParameterLayout:
@@ -131,7 +136,8 @@ class ParameterLayout:
                 keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
                              + off + np.arange(L)).ravel())
             elif unary_features == "supported":
-                keys.append(unique_int(nnz_col * width + off + gold[nnz_row, c]))
+                given = gold[nnz_row, c] >= 0       # a missing label supports nothing
+                keys.append(unique_int(nnz_col[given] * width + off + gold[nnz_row[given], c]))
         for e in range(graph.n_edges):
             if graph.edge_tied[e]:
                 continue
@@ -274,6 +280,7 @@ def check_gold_allowed(graph, seq_ptr, gold, forbidden, chain_names):
     for e, mask in forbidden.items():
         rows = _valid_edge_rows(graph, e, seq_ptr, n)
         assign = gold_assignment(graph, e, rows, gold)
+        rows, assign = rows[assign >= 0], assign[assign >= 0]
         bad = mask.ravel()[assign]
         if bad.any():
             row = int(rows[np.flatnonzero(bad)[0]])

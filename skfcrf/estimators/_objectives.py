@@ -12,6 +12,19 @@ batch's sequences; ``scale`` is 1 for the whole training set and
 mini-batch loss is an unbiased estimate of the full one.  ``theta`` is laid out
 as :class:`~skfcrf.estimators._model.ParameterLayout` describes.
 
+Partial labels (``None`` in ``y``): the batch's ``gold`` is then a complete
+labelling that agrees with the given labels (the gaps filled by
+:func:`skfcrf.estimators._partial.complete_labels`) and ``known`` marks the
+given ones.  A sequence's loss is ``-log sum_y' p(y' | x)`` over the labellings
+``y'`` that agree with its given labels, ``log Z - log Z(given)``: the
+objective computed as usual with the completed labels, minus the same
+objective over the partially labelled sequences with their given labels
+clamped (:meth:`Objective.clamped_part`) -- the completed labels' score
+cancels, and the gradient is ``E[f] - E[f | given labels]``.  Clamping sets the
+other labels' unary scores to ``-inf`` (likelihood) or leaves them out of the
+chain's label set (the independent chains).  The pseudolikelihood objectives
+condition every term on its neighbours' labels and refuse missing ones.
+
 An objective owns whatever its inference produces along the way: the
 likelihood objective keeps, per evaluation, which sequences' TRP runs converged
 and how many trees they took (:meth:`Likelihood.inference_stats`).
@@ -25,6 +38,7 @@ from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._bp.joint import joint_marginals
+from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
 
@@ -48,20 +62,37 @@ class TrainingBatch:
         The model's parameter layout (it prepares the observation rows).
     seeds : uint64 ndarray of shape (n_seq,)
         Per-sequence seeds of TRP's spanning trees.
+    known : bool ndarray of shape (N, n_chains), optional
+        Which labels of ``gold`` were given (partial labels); None: all.
     """
 
-    def __init__(self, X, seq_ptr, gold, layout, seeds):
+    def __init__(self, X, seq_ptr, gold, layout, seeds, known=None):
         self.X = X
         self.seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
         self.gold = np.ascontiguousarray(gold, dtype=np.int32)
         self.layout = layout
         self.seeds = seeds
+        self.known = None if known is None or known.all() else np.asarray(known, dtype=bool)
         self.obs = layout.observation_rows(X, self.seq_ptr)
         self._gold_stats = None
 
     @property
     def n_sequences(self):
         return len(self.seq_ptr) - 1
+
+    def given_labels(self):
+        """The given labels as :class:`~skfcrf.estimators._fixed.FixedLabels`
+        (``-1`` where missing), for clamping."""
+        index = self.gold if self.known is None else np.where(self.known, self.gold, -1)
+        return FixedLabels(index.astype(np.int32), self.seq_ptr, None)
+
+    def partial_sequences(self):
+        """Indices of the sequences with a missing label."""
+        if self.known is None:
+            return np.zeros(0, dtype=np.int64)
+        missing = ~self.known.all(axis=1)
+        seq_of = np.repeat(np.arange(self.n_sequences), np.diff(self.seq_ptr))
+        return np.unique(seq_of[missing])
 
     def gold_stats(self, edge_offset):
         """The gold labelling's statistics for the likelihood (built once)."""
@@ -76,8 +107,9 @@ class TrainingBatch:
         rows = np.concatenate([np.arange(self.seq_ptr[s], self.seq_ptr[s + 1])
                                for s in seq_index])
         seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        known = None if self.known is None else self.known[rows]
         return TrainingBatch(self.X[rows], seq_ptr, self.gold[rows], self.layout,
-                             self.seeds[seq_index])
+                             self.seeds[seq_index], known)
 
 
 class Objective:
@@ -94,16 +126,29 @@ class Objective:
         Threads of the kernels.
     scale : float, default=1.0
         Factor on the data loss (see the module docstring).
+    clamp : bool, default=False
+        Evaluate with the batch's given labels clamped (the second term of
+        the partial-label loss; see the module docstring).
     """
 
-    def __init__(self, batch, *, sigma, forbidden=None, n_threads=1, scale=1.0):
+    #: whether the objective marginalises over missing labels
+    supports_partial_labels = True
+
+    def __init__(self, batch, *, sigma, forbidden=None, n_threads=1, scale=1.0, clamp=False):
         self.batch = batch
         self.layout = batch.layout
         self.sigma = sigma
         self.forbidden = forbidden or {}
         self.n_threads = n_threads
         self.scale = scale
+        self.clamp = clamp
         self.parent = None      # the full-batch objective a mini-batch one came from
+        if batch.known is not None and not self.supports_partial_labels:
+            raise ValueError(
+                f"{type(self).__name__} needs every label: its terms condition on the "
+                "neighbouring labels, and y has missing labels (None); use the "
+                "'independent' or 'likelihood' objective, which marginalise over them")
+        self._clamped = None
 
     @property
     def n_params(self):
@@ -116,6 +161,23 @@ class Objective:
 
     def data_loss_gradient(self, theta):
         """Unpenalised loss summed over the batch, and its gradient."""
+        loss, grad = self._data_loss_gradient(theta)
+        given = self.clamped_part()
+        if given is not None:
+            loss_given, grad_given = given._data_loss_gradient(theta)
+            loss, grad = loss - loss_given, grad - grad_given
+        return loss, grad
+
+    def clamped_part(self):
+        """This objective over the partially labelled sequences, their given labels
+        clamped (built once); None when every label is given."""
+        if self._clamped is None and not self.clamp and self.batch.known is not None:
+            part = self.batch.subset(self.batch.partial_sequences())
+            self._clamped = type(self)(part, clamp=True, **self._options())
+        return self._clamped
+
+    def _data_loss_gradient(self, theta):
+        """The loss and gradient with ``gold`` taken as complete (clamped if ``clamp``)."""
         raise NotImplementedError
 
     def loss_gradient(self, theta):
@@ -145,10 +207,13 @@ class PseudoLikelihood(Objective):
     """Factor-based pseudolikelihood: every factor conditioned on its gold Markov blanket.
 
     Computed by the fused kernel of :mod:`skfcrf._bp._pseudolikelihood`, one
-    sequence at a time; bit-identical for every ``n_threads``.
+    sequence at a time; bit-identical for every ``n_threads``.  Needs every
+    label (``ValueError`` with missing ones).
     """
 
-    def data_loss_gradient(self, theta):
+    supports_partial_labels = False
+
+    def _data_loss_gradient(self, theta):
         b = self.batch
         losses, grad = self.layout.pseudolikelihood(theta, b.obs, b.gold, self.n_threads,
                                                     self.forbidden)
@@ -188,10 +253,12 @@ class Likelihood(Objective):
         target._converged.append(np.asarray(converged))
         target._n_iter.append(np.asarray(n_iter))
 
-    def data_loss_gradient(self, theta):
+    def _data_loss_gradient(self, theta):
         b, layout = self.batch, self.layout
         unary, pair, edge_offset = layout.potentials(theta, b.obs, self.n_threads,
                                                      self.forbidden)
+        if self.clamp:
+            unary = b.given_labels().clamp(layout.graph, unary)
         if self.method == "joint":
             with threadpool_limits(limits=1, user_api="blas"):
                 node, pmarg, log_z = joint_marginals(layout.graph, self.joint_states, b.seq_ptr,
@@ -202,7 +269,7 @@ class Likelihood(Objective):
                 layout.graph, b.seq_ptr, unary, pair, method=self.method,
                 max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=b.seeds,
                 n_threads=self.n_threads)
-        if self.method == "trp":
+        if self.method == "trp" and not self.clamp:
             self._record(converged, n_iter)
         stats = b.gold_stats(edge_offset)
         loss = float(log_z.sum() - stats.score(unary, pair))
@@ -278,7 +345,12 @@ class ChainPseudoLikelihood(Objective):
         The label combinations the model allows (e.g. those seen in
         training): chain ``c``'s conditional then runs over the labels that
         form an allowed combination with the other chains' gold labels.
+
+    Needs every label (``ValueError`` with missing ones): a chain's term
+    conditions on the other chains' labels.
     """
+
+    supports_partial_labels = False
 
     def __init__(self, batch, *, joint_states=None, **kwargs):
         super().__init__(batch, **kwargs)
@@ -312,6 +384,20 @@ class ChainPseudoLikelihood(Objective):
             self._allowed = allowed_by_joint_states(batch.gold, np.asarray(joint_states),
                                                     self._label_offset)
             self._has_allowed = 1
+        if self.clamp:
+            if joint_states is None:
+                self._allowed = np.ones((len(batch.gold), int(self._label_offset[-1])), np.uint8)
+            self._allowed, self._has_allowed = self._clamped_allowed(self._allowed), 1
+
+    def _clamped_allowed(self, allowed):
+        """``allowed`` with only the given label left at every given (token, chain)."""
+        b, off = self.batch, self._label_offset
+        for c in range(len(off) - 1):
+            rows = np.arange(len(b.gold)) if b.known is None else np.flatnonzero(b.known[:, c])
+            keep = allowed[rows, off[c] + b.gold[rows, c]]
+            allowed[rows, off[c]:off[c + 1]] = 0
+            allowed[rows, off[c] + b.gold[rows, c]] = keep
+        return allowed
 
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states)
@@ -339,6 +425,18 @@ class ChainPseudoLikelihood(Objective):
     def chain_losses_gradient(self, theta):
         """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
         the batch (``(n_chains,)``), and the gradient of their sum."""
+        losses, grad = self._chain_losses_gradient(theta)
+        given = self.clamped_part()
+        if given is not None:
+            losses_given, grad_given = given._chain_losses_gradient(theta)
+            losses, grad = losses - losses_given, grad - grad_given
+        return losses, grad
+
+    def _data_loss_gradient(self, theta):
+        chain_losses, grad = self._chain_losses_gradient(theta)
+        return float(chain_losses.sum()), grad
+
+    def _chain_losses_gradient(self, theta):
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         tied_log, tied_exp, shifts = self._tied_transitions(theta)
@@ -352,10 +450,6 @@ class ChainPseudoLikelihood(Objective):
         for row in block_grad[1:]:
             grad += row
         return losses.sum(axis=0), grad
-
-    def data_loss_gradient(self, theta):
-        chain_losses, grad = self.chain_losses_gradient(theta)
-        return float(chain_losses.sum()), grad
 
     def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses):
         b, layout = self.batch, self.layout
@@ -378,7 +472,13 @@ class IndependentChains(ChainPseudoLikelihood):
     start's values, which pass through unchanged); a fine-tuning stage with the
     joint likelihood then learns them (``FactorialCRF``'s default).  Computed
     by the chain-wise kernel, whose couplings then contribute nothing.
+
+    Missing labels are marginalised: a chain's term for a sequence is
+    ``log Z_c - log Z_c(given labels)``, the second forward-backward over the
+    chain restricted to its given labels at the tokens that have one.
     """
+
+    supports_partial_labels = True
 
     def __init__(self, batch, **kwargs):
         super().__init__(batch, **kwargs)

@@ -1,7 +1,8 @@
 """The model structure fixed by the first fit: chain labels, coupled pairs, constraints.
 
 * ``classes``: per chain a sorted object array of its labels; a label is stored
-  as its index in that array (the *gold* array ``(N, n_chains)`` of int32);
+  as its index in that array (the *gold* array ``(N, n_chains)`` of int32,
+  ``-1`` where a training label is missing);
 * couplings: sorted ``(a, b)`` chain pairs with ``a < b``
   (:func:`resolve_couplings`);
 * forbidden assignments: a dict edge index -> boolean ``(L_a, L_b)`` mask
@@ -48,10 +49,14 @@ def resolve_couplings(spec, n_chains):
 
 
 def fit_classes(y_seqs, n_chains):
-    """Per chain the sorted distinct labels of the label sequences ``y_seqs``."""
+    """Per chain the sorted distinct labels of the label sequences ``y_seqs``
+    (missing labels, ``None``, left out)."""
     classes = []
     for c in range(n_chains):
         values = np.concatenate([s[:, c] for s in y_seqs])
+        values = values[np.not_equal(values, None)]
+        if values.size == 0:
+            raise ValueError(f"chain {c} has no label in y: every label of it is missing")
         try:
             classes.append(np.unique(values))
         except TypeError:
@@ -62,26 +67,29 @@ def fit_classes(y_seqs, n_chains):
 
 
 def encode_labels(classes, y_seqs):
-    """Gold label indices ``(N, n_chains)`` int32 of the stacked label sequences."""
+    """Gold label indices ``(N, n_chains)`` int32 of the stacked label sequences;
+    ``-1`` where a label is missing (``None``)."""
     n_chains = len(classes)
-    gold = np.empty((sum(len(s) for s in y_seqs), n_chains), dtype=np.int32)
+    gold = np.full((sum(len(s) for s in y_seqs), n_chains), -1, dtype=np.int32)
     row = 0
     for i, seq in enumerate(y_seqs):
         for c in range(n_chains):
             chain_classes = classes[c]
+            given = np.flatnonzero(np.not_equal(seq[:, c], None))
+            values = seq[given, c]
             try:
-                idx = np.searchsorted(chain_classes, seq[:, c])
+                idx = np.searchsorted(chain_classes, values)
             except TypeError:
                 raise ValueError(f"y[{i}] chain {c}: labels of mixed types") from None
             idx = np.minimum(idx, len(chain_classes) - 1)
-            bad = chain_classes[idx] != seq[:, c]
+            bad = chain_classes[idx] != values
             if np.any(bad):
-                t = int(np.flatnonzero(bad)[0])
+                t = int(given[np.flatnonzero(bad)[0]])
                 raise ValueError(
                     f"y[{i}] token {t} chain {c}: label {seq[t, c]!r} was not seen when the "
                     "model was first fitted (warm_start keeps the label sets)"
                 )
-            gold[row:row + len(seq), c] = idx
+            gold[row + given, c] = idx
         row += len(seq)
     return gold
 
@@ -145,7 +153,8 @@ def _transition_masks(graph, classes, spec):
 
 
 def unseen_transition_masks(graph, classes, seq_ptr, gold):
-    """Per in-chain edge the ``(L, L)`` mask of transitions absent from ``gold``."""
+    """Per in-chain edge the ``(L, L)`` mask of transitions absent from ``gold``
+    (a pair with a missing label, ``-1``, shows no transition)."""
     seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
     gold = np.asarray(gold)
     # consecutive tokens of one sequence: every row but the first of each sequence
@@ -159,7 +168,8 @@ def unseen_transition_masks(graph, classes, seq_ptr, gold):
         c = int(graph.edge_a[e])
         L = len(classes[c])
         mask = np.ones((L, L), dtype=bool)
-        mask[gold[nxt - 1, c], gold[nxt, c]] = False
+        both = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
+        mask[gold[both - 1, c], gold[both, c]] = False
         if mask.any():
             masks[e] = mask
     return masks

@@ -1,20 +1,36 @@
-"""Token accuracy per chain, averaged over chains, and joint over chains."""
+"""Token accuracy per chain, averaged over chains, and joint over chains.
+
+Missing gold labels (``None`` in ``y_true``, partial annotation) are skipped: a
+chain's accuracy counts the tokens whose label in that chain is given, the
+joint accuracy the tokens whose labels are given in every chain.
+"""
 import numpy as np
 
 from skfcrf.metrics._common import check_y_pair, label_equal, resolve_chain
 
 
 def _correct_matrix(true, pred):
-    """Stack per-token, per-chain correctness of all sequences: (n_tokens_total, n_chains)."""
+    """Per-token, per-chain correctness of all sequences, ``(n_tokens_total, n_chains)``
+    float: 1 right, 0 wrong, NaN where the gold label is missing."""
     n_chains = true[0].shape[1]
     rows = [
-        np.column_stack([label_equal(t[:, c], p[:, c]) for c in range(n_chains)])
+        np.column_stack([np.where(np.equal(t[:, c], None), np.nan, label_equal(t[:, c], p[:, c]))
+                         for c in range(n_chains)])
         for t, p in zip(true, pred)
         if t.shape[0]
     ]
     if not rows:
         raise ValueError("y_true contains no tokens")
     return np.vstack(rows)
+
+
+def _accuracies(correct):
+    """Per chain the mean correctness over the tokens with a given gold label."""
+    given = ~np.isnan(correct)
+    if not given.any(axis=0).all():
+        c = int(np.flatnonzero(~given.any(axis=0))[0])
+        raise ValueError(f"y_true has no given label in chain {c}: nothing to score")
+    return np.nansum(correct, axis=0) / given.sum(axis=0)
 
 
 def chain_accuracy(y_true, y_pred, chain=None):
@@ -46,9 +62,9 @@ def chain_accuracy(y_true, y_pred, chain=None):
     >>> chain_accuracy(y_true, y_pred).tolist()
     [1.0, 0.5]
     """
-    true, pred, n_chains = check_y_pair(y_true, y_pred)
+    true, pred, n_chains = check_y_pair(y_true, y_pred, allow_missing=True)
     c = resolve_chain(chain, n_chains, allow_none=True)
-    acc = _correct_matrix(true, pred).mean(axis=0)
+    acc = _accuracies(_correct_matrix(true, pred))
     if c is None:
         return acc
     return float(acc[c])
@@ -58,8 +74,8 @@ def average_accuracy(y_true, y_pred):
     """Accuracy averaged over chains ("Average" in the paper's tables 6.1/6.2).
 
     This is the unweighted mean of :func:`chain_accuracy` over all chains.
-    Since every chain has the same number of tokens it equals the fraction of
-    correct (token, chain) labels.
+    With complete gold labels every chain has the same number of tokens, and it
+    equals the fraction of correct (token, chain) labels.
 
     Examples
     --------
@@ -68,14 +84,15 @@ def average_accuracy(y_true, y_pred):
     >>> average_accuracy(y_true, y_pred)
     0.75
     """
-    true, pred, _ = check_y_pair(y_true, y_pred)
-    return float(_correct_matrix(true, pred).mean(axis=0).mean())
+    true, pred, _ = check_y_pair(y_true, y_pred, allow_missing=True)
+    return float(_accuracies(_correct_matrix(true, pred)).mean())
 
 
 def joint_accuracy(y_true, y_pred):
     """Fraction of tokens whose labels are right in *all* chains ("Joint").
 
-    Always ``<= average_accuracy``; equals :func:`chain_accuracy` for a single
+    Tokens with a missing gold label are skipped.  With complete gold labels
+    always ``<= average_accuracy``; equals :func:`chain_accuracy` for a single
     chain.
 
     Examples
@@ -85,5 +102,9 @@ def joint_accuracy(y_true, y_pred):
     >>> joint_accuracy(y_true, y_pred)
     0.5
     """
-    true, pred, _ = check_y_pair(y_true, y_pred)
-    return float(_correct_matrix(true, pred).all(axis=1).mean())
+    true, pred, _ = check_y_pair(y_true, y_pred, allow_missing=True)
+    correct = _correct_matrix(true, pred)
+    complete = ~np.isnan(correct).any(axis=1)
+    if not complete.any():
+        raise ValueError("y_true has no token with every label given: nothing to score")
+    return float((correct[complete] == 1).all(axis=1).mean())

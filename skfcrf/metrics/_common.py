@@ -8,15 +8,19 @@ from skfcrf._validation import check_label_sequences
 DEFAULT_BEGIN_PREFIXES = ("Begin", "B-")
 
 
-def check_y_pair(y_true, y_pred):
+def check_y_pair(y_true, y_pred, allow_missing=False):
     """Validate and normalise a pair of label-sequence collections.
+
+    ``allow_missing``: whether ``y_true`` may have missing labels (``None``,
+    partial annotation); the token metrics then skip them.  ``y_pred`` must be
+    complete.
 
     Returns
     -------
     true, pred : list of ndarray of dtype object, shape (n_tokens, n_chains)
     n_chains : int
     """
-    true, _ = check_label_sequences(y_true, name="y_true")
+    true, _ = check_label_sequences(y_true, name="y_true", allow_missing=allow_missing)
     pred, _ = check_label_sequences(y_pred, name="y_pred")
     if len(true) != len(pred):
         raise ValueError(
@@ -63,8 +67,9 @@ def resolve_chain(chain, n_chains, allow_none=False):
     return chain % n_chains
 
 
-def chain_pair(y_true, y_pred, chain):
-    """Validate inputs and return per-sequence 1-D label arrays of one chain.
+def chain_pair(y_true, y_pred, chain, allow_missing=False):
+    """Validate inputs and return per-sequence 1-D label arrays of one chain
+    (``allow_missing`` as for :func:`check_y_pair`).
 
     Returns
     -------
@@ -72,7 +77,7 @@ def chain_pair(y_true, y_pred, chain):
     chain : int
         The resolved (non-negative) chain index.
     """
-    true, pred, n_chains = check_y_pair(y_true, y_pred)
+    true, pred, n_chains = check_y_pair(y_true, y_pred, allow_missing)
     c = resolve_chain(chain, n_chains)
     return [t[:, c] for t in true], [p[:, c] for p in pred], c
 

@@ -9,6 +9,14 @@ from skfcrf.metrics._common import (
 )
 
 
+def _given_pair(y_true, y_pred, chain):
+    """One chain's label arrays per sequence, without the tokens whose gold label is
+    missing (``None`` in ``y_true``: partial annotation is skipped)."""
+    true, pred, c = chain_pair(y_true, y_pred, chain, allow_missing=True)
+    keep = [np.not_equal(t, None) for t in true]
+    return [t[k] for t, k in zip(true, keep)], [p[k] for p, k in zip(pred, keep)], c
+
+
 def _resolve_labels(true, pred, labels):
     if labels is None:
         seen = set()
@@ -51,7 +59,7 @@ def label_counts(y_true, y_pred, chain=None, labels=None):
     >>> labels, n.tolist(), correct.tolist(), returned.tolist()
     (['a', 'b'], [2, 1], [1, 1], [1, 2])
     """
-    true, pred, _ = chain_pair(y_true, y_pred, chain)
+    true, pred, _ = _given_pair(y_true, y_pred, chain)
     labels = _resolve_labels(true, pred, labels)
     index = {lab: i for i, lab in enumerate(labels)}
     n = np.zeros(len(labels), dtype=np.int64)
@@ -179,7 +187,7 @@ def classification_report(y_true, y_pred, chain=None, labels=None, digits=2):
     Total  3        2         3  0.75  0.75  0.67
     Micro  3        2         3  0.67  0.67  0.67
     """
-    true, pred, n_chains = check_y_pair(y_true, y_pred)
+    true, pred, n_chains = check_y_pair(y_true, y_pred, allow_missing=True)
     c = resolve_chain(chain, n_chains, allow_none=True)
     chains = range(n_chains) if c is None else [c]
     blocks = []
@@ -241,7 +249,7 @@ def confusion_matrix(y_true, y_pred, chain=None, labels=None):
     >>> confusion_matrix([["a", "a", "b"]], [["a", "b", "b"]]).tolist()
     [[1, 1], [0, 1]]
     """
-    true, pred, _ = chain_pair(y_true, y_pred, chain)
+    true, pred, _ = _given_pair(y_true, y_pred, chain)
     labels = _resolve_labels(true, pred, labels)
     index = {lab: i for i, lab in enumerate(labels)}
     cm = np.zeros((len(labels), len(labels)), dtype=np.int64)
@@ -299,7 +307,7 @@ def plot_confusion_matrix(
         raise ValueError(f"kind must be 'matrix' or 'bubble', got {kind!r}")
     if normalize not in (None, "true", "pred", "all"):
         raise ValueError(f"normalize must be None, 'true', 'pred' or 'all', got {normalize!r}")
-    true, pred, _ = chain_pair(y_true, y_pred, chain)
+    true, pred, _ = _given_pair(y_true, y_pred, chain)
     labels = _resolve_labels(true, pred, labels)
     cm = confusion_matrix(true, pred, 0, labels).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
