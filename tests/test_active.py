@@ -15,6 +15,7 @@ from skfcrf._bp.nbest import (
 )
 from skfcrf.active import (
     STRATEGIES,
+    ActiveLearner,
     Strategy,
     get_strategy,
     informativeness,
@@ -23,7 +24,7 @@ from skfcrf.active import (
     token_evidence,
 )
 
-from _helpers import synthetic
+from _helpers import short_fit, synthetic
 from brute import all_labellings, full_score, make_problem
 
 # -- max-marginals against enumeration -------------------------------------------------
@@ -309,3 +310,129 @@ def test_pipeline_model():
         pipe.fit(tokens, y)
     rows = query(pipe, tokens[:3], "MVM", n=3)
     assert rows.shape == (3, 3)
+
+
+# -- the loop (Algorithm 2) -------------------------------------------------------------
+
+def _learner(strategy="MTM", batch_size=5, **kw):
+    crf = FactorialCRF(max_iter=15, random_state=0)
+    return ActiveLearner(crf, strategy=strategy, batch_size=batch_size, random_state=0, **kw)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    X, y = synthetic(n_seq=8, n_chains=2, seed=2, length=(2, 5))
+    Xt, yt = synthetic(n_seq=10, n_chains=2, seed=3)
+    return X, y, Xt, yt
+
+
+@short_fit
+@pytest.mark.parametrize("strategy", ["MTM", "MVM", "random"])
+def test_loop_grows_by_the_batch_and_never_asks_twice(pool, strategy):
+    X, y, Xt, yt = pool
+    learner = _learner(strategy).start(X, y, seed=[0])
+    seed_labels = 2 * len(X[0])
+    history = learner.run(3, Xt, yt)
+    assert [h["n_labels"] for h in history] == [seed_labels + 5 * r for r in range(4)]
+    assert all(0.0 <= h["score"] <= 1.0 for h in history)
+    asked = np.vstack(learner.queried_)
+    assert len(asked) == 15 and len({tuple(r) for r in asked}) == 15
+    assert not np.any(asked[:, 0] == 0)                  # the seed is labelled already
+    for s, t, c in asked:                                # the oracle's labels went in
+        assert learner.y_partial_[s][t, c] == y[s][t][c]
+    # the training set is the sequences with a label; the others stay unlabelled
+    trained = learner.labelled_sequences()
+    assert history[-1]["n_sequences"] == len(trained)
+    for s in set(range(len(X))) - set(trained):
+        assert np.all(np.equal(learner.y_partial_[s], None))
+
+
+@short_fit
+def test_loop_refits_on_partial_labels(pool):
+    X, y, Xt, yt = pool
+    learner = _learner("MTM", batch_size=3).start(X, y, seed=[0])
+    learner.step(Xt, yt)
+    first = learner.estimator_.coef_.copy()
+    # the first round's labels are partial: some asked sequences keep missing labels
+    assert any(np.equal(learner.y_partial_[s], None).any() for s in learner.labelled_sequences())
+    learner.step(Xt, yt)
+    assert learner.estimator_.warm_start                 # continued from the first fit
+    assert not np.array_equal(first, learner.estimator_.coef_)
+    assert learner.history_[1]["n_sequences"] > learner.history_[0]["n_sequences"]
+
+
+@short_fit
+@pytest.mark.parametrize("unit", ["label", "token"])
+def test_the_oracle_eventually_labels_every_token(pool, unit):
+    X, y, _, _ = pool
+    X, y = X[:4], y[:4]
+    total = 2 * sum(len(x) for x in X)
+    asked = []
+
+    def oracle(s, t, c):
+        asked.append((s, t, c))
+        return y[s][t][c]
+
+    learner = _learner("MVM", batch_size=4, unit=unit).start(X, oracle, seed=[1], n_chains=2)
+    for _ in range(40):
+        if learner.n_labels_ == total:
+            break
+        learner.step()
+    assert learner.n_labels_ == total
+    assert len(asked) == len(set(asked)) == total         # every label asked exactly once
+    for s in range(4):
+        assert np.array_equal(learner.y_partial_[s].astype(str), np.array(y[s], dtype=str))
+    if unit == "token":                                   # whole tokens: both chains at once
+        assert all(len(b) == 0 or b.shape[1] == 2 for b in learner.queried_)
+
+
+@short_fit
+def test_reestimation_follows_algorithm_2(pool):
+    """Each pick is the argmin given all labels so far, under the round's model."""
+    X, y, _, _ = pool
+    learner = _learner("MTM", batch_size=4).start(X, y, seed=[0])
+    learner.fit()
+    model = learner.estimator_
+    labels = [row.copy() for row in learner.y_partial_]
+    expected = []
+    for _ in range(4):
+        row = query(model, X, "MTM", n=1, y_partial=labels)[0]
+        s, t, c = row
+        labels[s][t, c] = y[s][t][c]
+        expected.append(tuple(row))
+    picked = learner.ask()
+    assert [tuple(r) for r in picked] == expected
+    # without re-estimation the batch is the top of one ranking
+    batch = _learner("MTM", batch_size=4, reestimate=False).start(X, y, seed=[0])
+    batch.fit()
+    top = query(batch.estimator_, X, "MTM", n=4, y_partial=batch.y_partial_)
+    assert np.array_equal(batch.ask(), top)
+
+
+@short_fit
+def test_a_new_label_refits_from_scratch(pool):
+    X, y, _, _ = pool
+    # seed without the label "c2" on chain 0
+    y0 = [[("c0" if lab[0] == "c2" else lab[0], lab[1]) for lab in seq] for seq in y]
+    gold = [list(seq) for seq in y0]
+    gold[2] = list(y[2])                                # the oracle reveals "c2" there
+    assert any(lab[0] == "c2" for lab in y[2])
+    learner = _learner("MTM", batch_size=200).start(X, gold, seed=[0])
+    learner.step()
+    assert "c2" not in learner.estimator_.classes_[0]
+    first = learner.estimator_
+    learner.step()
+    assert learner.estimator_ is not first              # a clone, fitted cold
+    assert "c2" in learner.estimator_.classes_[0]
+
+
+def test_learner_errors(pool):
+    X, y, _, _ = pool
+    with pytest.raises(RuntimeError, match="start"):
+        _learner().step()
+    with pytest.raises(ValueError, match="n_chains"):
+        _learner().start(X, lambda s, t, c: "x", seed=[0])
+    with pytest.raises(ValueError, match="label sequences"):
+        _learner().start(X, y[:3], seed=[0])
+    with pytest.raises(ValueError, match="batch_size"):
+        _learner(batch_size=0).start(X, y, seed=[0])
