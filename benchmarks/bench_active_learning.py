@@ -2,10 +2,11 @@
 
 Pool-based active learning with partial labels (:class:`skfcrf.active.ActiveLearner`,
 Algorithm 2 of the thesis): the pool's gold labels play the oracle.  Every strategy
-starts from the same seed reports, labelled in full; every round refits (warm start),
-scores joint accuracy on the test reports and asks for ``--batch`` labels (one chain's
-label at one token each), re-estimating a report after each of its labels.  The curves
--- joint accuracy against the number of labels given -- go to JSON and CSV, and the
+starts from the same seed report, labelled in full; every round refits (warm when no
+new label appeared, else from scratch), scores joint accuracy on the test reports and
+asks for ``--batch`` tokens (all three chains of a token; ``--unit label``: one chain's
+label at a token), re-estimating a report after each of its tokens.  The curves --
+joint accuracy against the number of labelled tokens -- go to JSON and CSV, and the
 figure to an SVG (``benchmarks/_svg.py``, no plotting library) for the docs.
 
     python benchmarks/bench_active_learning.py            # the documented run
@@ -36,16 +37,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pool", type=int, default=60, help="pool reports")
-    ap.add_argument("--test", type=int, default=40, help="test reports")
-    ap.add_argument("--seed-reports", type=int, default=2,
+    ap.add_argument("--pool", type=int, default=40, help="pool reports")
+    ap.add_argument("--test", type=int, default=30, help="test reports")
+    ap.add_argument("--seed-reports", type=int, default=1,
                     help="pool reports labelled in full at the start")
-    ap.add_argument("--batch", type=int, default=150, help="labels asked per round (B)")
+    ap.add_argument("--batch", type=int, default=80,
+                    help="tokens (unit token) or labels (unit label) asked per round (B)")
     ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--strategies", default="random,MTM,MVM")
-    ap.add_argument("--unit", default="label", choices=("label", "token"))
-    ap.add_argument("--max-iter", type=int, default=40)
-    ap.add_argument("--finetune-iter", type=int, default=10)
+    ap.add_argument("--strategies", default="random,MTM,MVM,MTE")
+    ap.add_argument("--unit", default="token", choices=("label", "token"))
+    ap.add_argument("--max-iter", type=int, default=30)
+    ap.add_argument("--finetune-iter", type=int, default=5)
     ap.add_argument("--no-reestimate", action="store_true",
                     help="rank each batch at once instead of re-estimating after each label")
     ap.add_argument("--cold", action="store_true", help="refit from scratch every round")
@@ -99,21 +101,24 @@ def main(argv=None):
         json.dump(dict(settings=meta, curves=curves), fh, indent=1)
     with open(args.out + ".csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["strategy", "round", "n_labels", "n_sequences", "joint_accuracy",
+        w.writerow(["strategy", "round", "n_labels", "n_sequences", "warm", "joint_accuracy",
                     "fit_time", "query_time"])
         for name, c in curves.items():
             for h in c["history"]:
-                w.writerow([name, h["round"], h["n_labels"], h["n_sequences"],
+                w.writerow([name, h["round"], h["n_labels"], h["n_sequences"], h["warm"],
                             f"{h['score']:.5f}", f"{h['fit_time']:.2f}",
                             f"{h['query_time']:.2f}"])
     print(f"wrote {args.out}.json and .csv")
     if args.svg:
-        series = [(name, [h["n_labels"] for h in c["history"]],
+        per = 3 if args.unit == "token" else 1
+        series = [(name, [h["n_labels"] // per for h in c["history"]],
                    [100 * h["score"] for h in c["history"]]) for name, c in curves.items()]
-        line_chart(series, args.svg, xlabel="labels given (one chain at one token each)",
+        xlabel = ("labelled tokens (all three chains)" if per == 3
+                  else "labels given (one chain at one token each)")
+        line_chart(series, args.svg, xlabel=xlabel,
                    ylabel="joint accuracy on the test reports (%)",
                    title=f"Active learning on {args.pool} synthetic dictations "
-                         f"(B = {args.batch})")
+                         f"(B = {args.batch} {args.unit}s per round)")
         print(f"wrote {args.svg}")
     print(f"total {time.perf_counter() - t0:.1f} s")
 

@@ -495,6 +495,7 @@ class ActiveLearner:
     history_ : list of dict
         Per round (:meth:`step`): ``round``, ``n_labels`` (labels given when
         fitting, seed included), ``n_sequences`` (sequences trained on),
+        ``warm`` (whether the fit continued from the previous weights),
         ``score`` (test score or NaN), ``fit_time`` and ``query_time``
         (seconds; the query follows the fit).
     """
@@ -593,6 +594,7 @@ class ActiveLearner:
         model.fit(X, y)
         self.estimator_ = model
         self._classes = _crf_of(model).classes_
+        self._warm = bool(warm)
         return time.perf_counter() - start, len(train)
 
     def _known_classes(self, y):
@@ -678,11 +680,13 @@ class ActiveLearner:
             self.ask()
             query_time = time.perf_counter() - start
         entry = dict(round=len(self.history_), n_labels=n_labels, n_sequences=n_seq,
-                     score=float(score), fit_time=fit_time, query_time=query_time)
+                     warm=self._warm, score=float(score), fit_time=fit_time,
+                     query_time=query_time)
         self.history_.append(entry)
         if self.verbose:
             print(f"{self._strategy.name:>6} round {entry['round']}: {n_labels:7d} labels "
-                  f"({n_seq} sequences)  score {score:.4f}  fit {fit_time:.1f} s  "
+                  f"({n_seq} sequences)  score {score:.4f}  {'warm' if self._warm else 'cold'} "
+                  f"fit {fit_time:.1f} s  "
                   f"query {query_time:.1f} s", flush=True)
         return entry
 
