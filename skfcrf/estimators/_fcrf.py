@@ -345,7 +345,12 @@ class FactorialCRF(BaseEstimator):
             matrix ``(n_tokens, n_observations)``.
         y : list of label sequences
             Per sequence an array-like ``(n_tokens, n_chains)`` or a list of
-            per-token tuples; 1-D sequences mean one chain.
+            per-token tuples; 1-D sequences mean one chain.  ``None`` (or a
+            float NaN) marks a missing label: the ``"independent"`` and
+            ``"likelihood"`` objectives then maximise the probability of the
+            given labels, summed over the labellings that agree with them; a
+            sequence with no label is left out (see the user guide, "Partial
+            labels").
 
         Returns
         -------
