@@ -16,19 +16,17 @@ COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 
 def nice_ticks(lo, hi, n=6):
-    """About ``n`` round tick values covering ``[lo, hi]``."""
+    """About ``n`` round tick values, the first at or below ``lo``, the last at or above
+    ``hi``; and the step between them."""
     if hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / max(1, n - 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.floor(lo / step) * step
-    ticks, v = [], first
-    while v <= hi + 1e-9 * step:
-        if v >= lo - 1e-9 * step:
-            ticks.append(round(v, 12))
-        v += step
-    return ticks, step
+    first = math.floor(lo / step + 1e-9) * step
+    last = math.ceil(hi / step - 1e-9) * step
+    count = int(round((last - first) / step))
+    return [round(first + i * step, 12) for i in range(count + 1)], step
 
 
 def _fmt(v, step):

@@ -58,7 +58,14 @@ def main(argv=None):
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "_static",
                                                   "active_learning_curve.svg"))
     ap.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the SVG from the JSON of an earlier run (--out)")
     args = ap.parse_args(argv)
+    if args.replot:
+        with open(args.out + ".json") as fh:
+            saved = json.load(fh)
+        plot(saved["curves"], saved["settings"], args.svg)
+        return
     if args.quick:
         args.pool, args.test, args.seed_reports, args.batch, args.rounds = 8, 5, 1, 30, 2
         args.max_iter, args.out, args.svg = 10, args.out + "_quick", None
@@ -110,17 +117,21 @@ def main(argv=None):
                             f"{h['query_time']:.2f}"])
     print(f"wrote {args.out}.json and .csv")
     if args.svg:
-        per = 3 if args.unit == "token" else 1
-        series = [(name, [h["n_labels"] // per for h in c["history"]],
-                   [100 * h["score"] for h in c["history"]]) for name, c in curves.items()]
-        xlabel = ("labelled tokens (all three chains)" if per == 3
-                  else "labels given (one chain at one token each)")
-        line_chart(series, args.svg, xlabel=xlabel,
-                   ylabel="joint accuracy on the test reports (%)",
-                   title=f"Active learning on {args.pool} synthetic dictations "
-                         f"(B = {args.batch} {args.unit}s per round)")
-        print(f"wrote {args.svg}")
+        plot(curves, meta, args.svg)
     print(f"total {time.perf_counter() - t0:.1f} s")
+
+
+def plot(curves, settings, path):
+    """The learning curves as an SVG line chart at ``path``."""
+    per = 3 if settings["unit"] == "token" else 1
+    series = [(name, [h["n_labels"] // per for h in c["history"]],
+               [100 * h["score"] for h in c["history"]]) for name, c in curves.items()]
+    xlabel = ("labelled tokens (all three chains)" if per == 3
+              else "labels given (one chain at one token each)")
+    line_chart(series, path, xlabel=xlabel, ylabel="joint accuracy on the test reports (%)",
+               title=f"Active learning on {settings['pool']} synthetic dictations "
+                     f"(B = {settings['batch']} {settings['unit']}s per round)")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
