@@ -436,3 +436,22 @@ def test_learner_errors(pool):
         _learner().start(X, y[:3], seed=[0])
     with pytest.raises(ValueError, match="batch_size"):
         _learner(batch_size=0).start(X, y, seed=[0])
+
+
+@short_fit
+def test_trp_models_use_chainwise_max_marginals():
+    X, y = synthetic(n_seq=20, n_chains=3, seed=4)
+    crf = FactorialCRF(max_iter=20, inference="trp", objective="likelihood",
+                       coupling="all", random_state=0).fit(X, y)
+    pool = _tiny_pool()
+    mm = max_marginals(crf, pool)
+    best = crf.decode(pool)
+    for s, d in enumerate(best):
+        for c in range(3):
+            at = mm[s][c][np.arange(len(pool[s])), np.searchsorted(crf.classes_[c],
+                                                                   d.labels[:, c])]
+            # each chain's best labelling around the TRP one scores at least as well
+            assert np.all(at >= d.log_prob - 1e-9)
+            assert np.all(mm[s][c] <= 0.0)
+    rows = query(crf, pool, "MVPE", n=4)
+    assert len({tuple(r) for r in rows}) == 4
