@@ -43,7 +43,7 @@ def main(argv=None):
                     help="pool reports labelled in full at the start")
     ap.add_argument("--batch", type=int, default=80,
                     help="tokens (unit token) or labels (unit label) asked per round (B)")
-    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--strategies", default="random,MTM,MVM,MTE")
     ap.add_argument("--unit", default="token", choices=("label", "token"))
     ap.add_argument("--max-iter", type=int, default=30)
