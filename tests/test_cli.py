@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from skfcrf.datasets import read_conll
@@ -78,25 +79,55 @@ def test_demo_prints_tables_and_writes_report(tmp_path):
               "--output-dir", tmp_path)
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    assert "Table 1. Accuracy" in out and "Table 3. WindowDiff" in out
+    assert "Table 1. Accuracy (%) on cor-style" in out and "Table 2. Accuracy (%) on rcg-style" in out
+    assert "Table 3. WindowDiff (%) on cor-style" in out and "Table 4. WindowDiff" in out
+    assert "Table 5. Macro-averaged F1" in out
     for row in ("sentence", "subsection", "section", "average", "joint"):
-        assert any(line.split()[:1] == [row] and "±" in line for line in out.splitlines()), row
+        lines = [line for line in out.splitlines() if line.split()[:1] == [row]]
+        # without and with post-processing (and rcg with rule 8.1) side by side
+        assert any(line.count("±") == 2 for line in lines), row
+        assert any(line.count("±") == 3 for line in lines), row
+    assert "with post-proc. (cor)" in out and "with post-proc. (rcg)" in out
+    assert "rcg + rule 8.1" in out
     # decoding convergence, read from this decoding's records (not from the fit): either TRP
     # ran (at least one iteration per report) or inference="auto" decoded exactly
-    trp = [line for line in out.splitlines() if line.startswith("TRP max-product decoding")]
-    if trp:
-        assert trp[0].startswith("TRP max-product decoding (at most 30 iterations): converged on")
-        assert 1 <= float(trp[0].split("mean ")[1].split()[0]) <= 30, trp[0]
-    else:
-        assert "Decoding: exact on all test reports" in out
+    for style in ("cor", "rcg"):
+        trp = [line for line in out.splitlines()
+               if line.startswith(f"{style}: TRP max-product decoding")]
+        if trp:
+            assert trp[0].startswith(f"{style}: TRP max-product decoding (at most 30 iterations): "
+                                     "converged on")
+            assert 1 <= float(trp[0].split("mean ")[1].split()[0]) <= 30, trp[0]
+        else:
+            assert f"{style}: decoding exact on all test reports" in out
+        assert f"{style}: training " in out
     # progress on stderr, fold by fold
     for k in (1, 2, 3):
-        assert f"fold {k}/3" in res.stderr
+        assert f"cor fold {k}/3" in res.stderr and f"rcg fold {k}/3" in res.stderr
     html = (tmp_path / "skfcrf_demo_report.html").read_text(encoding="utf-8")
     md = (tmp_path / "skfcrf_demo_report.md").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<section" in html and "Reference structure" in html
     assert md.startswith("# skfcrf demo") and "\n## " in md
+    page = (tmp_path / "skfcrf_demo_comparison.html").read_text(encoding="utf-8")
+    assert '<section class="column gold">' in page and '<section class="column predicted">' in page
+    assert "sentence" in page and "Decoding" in page
+
+
+def test_demo_one_style_with_per_label_tables(tmp_path):
+    res = run("demo", "--n-reports", 6, "--max-iter", 5, "--finetune-iter", 0, "--styles", "cor",
+              "--per-label", "--seed", 2, "--output-dir", tmp_path, "-q")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "rcg" not in out.split("observations;")[0] and "Table 2. WindowDiff" in out
+    assert "Per-label scores on cor-style dictations after post-processing" in out
+    assert out.count("(pooled over 3 folds)") == 3 and "BeginSentence" in out
+    assert res.stderr == ""
+
+
+@pytest.mark.parametrize("styles", ["rcg,xyz", ""])
+def test_demo_bad_styles(styles):
+    assert_one_line_error(run("demo", "--styles", styles), "--styles", status=2)
 
 
 # --------------------------------------------------------------------------- train / tag / evaluate
@@ -171,6 +202,29 @@ def test_evaluate_prints_scores(trained):
     assert "B-NP" in out and "VBD" in out
 
 
+def test_view_writes_pages_and_index(trained):
+    d, model, sents = trained
+    out = d / "pages"
+    res = run("view", d / "train.txt", "--model", model, "--output", out,
+              "--chain-names", "pos,chunk")
+    assert res.returncode == 0, res.stderr
+    pages = sorted(p.name for p in out.iterdir())
+    assert pages == ["index.html"] + [f"report-{k:04d}.html" for k in range(1, 31)]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "sequence 30" in index and "pooled" in index
+    page = (out / "report-0001.html").read_text(encoding="utf-8")
+    assert 'data-type="NP"' in page and "chunk" in page and "exact" in page
+    assert 'data-i="0">' + sents[0][0][0] + "<" in page
+    one = d / "one.html"
+    res = run("view", d / "train.txt", "--model", model, "--output", one, "--sequence", 2)
+    assert res.returncode == 0, res.stderr
+    assert f'data-i="0">{sents[1][0][0]}<' in one.read_text(encoding="utf-8")
+    assert_one_line_error(run("view", d / "train.txt", "--model", model, "--output", one,
+                              "--chain-names", "a"), "--chain-names", status=2)
+    assert_one_line_error(run("view", d / "train.txt", "--model", model, "--output", one,
+                              "--sequence", 99), "has 30 sequences", status=2)
+
+
 # --------------------------------------------------------------------------- errors
 def test_error_missing_data_file(tmp_path):
     res = run("train", tmp_path / "nope.txt", "--model", tmp_path / "m")
@@ -235,3 +289,155 @@ def test_inspect_prints_top_weights(trained):
     bad = run("inspect", d / "missing.npz")
     assert bad.returncode != 0 and "model file not found" in bad.stderr
     assert run("inspect", model, "--chain", "7").returncode == 2
+
+
+# --------------------------------------------------------------------------- post-processing (--repair)
+@pytest.fixture(scope="module")
+def dictation_model(tmp_path_factory):
+    """A quickly trained 3-chain model on a few synthetic dictations (rcg style)."""
+    from skfcrf.datasets import make_dictations, write_conll
+
+    d = tmp_path_factory.mktemp("dict")
+    X, y = make_dictations(n_reports=8, style="rcg", random_state=5)
+    write_conll(d / "train.txt", X[:5], y[:5])
+    write_conll(d / "test.txt", X[5:], y[5:])
+    model = d / "dict.model"
+    res = run("train", d / "train.txt", "--model", model, "--label-columns", 3,
+              "--objective", "chainwise", "--max-iter", 8, "--finetune-iter", 0, "-q")
+    assert res.returncode == 0, res.stderr
+    return d, model, X[5:], y[5:]
+
+
+def _tagged_labels(path):
+    return [np.asarray(s, dtype=object) for s in read_conll(path, n_label_columns=3)[1]]
+
+
+def test_tag_repair_writes_repaired_columns(dictation_model):
+    from skfcrf.structure import repair_sequences
+
+    d, model, X, _ = dictation_model
+    raw, fixed = d / "raw.txt", d / "fixed.txt"
+    for out, extra in ((raw, []), (fixed, ["--repair", "rcg"])):
+        res = run("tag", d / "test.txt", "--model", model, "--output", out, "-q", *extra)
+        assert res.returncode == 0, res.stderr
+    raw_y, fixed_y = _tagged_labels(raw), _tagged_labels(fixed)
+    expected = repair_sequences(raw_y, "rcg", X)  # the CLI reads words as str tokens
+    assert all(np.array_equal(a, b) for a, b in zip(fixed_y, expected))
+    assert any(not np.array_equal(a, b) for a, b in zip(raw_y, fixed_y))
+    res = run("tag", d / "test.txt", "--model", model, "--format", "markdown", "--repair", "cor")
+    assert res.returncode == 0 and "## " in res.stdout, res.stderr
+
+
+def test_evaluate_repair_prints_both_tables(dictation_model):
+    from skfcrf.metrics import joint_accuracy
+    from skfcrf.structure import repair_sequences
+
+    d, model, X, y = dictation_model
+    res = run("evaluate", d / "test.txt", "--model", model, "--repair", "rcg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "without post-processing" in out and "with post-processing (--repair rcg;" in out
+    joints = [float(line.split()[1]) for line in out.splitlines() if line.startswith("joint")]
+    assert len(joints) == 2
+    tagged = d / "eval_raw.txt"
+    assert run("tag", d / "test.txt", "--model", model, "--output", tagged, "-q").returncode == 0
+    raw_y = _tagged_labels(tagged)
+    assert joints[0] == pytest.approx(joint_accuracy(y, raw_y), abs=1e-4)
+    assert joints[1] == pytest.approx(joint_accuracy(y, repair_sequences(raw_y, "rcg", X)),
+                                      abs=1e-4)
+    plain = run("evaluate", d / "test.txt", "--model", model)
+    assert "post-processing" not in plain.stdout
+
+
+@pytest.mark.parametrize("cmd", ["tag", "evaluate"])
+def test_repair_bad_preset_is_one_line_error(dictation_model, cmd):
+    d, model, _, _ = dictation_model
+    res = run(cmd, d / "test.txt", "--model", model, "--repair", "rgc")
+    assert_one_line_error(res, "--repair", "rgc", status=2)
+
+
+# --------------------------------------------------------------------------- train: model options
+def test_train_model_options_reach_the_estimator(trained, tmp_path):
+    from skfcrf import FactorialCRF
+
+    d, _, _ = trained
+    forbid = tmp_path / "forbid.txt"
+    forbid.write_text("# chunks: no I-NP right after a verb chunk or O\n1 B-VP I-NP\n1 O I-NP\n"
+                      "0 DT VBD  # no verb after a determiner\n", encoding="utf-8")
+    couple = tmp_path / "couple.txt"
+    couple.write_text("0 1 DT B-VP\n", encoding="utf-8")
+    model = tmp_path / "opts.model"
+    res = run("train", d / "train.txt", "--model", model, "--label-columns", 2,
+              "--objective", "independent", "--finetune-iter", 3, "--unary-features", "all",
+              "--transition-features", "supported", "--coupling-features", "supported",
+              "--coupling", "0-1", "--forbidden-transitions", forbid,
+              "--forbidden-couplings", couple, "--inference", "exact", "--bp-tol", "1e-4",
+              "--solver", "lbfgs", "--max-iter", 20, "--tol", "1e-4", "--lbfgs-memory", 5,
+              "--early-stopping", "--validation-fraction", "0.2", "--n-iter-no-change", 3,
+              "--validation-interval", 2, "--validation-scoring", "accuracy", "-q")
+    assert res.returncode == 0, res.stderr
+    crf = FactorialCRF.load(model)
+    p = crf.get_params()
+    assert (p["objective"], p["finetune_iter"], p["unary_features"], p["transition_features"],
+            p["coupling_features"], p["inference"], p["bp_tol"], p["tol"], p["lbfgs_memory"]) \
+        == ("independent", 3, "all", "supported", "supported", "exact", 1e-4, 1e-4, 5)
+    assert [tuple(c) for c in p["coupling"]] == [(0, 1)]
+    assert p["early_stopping"] and p["validation_fraction"] == 0.2
+    assert p["n_iter_no_change"] == 3 and p["validation_scoring"] == "accuracy"
+    ft = {int(k): sorted(map(tuple, v)) for k, v in dict(p["forbidden_transitions"]).items()}
+    assert ft == {0: [("DT", "VBD")], 1: [("B-VP", "I-NP"), ("O", "I-NP")]}
+    fc = {tuple(k): [tuple(x) for x in v] for k, v in dict(p["forbidden_couplings"]).items()}
+    assert fc == {(0, 1): [("DT", "B-VP")]}
+    # oLBFGS settings
+    res = run("train", d / "train.txt", "--model", tmp_path / "o.model", "--label-columns", 2,
+              "--solver", "olbfgs", "--batch-size", 4, "--eta0", "0.05", "--tau", "50",
+              "--max-iter", 2, "--forbidden-transitions", "none", "--coupling", "none", "-q")
+    assert res.returncode == 0, res.stderr
+    p = FactorialCRF.load(tmp_path / "o.model").get_params()
+    assert (p["solver"], p["batch_size"], p["eta0"], p["tau"], p["coupling"],
+            p["forbidden_transitions"]) == ("olbfgs", 4, 0.05, 50.0, "none", None)
+
+
+@pytest.mark.parametrize("extra, fragments", [
+    (["--objective", "magic"], ["--objective", "magic"]),
+    (["--unary-features", "some"], ["--unary-features"]),
+    (["--coupling", "0-0"], ["--coupling", "two distinct chains"]),
+    (["--coupling", "a-b"], ["--coupling", "chain pairs"]),
+    (["--validation-fraction", "1"], ["--validation-fraction", "(0, 1)"]),
+    (["--validation-scoring", "speed"], ["--validation-scoring"]),
+    (["--tol", "-1"], ["--tol"]),
+    (["--forbidden-transitions", "no_such_file.txt"], ["--forbidden-transitions",
+                                                       "file not found"]),
+])
+def test_train_model_option_errors(trained, extra, fragments):
+    d, _, _ = trained
+    res = run("train", d / "train.txt", "--model", d / "bad.model", "--label-columns", 2, *extra)
+    assert_one_line_error(res, *fragments, status=2)
+
+
+@pytest.mark.parametrize("content, fragments", [
+    ("1 B-VP\n", ["line 1", "expected 'CHAIN LABEL_FROM LABEL_TO'"]),
+    ("x B-VP I-NP\n", ["line 1", "integers"]),
+    ("# nothing\n", ["lists no label pairs"]),
+])
+def test_train_forbidden_file_errors(trained, tmp_path, content, fragments):
+    d, _, _ = trained
+    bad = tmp_path / "forbid.txt"
+    bad.write_text(content, encoding="utf-8")
+    res = run("train", d / "train.txt", "--model", tmp_path / "m", "--label-columns", 2,
+              "--forbidden-transitions", bad)
+    assert_one_line_error(res, "forbid.txt", *fragments, status=2)
+
+
+def test_train_forbidden_unknown_label_is_one_line(trained, tmp_path):
+    d, _, _ = trained
+    bad = tmp_path / "forbid.txt"
+    bad.write_text("1 B-XX I-NP\n", encoding="utf-8")
+    couple = tmp_path / "couple.txt"
+    couple.write_text("1 0 DT B-NP\n", encoding="utf-8")
+    res = run("train", d / "train.txt", "--model", tmp_path / "m", "--label-columns", 2,
+              "--forbidden-transitions", bad, "--max-iter", 2, "-q")
+    assert_one_line_error(res, "cannot train", "B-XX")
+    res = run("train", d / "train.txt", "--model", tmp_path / "m", "--label-columns", 2,
+              "--forbidden-couplings", couple)
+    assert_one_line_error(res, "couple.txt", "CHAIN_I < CHAIN_J", status=2)

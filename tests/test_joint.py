@@ -171,3 +171,29 @@ def test_likelihood_over_joint_states_gradient_and_value(n_chains, coupling_feat
         _, scores = enumerate_sequence(est.graph_, unary, pair, lo, hi - lo, est.joint_states_)
         ref += logsumexp(scores) - full_score(est.graph_, unary, pair, eo, lo, b.gold[lo:hi])
     assert loss == pytest.approx(ref, rel=1e-10)
+
+
+def _two_tracks():
+    """One chain, labels A and B that never follow each other; token 0 favours A by 800
+    nats, token 2 favours B by 1700: B's forward mass underflows at token 0 in linear
+    space, yet B's path dominates."""
+    graph = Graph.build([2], [(0, 0, IN_CHAIN, 1)])
+    unary = np.array([[800.0, 0.0], [0.0, 0.0], [0.0, 1700.0]])
+    pair = np.array([0.0, -np.inf, -np.inf, 0.0])
+    assert pair.shape == (int(pair_layout(graph, 3)[-1]),)
+    return graph, np.array([0, 3], np.int64), unary, pair, np.array([[0], [1]], np.int32)
+
+
+def test_joint_marginals_rescued_where_linear_forward_underflows():
+    from skfcrf.estimators._decoding import log_partition, sum_product
+
+    graph, seq_ptr, unary, pair, states = _two_tracks()
+    _, raw = joint_marginals(graph, states, seq_ptr, unary, pair)
+    assert raw[0] < 1000                         # the kernel alone loses B's path
+    options = dict(max_iter=1, tol=1e-6, seeds=np.zeros(1, np.uint64), n_threads=1,
+                   joint_states=states)
+    expected = logsumexp([800.0, 1700.0])
+    assert log_partition(graph, seq_ptr, unary, pair, "joint", **options)[0] == pytest.approx(expected)
+    node, log_z, _, _ = sum_product(graph, seq_ptr, unary, pair, "joint", **options)
+    assert log_z[0] == pytest.approx(expected)
+    np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)

@@ -190,3 +190,37 @@ def test_chain_out_of_range(func):
 def test_chain_required_for_multichain(func):
     with pytest.raises(ValueError, match="pass chain="):
         func(Y_TRUE, Y_PRED)
+
+
+# ----------------------------------------------------------------------------- pooled over folds
+def test_pooled_classification_report_hand_made_case():
+    from skfcrf.metrics import pooled_classification_report
+
+    # chain 1 of fold 1: S S T vs S T T; fold 2: S T vs S T (chain 0 all right)
+    f1 = ([[("x", "S"), ("x", "S"), ("y", "T")]], [[("x", "S"), ("x", "T"), ("y", "T")]])
+    f2 = ([[("x", "S"), ("y", "T")]], [[("x", "S"), ("y", "T")]])
+    d = pooled_classification_report([f1, f2], output_dict=True)
+    assert set(d) == {0, 1}
+    c1 = d[1]
+    assert c1["labels"] == ["S", "T"]
+    assert c1["n"].tolist() == [3, 2] and c1["correct"].tolist() == [2, 2]
+    assert c1["returned"].tolist() == [2, 3]
+    np.testing.assert_allclose(c1["precision"], [1.0, 2 / 3])
+    np.testing.assert_allclose(c1["recall"], [2 / 3, 1.0])
+    np.testing.assert_allclose(c1["f1"], [0.8, 0.8])
+    np.testing.assert_allclose(c1["macro"], [5 / 6, 5 / 6, 0.8])
+    # per fold macro P: 0.75 and 1.0 -> mean 0.875, t(0.975, 1) * s / sqrt(2)
+    mean, hw = c1["folds"]["precision"]
+    assert mean == pytest.approx(0.875)
+    assert hw == pytest.approx(12.7062047 * np.std([0.75, 1.0], ddof=1) / np.sqrt(2), rel=1e-6)
+    assert d[0]["macro"] == (1.0, 1.0, 1.0)
+    text = pooled_classification_report([f1, f2], chain=-1)
+    assert text.startswith("Chain 1 (pooled over 2 folds)")
+    assert "Total  5        4         5" in text and "0.88 ± " in text
+    # one fold: no interval; the pooled table is classification_report's
+    one = pooled_classification_report([f1], chain=1, output_dict=True)[1]
+    assert one["folds"]["f1"] is None
+    with pytest.raises(ValueError, match="at least one"):
+        pooled_classification_report([])
+    with pytest.raises(ValueError, match="different numbers of chains"):
+        pooled_classification_report([f1, ([["a"]], [["a"]])])

@@ -12,6 +12,7 @@ from skfcrf.structure import (
     COR_RULES,
     DICTATION_RULES,
     RCG_RULES,
+    RCG_RULES_WITH_8_1,
     UNTYPED_SUBSECTIONS,
     LabelScheme,
     _postprocess,
@@ -182,7 +183,8 @@ def test_fix_long_headings_shorten_split_and_fallback():
 
 # ----------------------------------------------------------------------------- presets
 
-@pytest.mark.parametrize("style,rules", [("cor", COR_RULES), ("rcg", RCG_RULES)])
+@pytest.mark.parametrize("style,rules", [("cor", COR_RULES), ("rcg", RCG_RULES),
+                                         ("rcg", RCG_RULES_WITH_8_1)])
 def test_presets_leave_gold_dictations_unchanged(style, rules):
     X, Y = make_dictations(n_reports=40, style=style, random_state=7)
     for x, y in zip(X, Y):
@@ -261,11 +263,12 @@ def test_cor_rules_property(case):
             k = max(j, k + 1)
 
 
+@pytest.mark.parametrize("rules", [RCG_RULES, RCG_RULES_WITH_8_1], ids=["rcg", "rcg+8.1"])
 @settings(max_examples=60, deadline=None)
-@given(corrupted("rcg"))
-def test_rcg_rules_property(case):
+@given(case=corrupted("rcg"))
+def test_rcg_rules_property(rules, case):
     x, y = case
-    secs = _repaired_sections(case, RCG_RULES)
+    secs = _repaired_sections(case, rules)
     for a, b in zip(secs, secs[1:]):  # 8.3: no two adjacent sections of one type
         assert a.label is None or a.label != b.label
     for sec in secs:

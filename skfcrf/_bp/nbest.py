@@ -41,7 +41,7 @@ from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
-           "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "logdomain_state_marginals", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -312,6 +312,39 @@ def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
         log_z[s0:s1] = out
         s0 = s1
     return log_z
+
+
+def logdomain_state_marginals(graph, states, unary, pair, rows):
+    """``log Z`` and node marginals ``(T, Ltot)`` of one sequence (global tokens ``rows``)
+    over the joint ``states``, by forward-backward in the log domain.
+
+    The scaled forward-backward of :mod:`skfcrf._bp._joint` works in linear space:
+    with forbidden transitions a state's forward mass relative to the token's total
+    can fall below the smallest double and be lost, though later tokens would have
+    made its paths dominant (``log Z`` then comes out *below* the best labelling's
+    score).  This is the exact reference it falls back to for such sequences:
+    ``O(T S^2)`` log-sum-exps, slow, for the few sequences that need it.
+    """
+    from scipy.special import logsumexp
+
+    edge_offset = pair_layout(graph, unary.shape[0])
+    phi = _state_scores(graph, states, unary, pair, edge_offset, rows)
+    trans = _tied_transitions(graph, states, pair, edge_offset)[0]
+    T, S = phi.shape
+    la, lb = np.empty((T, S)), np.zeros((T, S))
+    la[0] = phi[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(1, T):
+            la[t] = logsumexp(la[t - 1][:, None] + trans, axis=0) + phi[t]
+        for t in range(T - 2, -1, -1):
+            lb[t] = logsumexp(trans + (phi[t + 1] + lb[t + 1])[None, :], axis=1)
+        log_z = float(logsumexp(la[T - 1]))
+        marg = np.exp(la + lb - log_z)
+    node = np.zeros((T, graph.total_labels))
+    for c in range(graph.n_chains):
+        for s in range(S):
+            node[:, graph.label_offset[c] + states[s, c]] += marg[:, s]
+    return log_z, node
 
 
 def _conditional_chain(graph, unary, pair, edge_offset, rows, labels, c):

@@ -14,14 +14,18 @@ Subcommands
     Writes predicted label columns, or the sequences rendered as HTML/Markdown.
 ``skfcrf evaluate DATA --model PATH``
     Prints per-chain and joint accuracy, per-label reports, segment F1 and WindowDiff.
+``skfcrf view DATA --model PATH --output OUT``
+    Writes the gold and predicted structure side by side as HTML pages
+    (:func:`skfcrf.structure.write_comparison_pages`).
 ``skfcrf inspect MODEL``
     Prints the model's largest weights (:meth:`skfcrf.FactorialCRF.top_weights`).
 
 Layout: one module per command (``_demo``, ``_train``, ``_tag``, ``_evaluate``,
-``_inspect``),
+``_view``, ``_inspect``),
 each with ``add_parser(subparsers)`` and ``run(args)``; ``_common`` holds the
 errors, option types and output helpers, ``_files`` the data files and the
-model + feature configuration files.
+model + feature configuration files, ``_progress`` the progress bars (``tqdm``,
+on stderr when it is a terminal, none with ``--quiet``).
 
 Errors are reported as one line ``skfcrf: error: ...`` on stderr with a non-zero
 exit status (2 for usage errors, 1 otherwise).
@@ -29,13 +33,13 @@ exit status (2 for usage errors, 1 otherwise).
 import os
 import sys
 
-from skfcrf.cli import _demo, _evaluate, _inspect, _tag, _train
+from skfcrf.cli import _demo, _evaluate, _inspect, _tag, _train, _view
 from skfcrf.cli._common import FEATURE_KINDS, PROG, CLIError, Parser
 
 __all__ = ["main", "build_parser", "FEATURE_KINDS"]
 
 #: the commands, in help order
-COMMANDS = (_demo, _train, _tag, _evaluate, _inspect)
+COMMANDS = (_demo, _train, _tag, _evaluate, _view, _inspect)
 
 
 def build_parser():

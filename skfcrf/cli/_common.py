@@ -34,6 +34,20 @@ def add_quiet(parser):
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
 
+#: ``--repair`` choices: the names of :data:`skfcrf.structure.REPAIR_PRESETS`
+REPAIR_CHOICES = ("formal", "cor", "rcg", "rcg+8.1")
+
+
+def add_repair_option(parser, what):
+    """The ``--repair PRESET`` option of ``evaluate`` and ``tag``; ``what`` ends its help."""
+    parser.add_argument("--repair", choices=REPAIR_CHOICES, metavar="PRESET",
+                        help="post-process the predicted labels with a preset of "
+                        "skfcrf.structure.REPAIR_PRESETS: formal (Begin and hierarchy "
+                        "constraints only), cor (thesis algorithm 7, formatted reports), rcg "
+                        "(algorithm 8 without its step 8.1, recognizer output) or rcg+8.1 "
+                        f"(algorithm 8 in full); {what}")
+
+
 def add_model_input(parser):
     """The ``--model PATH`` option of the commands that read a model (``evaluate``, ``tag``)."""
     parser.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")

@@ -1,16 +1,27 @@
 """``skfcrf demo``: cross-validation on the embedded synthetic dictations.
 
-The pipeline (:func:`skfcrf.transformers.make_dictation_features` and a
-pseudolikelihood-trained :class:`skfcrf.FactorialCRF`) is cross-validated by
+For each style of :func:`skfcrf.datasets.make_dictations` (``cor``: formatted
+reports, ``rcg``: recognizer output) the pipeline
+(:func:`skfcrf.transformers.make_dictation_features` and a
+:class:`skfcrf.FactorialCRF` with its default objective and a few iterations of
+likelihood fine-tuning) is cross-validated by
 :func:`sklearn.model_selection.cross_validate` over a 3-fold shuffled
 :class:`~sklearn.model_selection.KFold`, scored by the package's scorers
 (:func:`skfcrf.metrics.make_chain_scorer`: accuracy and WindowDiff per chain,
 average and joint accuracy).  Each test fold is decoded once, by
 :meth:`skfcrf.FactorialCRF.decode` (:class:`FoldScorer`): the scorers read the
-labels from it, and the convergence of TRP decoding (not a scorer) comes from
-the same records.  The first test report of fold 1 is rendered as HTML and
-Markdown.
+raw labels and the labels post-processed with the style's preset
+(:data:`skfcrf.structure.COR_RULES`, :data:`skfcrf.structure.RCG_RULES`; for
+``rcg`` also with the opt-in rule 8.1) from it, and the convergence of TRP decoding
+(not a scorer) comes from the same records.  The tables
+(:mod:`skfcrf.cli._demo_tables`) are the thesis's 6.1/6.2 (accuracy), 6.9/6.10
+(WindowDiff) and the macro F1 of 6.3-6.8, without and with post-processing.
+The first test report of fold 1 (``rcg`` style) is rendered as HTML and Markdown,
+and its gold and predicted structure are compared side by side
+(:func:`skfcrf.structure.render_comparison`).  Training shows an iteration bar
+per fold (:class:`~skfcrf.cli._progress.FitProgress`) on a terminal.
 """
+import argparse
 import html
 import os
 import time
@@ -26,26 +37,38 @@ from skfcrf.cli._common import (
     positive_int,
     progress,
 )
+from skfcrf.cli._progress import FitProgress
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
-DEMO_N_REPORTS = 120
+DEMO_N_REPORTS = 60
+#: the dictation styles cross-validated, each with its post-processing preset
+STYLES = ("cor", "rcg")
 DEMO_MAX_ITER = 100
 DEMO_FINETUNE_ITER = 10
 DEMO_BP_MAX_ITER = 200
 DEMO_REPORT = "skfcrf_demo_report"
+DEMO_COMPARISON = "skfcrf_demo_comparison"
 N_FOLDS = 3
 
 
 def add_parser(sub):
     d = sub.add_parser("demo", help="cross-validate on synthetic dictations, print the tables "
                        "and write one rendered report",
-                       description="Structure recognition on the embedded synthetic dictations: "
-                       "3-fold cross-validation of a factorial CRF (chain-wise pseudolikelihood "
+                       description="Structure recognition on the embedded synthetic dictations, "
+                       "formatted (cor) and recognizer (rcg) style: "
+                       "3-fold cross-validation of a factorial CRF (the default objective "
                        "and likelihood fine-tuning), per-chain "
-                       "accuracy and WindowDiff with 95% confidence intervals, TRP convergence, "
+                       "accuracy and WindowDiff with 95% confidence intervals, without and with "
+                       "the thesis's post-processing, macro F1 per level, TRP convergence, "
                        "and one recognised report rendered as HTML and Markdown.")
     d.add_argument("--n-reports", type=positive_int, metavar="N", default=DEMO_N_REPORTS,
-                   help="number of synthetic reports (default: %(default)s)")
+                   help="number of synthetic reports per style (default: %(default)s)")
+    d.add_argument("--styles", type=style_list, metavar="STYLES", default=list(STYLES),
+                   help="comma-separated dictation styles to cross-validate, from cor "
+                   "(formatted reports) and rcg (recognizer output) (default: cor,rcg)")
+    d.add_argument("--per-label", action="store_true",
+                   help="also print the per-label precision/recall/F1 tables after "
+                   "post-processing, counts pooled over the folds (the thesis's 6.3-6.8)")
     d.add_argument("--max-iter", type=positive_int, metavar="N", default=DEMO_MAX_ITER,
                    help="L-BFGS iterations per fold (default: %(default)s)")
     d.add_argument("--finetune-iter", type=nonnegative_int, metavar="N",
@@ -55,10 +78,37 @@ def add_parser(sub):
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
     d.add_argument("--output-dir", default=".", metavar="DIR",
-                   help="where to write skfcrf_demo_report.html/.md (default: current directory)")
+                   help="where to write skfcrf_demo_report.html/.md and "
+                   "skfcrf_demo_comparison.html (default: current directory)")
     add_fit_options(d, min_instance_freq=2, instances="reports")
     d.set_defaults(func=run)
     return d
+
+
+def style_list(text):
+    """Comma-separated dictation styles, duplicates dropped."""
+    styles = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in styles if v not in STYLES]
+    if not styles or bad:
+        raise argparse.ArgumentTypeError(
+            f"expected styles from {', '.join(STYLES)}, got {text!r}")
+    return list(dict.fromkeys(styles))
+
+
+def repair_variants(style):
+    """``{score prefix: (column title, rules)}``: the post-processing scored for ``style``.
+
+    The style's preset (:data:`~skfcrf.structure.COR_RULES` or
+    :data:`~skfcrf.structure.RCG_RULES`); for ``rcg`` also with the opt-in rule 8.1
+    (:data:`~skfcrf.structure.RCG_RULES_WITH_8_1`), whose effect is measured on the
+    same decodings.
+    """
+    from skfcrf.structure import REPAIR_PRESETS
+
+    variants = {"repaired_": (f"with post-proc. ({style})", REPAIR_PRESETS[style])}
+    if style == "rcg":
+        variants["with81_"] = ("rcg + rule 8.1", REPAIR_PRESETS["rcg+8.1"])
+    return variants
 
 
 def demo_scoring(n_chains):
@@ -84,34 +134,56 @@ class FoldScorer:
     fitted pipeline (``features`` then ``crf``) and its test reports.  It
     decodes them with :meth:`skfcrf.FactorialCRF.decode`, gives the labels to
     the :func:`demo_scoring` scorers (through :class:`_Decoded`, so the
-    pipeline's ``predict`` does not decode a second time), adds ``iterative``
-    (1.0 if TRP ran on some report), ``converged`` and ``bp_iterations``
-    (:func:`~skfcrf.cli._common.convergence_summary`),
-    prints a progress line, and keeps the first fold's first report for the
-    rendered example.  Folds run one after another (``n_jobs=None``).
+    pipeline's ``predict`` does not decode a second time), then the labels
+    repaired with each of ``variants`` (``{prefix: (title, rules)}``, see
+    :func:`repair_variants`; their scores are named ``prefix + name``), adds
+    ``iterative`` (1.0 if TRP ran on some report), ``converged`` and
+    ``bp_iterations`` (:func:`~skfcrf.cli._common.convergence_summary`),
+    prints a progress line, keeps every variant's ``(y_true, y_pred)`` per fold
+    in ``folds`` (for the pooled per-label tables) and the first fold's first
+    report for the rendered example.  Folds run one after another (``n_jobs=None``).
     """
 
-    def __init__(self, n_chains, quiet=False):
+    def __init__(self, n_chains, quiet=False, variants=None, style="rcg", fit_progress=None):
         self.scorers = demo_scoring(n_chains)
         self.quiet = quiet
+        self.fit_progress = fit_progress  # the fold's training bar, closed when it is scored
+        self.example_decoding = None
+        self.variants = dict(variants or {})
+        self.style = style
+        self.folds = {prefix: [] for prefix in ("", *self.variants)}
         self.n_folds_done = 0
         self.example = None
 
+    def _score(self, prefix, labels, X, y):
+        decoded = _Decoded(labels)
+        self.folds[prefix].append((y, labels))
+        return {prefix + name: scorer(decoded, X, y) for name, scorer in self.scorers.items()}
+
     def __call__(self, estimator, X, y):
+        from skfcrf.structure import repair_sequences
+
+        if self.fit_progress is not None:
+            self.fit_progress.finish()
         t0 = time.perf_counter()
         crf = estimator.named_steps["crf"]
         decodings = crf.decode(estimator.named_steps["features"].transform(X))
-        decoded = _Decoded([d.labels for d in decodings])
-        scores = {name: scorer(decoded, X, y) for name, scorer in self.scorers.items()}
+        labels = [d.labels for d in decodings]
+        scores = self._score("", labels, X, y)
+        for prefix, (_, rules) in self.variants.items():
+            scores.update(self._score(prefix, repair_sequences(labels, rules, X), X, y))
         iterative, scores["converged"], scores["bp_iterations"] = convergence_summary(decodings)
         scores["iterative"] = float(iterative)
         self.n_folds_done += 1
-        progress(f"fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_} L-BFGS iterations"
-                 f"{'' if crf.converged_ else ', not converged'}), decoded {len(X)} reports in "
-                 f"{time.perf_counter() - t0:.1f} s: joint accuracy "
-                 f"{100 * scores['joint']:.2f}%", self.quiet)
+        fixed = (f", {100 * scores['repaired_joint']:.2f}% after post-processing"
+                 if "repaired_joint" in scores else "")
+        progress(f"{self.style} fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_} "
+                 f"L-BFGS iterations{'' if crf.converged_ else ', not converged'}), decoded "
+                 f"{len(X)} reports in {time.perf_counter() - t0:.1f} s: joint accuracy "
+                 f"{100 * scores['joint']:.2f}%{fixed}", self.quiet)
         if self.example is None:
-            self.example = (X[0], y[0], decodings[0].labels)
+            self.example = (X[0], y[0], labels[0])
+            self.example_decoding = decodings[0]
         return scores
 
 
@@ -125,22 +197,16 @@ class _Decoded(BaseEstimator):
         return self.labels
 
 
-def _fmt_ci(mean, hw, scale=100.0):
-    return f"{scale * mean:6.2f} ± {scale * hw:5.2f}"
-
-
 def run(args):
-    import warnings
-
     import numpy as np
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import KFold, cross_validate
-    from sklearn.pipeline import Pipeline
 
-    from skfcrf import FactorialCRF
-    from skfcrf.datasets import DICTATION_CHAINS, make_dictations
-    from skfcrf.metrics import confidence_interval
-    from skfcrf.transformers import make_dictation_features
+    from skfcrf.cli._demo_tables import (
+        accuracy_table,
+        macro_f1_table,
+        windowdiff_table,
+    )
+    from skfcrf.datasets import DICTATION_CHAINS
+    from skfcrf.metrics import pooled_classification_report
 
     if args.n_reports < 6:
         raise CLIError(f"--n-reports must be at least 6 for 3-fold cross-validation, "
@@ -148,74 +214,111 @@ def run(args):
     out_dir = args.output_dir
     if not os.path.isdir(out_dir):
         raise CLIError(f"output directory does not exist: {out_dir}", 2)
-    quiet = args.quiet
     t_start = time.perf_counter()
-    progress(f"generating {args.n_reports} synthetic dictations (style rcg, seed {args.seed})...",
-             quiet)
-    X, y = make_dictations(n_reports=args.n_reports, style="rcg", random_state=args.seed)
-    n_tokens = sum(len(s) for s in X)
+    n_chains = len(DICTATION_CHAINS)
+    runs = {style: cross_validate_style(style, args, n_chains) for style in args.styles}
+
+    print(f"skfcrf demo: {args.n_reports} synthetic dictations per style (seed {args.seed}; "
+          + ", ".join(f"{style}: {r['n_tokens']} tokens" for style, r in runs.items())
+          + f"), {N_FOLDS}-fold cross-validation")
+    objective = next(iter(runs.values()))["cv"]["estimator"][0].named_steps["crf"].objective
+    print(f"FactorialCRF(objective={objective!r}, "
+          f"sigma={args.sigma:g}, max_iter={args.max_iter}, finetune_iter={args.finetune_iter}, "
+          f"bp_max_iter={args.bp_max_iter}, "
+          f"min_instance_freq={args.min_instance_freq}) on n-gram window, bag-of-concepts "
+          "(window 10) and relative-position (8 bins) observations; post-processing: "
+          + ", ".join(f"skfcrf.structure.{style.upper()}_RULES ({style})" for style in runs))
+    number = 1
+    for table in (accuracy_table, windowdiff_table):
+        for style, r in runs.items():
+            print()
+            print(table(number, style, r["cv"], r["columns"], n_chains, N_FOLDS))
+            number += 1
+    pooled = {style: {p: pooled_classification_report(r["scoring"].folds[p], output_dict=True)
+                      for p, _ in r["columns"]} for style, r in runs.items()}
+    print()
+    print(macro_f1_table(number, [(f"{style}: {title}", pooled[style][p])
+                                  for style, r in runs.items() for p, title in r["columns"]
+                                  if p != "with81_"], n_chains))
+    if args.per_label:
+        for style, r in runs.items():
+            print()
+            print(f"Per-label scores on {style}-style dictations after post-processing, counts "
+                  f"pooled over the {N_FOLDS} folds (tables 6.3-6.8)")
+            print(pooled_classification_report(r["scoring"].folds["repaired_"]))
+    print()
+    for style, r in runs.items():
+        cv = r["cv"]
+        conv, bp_iter = cv["test_converged"], cv["test_bp_iterations"]
+        if cv["test_iterative"].any():
+            print(f"{style}: TRP max-product decoding (at most {args.bp_max_iter} iterations): "
+                  f"converged on {100 * conv.mean():.1f}% of the test reports "
+                  f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
+                  f"mean {bp_iter.mean():.1f} iterations")
+        else:  # inference="auto" chose exact decoding (e.g. over the seen joint label states)
+            print(f"{style}: decoding exact on all test reports (inference='auto' chose exact "
+                  "inference; no TRP iterations)")
+        crfs = [est.named_steps["crf"] for est in cv["estimator"]]
+        n_hit = sum(not crf.converged_ for crf in crfs)
+        print(f"{style}: training {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS "
+              "iterations per fold"
+              + (f" ({n_hit} of {N_FOLDS} stopped at --max-iter {args.max_iter})" if n_hit else "")
+              + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
+    example = runs.get("rcg", next(iter(runs.values())))
+    idx = int(example["cv"]["indices"]["test"][0][0])
+    _write_report(out_dir, idx, *example["scoring"].example)
+    tokens, gold, _ = example["scoring"].example
+    _write_comparison(out_dir, idx, tokens, gold, example["scoring"].example_decoding,
+                      list(DICTATION_CHAINS))
+    print(f"Wall time: {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+def cross_validate_style(style, args, n_chains):
+    """Cross-validate the demo pipeline on ``args.n_reports`` dictations of ``style``.
+
+    Returns a dict: ``cv`` (the :func:`~sklearn.model_selection.cross_validate`
+    result, with estimators and test indices), ``scoring`` (its
+    :class:`FoldScorer`), ``columns`` (``(score prefix, title)`` of the raw and
+    repaired variants) and ``n_tokens``.
+    """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import KFold, cross_validate
+    from sklearn.pipeline import Pipeline
+
+    from skfcrf import FactorialCRF
+    from skfcrf.datasets import make_dictations
+    from skfcrf.transformers import make_dictation_features
+
+    quiet = args.quiet
+    progress(f"{style}: generating {args.n_reports} synthetic dictations (seed {args.seed}), "
+             f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
+             "iterations per fold), decoding and scoring...", quiet)
+    X, y = make_dictations(n_reports=args.n_reports, style=style, random_state=args.seed)
+    fit_progress = FitProgress(args.max_iter + args.finetune_iter,
+                               lambda k: f"{style} fold {k}/{N_FOLDS}: training",
+                               quiet=quiet or args.verbose > 0)
     model = Pipeline([
         ("features", make_dictation_features()),
         ("crf", FactorialCRF(sigma=args.sigma, finetune_iter=args.finetune_iter,
                              max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
                              bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
-                             random_state=args.seed, verbose=args.verbose)),
+                             random_state=args.seed, verbose=args.verbose,
+                             callback=fit_progress.callback)),
     ])
-    chains = list(DICTATION_CHAINS)
-    n_chains = len(chains)
-
-    progress(f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
-             "iterations per fold), decoding and scoring...", quiet)
     folds = KFold(n_splits=N_FOLDS, shuffle=True, random_state=args.seed)
-    scoring = FoldScorer(n_chains, quiet)
+    variants = repair_variants(style)
+    scoring = FoldScorer(n_chains, quiet, variants, style, fit_progress)
     with warnings.catch_warnings():
-        # a fold stopped at --max-iter is reported below from converged_
+        # a fold stopped at --max-iter is reported from converged_
         warnings.simplefilter("ignore", ConvergenceWarning)
         cv = cross_validate(model, X, y, cv=folds, scoring=scoring, return_estimator=True,
                             return_indices=True, error_score="raise")
-    acc = np.column_stack([cv[f"test_accuracy_{c}"] for c in range(n_chains)])
-    wd = -np.column_stack([cv[f"test_windowdiff_{c}"] for c in range(n_chains)])
-    conv, bp_iter = cv["test_converged"], cv["test_bp_iterations"]
-    crfs = [est.named_steps["crf"] for est in cv["estimator"]]
-    report = (int(cv["indices"]["test"][0][0]), *scoring.example)
-
-    width = max(len(c) for c in chains + ["average", "joint"])
-    print(f"skfcrf demo: {args.n_reports} synthetic dictations (recognizer style, seed "
-          f"{args.seed}, {n_tokens} tokens), {N_FOLDS}-fold cross-validation")
-    print("FactorialCRF(objective='chainwise', "
-          f"sigma={args.sigma:g}, max_iter={args.max_iter}, finetune_iter={args.finetune_iter}, "
-          f"bp_max_iter={args.bp_max_iter}, "
-          f"min_instance_freq={args.min_instance_freq}) on n-gram window, bag-of-concepts "
-          "(window 10) and relative-position (8 bins) observations")
-    print()
-    print(f"Table 1. Accuracy (%) per chain, mean ± 95% confidence interval over {N_FOLDS} folds")
-    print(f"  {'chain':<{width}}  {'accuracy':>15}")
-    for c, name in enumerate(chains):
-        print(f"  {name:<{width}}  {_fmt_ci(*confidence_interval(acc[:, c]))}")
-    print(f"  {'average':<{width}}  {_fmt_ci(*confidence_interval(cv['test_average']))}")
-    print(f"  {'joint':<{width}}  {_fmt_ci(*confidence_interval(cv['test_joint']))}")
-    print()
-    print(f"Table 3. WindowDiff (%) per chain (lower is better), mean ± 95% confidence "
-          f"interval over {N_FOLDS} folds")
-    print(f"  {'chain':<{width}}  {'WindowDiff':>15}")
-    for c, name in enumerate(chains):
-        print(f"  {name:<{width}}  {_fmt_ci(*confidence_interval(wd[:, c]))}")
-    print()
-    if cv["test_iterative"].any():
-        print(f"TRP max-product decoding (at most {args.bp_max_iter} iterations): converged on "
-              f"{100 * conv.mean():.1f}% of the test reports "
-              f"(per fold {', '.join(f'{100 * v:.1f}%' for v in conv)}), "
-              f"mean {bp_iter.mean():.1f} iterations")
-    else:  # inference="auto" chose exact decoding (e.g. over the seen joint label states)
-        print("Decoding: exact on all test reports (inference='auto' chose exact "
-              "inference; no TRP iterations)")
-    n_hit = sum(not crf.converged_ for crf in crfs)
-    print(f"Training: {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS iterations per fold"
-          + (f" ({n_hit} of {N_FOLDS} stopped at --max-iter {args.max_iter})" if n_hit else "")
-          + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
-    _write_report(out_dir, *report)
-    print(f"Wall time: {time.perf_counter() - t_start:.1f} s")
-    return 0
+    columns = [("", "without post-proc.")] + [(p, title) for p, (title, _) in variants.items()]
+    return {"cv": cv, "scoring": scoring, "columns": columns,
+            "n_tokens": sum(len(s) for s in X)}
 
 
 def _write_report(out_dir, idx, tokens, gold, pred):
@@ -248,3 +351,19 @@ def _write_report(out_dir, idx, tokens, gold, pred):
     except OSError as exc:
         raise CLIError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from None
     print(f"Report {idx + 1} rendered to {html_path} and {md_path}")
+
+
+def _write_comparison(out_dir, idx, tokens, gold, decoding, chains):
+    """The same report's gold and predicted (unrepaired) structure side by side."""
+    from skfcrf.structure import render_comparison
+
+    path = os.path.join(out_dir, DEMO_COMPARISON + ".html")
+    page = render_comparison(tokens, gold, decoding, chain_names=chains,
+                             title=f"skfcrf demo: gold and predicted structure of dictation "
+                             f"{idx + 1} (test fold 1)")
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise CLIError(f"cannot write the comparison to {out_dir}: {exc.strerror or exc}") from None
+    print(f"Gold and predicted structure of report {idx + 1} compared in {path}")

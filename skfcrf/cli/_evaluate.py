@@ -1,7 +1,9 @@
-"""``skfcrf evaluate DATA --model PATH``: scores of a model on a labelled column file."""
+"""``skfcrf evaluate DATA --model PATH [--repair PRESET]``: scores of a model on a labelled
+column file, without and with post-processing (the sequences are decoded once)."""
 from skfcrf.cli._common import (
     add_model_input,
     add_quiet,
+    add_repair_option,
     as_2d,
     chain_names,
     convergence_summary,
@@ -9,6 +11,7 @@ from skfcrf.cli._common import (
     progress,
 )
 from skfcrf.cli._files import features_from_config, load_model, read_data
+from skfcrf.cli._progress import decode_with_progress
 
 
 def add_parser(sub):
@@ -18,45 +21,41 @@ def add_parser(sub):
     e.add_argument("data", metavar="DATA", help="labelled file (the model's attribute and "
                    "label columns)")
     add_model_input(e)
+    add_repair_option(e, "the scores are then given without and with it, and the per-label "
+                      "reports are those of the repaired labels")
     add_quiet(e)
     e.set_defaults(func=run)
     return e
 
 
 def run(args):
-    from skfcrf.metrics import (
-        chain_accuracy,
-        classification_report,
-        joint_accuracy,
-        segment_f1,
-        windowdiff,
-    )
+    from skfcrf.metrics import classification_report
+    from skfcrf.structure import repair_sequences
 
     crf, config = load_model(args.model)
     n_chains = crf.n_chains_
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
     progress(f"tagging {len(X)} sequences...", args.quiet)
-    decodings = crf.decode(features_from_config(config).transform(X))
+    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
+                                     quiet=args.quiet)
     yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
     names = chain_names(n_chains)
-    acc = chain_accuracy(yt, yp)
     width = max(len(n) for n in names + ["joint"])
     n_tokens = sum(len(s) for s in yt)
     print(f"{args.data}: {len(yt)} sequences, {n_tokens} tokens, {n_chains} "
           f"chain{'s' if n_chains != 1 else ''}")
     print()
-    print(f"{'':<{width}}  accuracy  segment F1  WindowDiff")
-    for c in range(n_chains):
-        f1 = segment_f1(yt, yp, chain=c)
-        wd = None
-        if has_boundaries(yt, c):
-            try:
-                wd = windowdiff(yt, yp, chain=c)
-            except ValueError:  # no sequence longer than the window
-                wd = None
-        wd_s = f"{wd:10.4f}" if wd is not None else f"{'-':>10}"
-        print(f"{names[c]:<{width}}  {acc[c]:8.4f}  {f1:10.4f}  {wd_s}")
-    print(f"{'joint':<{width}}  {joint_accuracy(yt, yp):8.4f}")
+    if args.repair:
+        print("without post-processing")
+    _print_scores(yt, yp, names, width)
+    if args.repair:
+        yp_raw = yp
+        yp = as_2d(repair_sequences(yp, args.repair, X))
+        n_changed = sum(int((a != b).any(axis=1).sum()) for a, b in zip(yp_raw, yp))
+        print()
+        print(f"with post-processing (--repair {args.repair}; {n_changed} of {n_tokens} tokens "
+              "relabelled)")
+        _print_scores(yt, yp, names, width)
     iterative, converged, mean_iter = convergence_summary(decodings)
     if iterative:
         print(f"\nTRP max-product converged on {100 * converged:.1f}% of the "
@@ -65,3 +64,22 @@ def run(args):
         print()
         print(classification_report(yt, yp, chain=c).rstrip())
     return 0
+
+
+def _print_scores(yt, yp, names, width):
+    """Accuracy, segment F1 and WindowDiff per chain, then the joint accuracy."""
+    from skfcrf.metrics import chain_accuracy, joint_accuracy, segment_f1, windowdiff
+
+    acc = chain_accuracy(yt, yp)
+    print(f"{'':<{width}}  accuracy  segment F1  WindowDiff")
+    for c, name in enumerate(names):
+        f1 = segment_f1(yt, yp, chain=c)
+        wd = None
+        if has_boundaries(yt, c):
+            try:
+                wd = windowdiff(yt, yp, chain=c)
+            except ValueError:  # no sequence longer than the window
+                wd = None
+        wd_s = f"{wd:10.4f}" if wd is not None else f"{'-':>10}"
+        print(f"{name:<{width}}  {acc[c]:8.4f}  {f1:10.4f}  {wd_s}")
+    print(f"{'joint':<{width}}  {joint_accuracy(yt, yp):8.4f}")

@@ -1,9 +1,17 @@
-"""``skfcrf tag DATA --model PATH``: predicted label columns, or rendered documents."""
+"""``skfcrf tag DATA --model PATH [--repair PRESET]``: predicted label columns, or rendered
+documents."""
 import os
 import sys
 
-from skfcrf.cli._common import add_model_input, add_quiet, html_document, progress
+from skfcrf.cli._common import (
+    add_model_input,
+    add_quiet,
+    add_repair_option,
+    html_document,
+    progress,
+)
 from skfcrf.cli._files import count_columns, features_from_config, load_model, read_data
+from skfcrf.cli._progress import decode_with_progress
 
 
 def add_parser(sub):
@@ -17,6 +25,8 @@ def add_parser(sub):
                    help="attribute + predicted label columns, or the sequences rendered as "
                    "structured documents (default: %(default)s)")
     g.add_argument("--output", metavar="FILE", help="output file (default: standard output)")
+    add_repair_option(g, "without it the label columns are the raw predictions and rendered "
+                      "documents are repaired with formal")
     add_quiet(g)
     g.set_defaults(func=run)
     return g
@@ -35,13 +45,19 @@ def run(args):
     n_label_columns = n_chains if n_cols == n_attr + n_chains else 0
     X, _ = read_data(args.data, attributes, n_label_columns, sep)
     progress(f"tagging {len(X)} sequences...", args.quiet)
-    y_pred = crf.predict(features_from_config(config).transform(X))
+    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
+                                     quiet=args.quiet)
+    y_pred = [d.labels for d in decodings]
+    if args.repair:
+        from skfcrf.structure import repair_sequences
+
+        y_pred = repair_sequences(y_pred, args.repair, X)
     if args.format == "columns":
         out = args.output if args.output else sys.stdout
         write_conll(out, X, y_pred, attributes=attributes,
                     sep="\t" if sep == "tab" else " ")
     else:
-        text = render_documents(X, y_pred, args.format)
+        text = render_documents(X, y_pred, args.format, rules=args.repair or "formal")
         if args.output:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(text)
@@ -52,13 +68,13 @@ def run(args):
     return 0
 
 
-def render_documents(X, y_pred, fmt, title="skfcrf"):
-    """The tagged sequences, repaired, as one HTML page or Markdown text."""
-    from skfcrf.structure import render_html, render_markdown, repair
+def render_documents(X, y_pred, fmt, title="skfcrf", rules="formal"):
+    """The tagged sequences, repaired with ``rules`` (a preset name or rules), as one HTML
+    page or Markdown text."""
+    from skfcrf.structure import render_html, render_markdown, repair_sequences
 
     parts = []
-    for i, (tokens, labels) in enumerate(zip(X, y_pred)):
-        fixed = repair(labels, tokens=tokens)
+    for i, (tokens, fixed) in enumerate(zip(X, repair_sequences(y_pred, rules, X))):
         if fmt == "html":
             parts.append(f"<article id=\"seq-{i + 1}\">\n{render_html(tokens, fixed)}</article>")
         else:

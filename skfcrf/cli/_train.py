@@ -1,4 +1,5 @@
 """``skfcrf train DATA --model PATH``: fit a model on a CoNLL-style column file."""
+import argparse
 import json
 import os
 import time
@@ -11,6 +12,7 @@ from skfcrf.cli._common import (
     add_fit_options,
     feature_list,
     nonnegative_int,
+    positive_float,
     positive_int,
     progress,
 )
@@ -21,6 +23,9 @@ from skfcrf.cli._files import (
     features_path,
     read_data,
 )
+from skfcrf.cli._progress import FitProgress
+from skfcrf.estimators._model import SUPPORT_MODES
+from skfcrf.metrics import SCORER_METRICS
 
 
 def add_parser(sub):
@@ -49,15 +54,7 @@ def add_parser(sub):
                    help="bag-of-concepts window +-W (default: 10)")
     t.add_argument("--position-bins", type=positive_int, default=8, metavar="N",
                    help="relative-position bins (default: 8)")
-    t.add_argument("--objective", choices=("pseudolikelihood", "likelihood"),
-                   default="pseudolikelihood", help="training objective (default: %(default)s)")
-    t.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
-                   help="optimiser (default: %(default)s)")
-    t.add_argument("--max-iter", type=positive_int, metavar="N", default=800,
-                   help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
-    t.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=1000,
-                   help="TRP iterations per sequence when decoding several chains "
-                   "(default: %(default)s; stored in the model)")
+    add_model_options(t)
     add_fit_options(t, min_instance_freq=1, instances="training sequences")
     t.set_defaults(func=run)
     return t
@@ -89,22 +86,33 @@ def run(args):
         raise CLIError(f"cannot write the model: directory does not exist: {model_dir}")
     if os.path.isdir(args.model):
         raise CLIError(f"cannot write the model: {args.model} is a directory")
+    params = model_params(args)  # reads and checks the forbidden-label files first
     X, y = read_data(args.data, args.attributes, args.label_columns, args.sep)
     n_tokens = sum(len(s) for s in X)
     progress(f"read {len(X)} sequences ({n_tokens} tokens, {args.label_columns} label "
              f"column{'s' if args.label_columns != 1 else ''}) from {args.data}", args.quiet)
     t0 = time.perf_counter()
     Xf = features_from_config(config).fit_transform(X)
-    crf = FactorialCRF(sigma=args.sigma, objective=args.objective, solver=args.solver,
-                       max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
-                       bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
-                       random_state=args.seed, verbose=args.verbose)
+    crf = FactorialCRF(sigma=args.sigma, min_instance_freq=args.min_instance_freq,
+                       n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose,
+                       **params)
+    # an iteration bar with an ETA against the most iterations training may take (the
+    # likelihood fine-tuning stage follows the other objectives); -v prints them instead
+    fit_progress = FitProgress(
+        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0),
+        "training", quiet=args.quiet or args.verbose > 0)
+    crf.set_params(callback=fit_progress.callback)
     progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
              args.quiet)
     with warnings.catch_warnings():
         # reported below from converged_, as one line
         warnings.simplefilter("ignore", ConvergenceWarning)
-        crf.fit(Xf, y)
+        try:
+            crf.fit(Xf, y)
+        except (ValueError, MemoryError) as exc:  # e.g. a forbidden label the data lacks
+            raise CLIError(f"cannot train: {_one_line(exc)}") from None
+        finally:
+            fit_progress.finish()
     try:
         crf.save(args.model)
         with open(features_path(args.model), "w", encoding="utf-8") as fh:
@@ -118,3 +126,160 @@ def run(args):
              f"{crf.n_features_in_} observations, {crf.coef_.size} weights", args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())
+
+
+# ----------------------------------------------------------------------------- model options
+def add_model_options(t):
+    """The FactorialCRF options of ``train`` (all but those of :func:`add_fit_options`)."""
+    m = t.add_argument_group("model (FactorialCRF parameters; see its documentation)")
+    m.add_argument("--objective", choices=("independent", "chainwise", "pseudolikelihood",
+                                           "likelihood"),
+                   default="independent", help="training objective (default: %(default)s)")
+    m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=30,
+                   help="likelihood fine-tuning iterations after the objective, when the "
+                   "likelihood is exact; 0 disables it (default: %(default)s)")
+    m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",
+                   help="feature support of the unary template (default: %(default)s)")
+    m.add_argument("--transition-features", choices=SUPPORT_MODES, default="default",
+                   help="feature support of the in-chain transition template "
+                   "(default: %(default)s)")
+    m.add_argument("--coupling-features", choices=SUPPORT_MODES, default="default",
+                   help="feature support of the between-chain coupling template "
+                   "(default: %(default)s)")
+    m.add_argument("--coupling", type=coupling_spec, default="adjacent", metavar="SPEC",
+                   help="coupled chain pairs: adjacent, all, none, or pairs such as 0-1,0-2 "
+                   "(default: %(default)s)")
+    m.add_argument("--forbidden-transitions", default="auto", metavar="auto|unseen|none|FILE",
+                   help="in-chain transitions that may not occur: auto, unseen, none, or a "
+                   "file with one 'CHAIN LABEL_FROM LABEL_TO' per line (# comments) "
+                   "(default: %(default)s)")
+    m.add_argument("--forbidden-couplings", metavar="FILE",
+                   help="label pairs that may not co-occur in coupled chains: a file with one "
+                   "'CHAIN_I CHAIN_J LABEL_I LABEL_J' per line, CHAIN_I < CHAIN_J")
+    m.add_argument("--inference", choices=("auto", "joint", "trp", "exact"), default="auto",
+                   help="inference for decoding (and the likelihood objective) "
+                   "(default: %(default)s; stored in the model)")
+    m.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=1000,
+                   help="TRP iterations per sequence when decoding several chains "
+                   "(default: %(default)s; stored in the model)")
+    m.add_argument("--bp-tol", type=positive_float, metavar="T", default=1e-6,
+                   help="TRP message tolerance (default: %(default)s)")
+    s = t.add_argument_group("solver")
+    s.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
+                   help="optimiser: batch or online L-BFGS (default: %(default)s)")
+    s.add_argument("--max-iter", type=positive_int, metavar="N", default=800,
+                   help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
+    s.add_argument("--tol", type=positive_float, metavar="T", default=1e-5,
+                   help="stopping tolerance (default: %(default)s)")
+    s.add_argument("--lbfgs-memory", type=positive_int, metavar="M", default=3,
+                   help="correction pairs kept by (online) L-BFGS (default: %(default)s)")
+    s.add_argument("--batch-size", type=positive_int, metavar="N", default=32,
+                   help="oLBFGS: sequences per mini-batch (default: %(default)s)")
+    s.add_argument("--eta0", type=positive_float, metavar="E", default=0.1,
+                   help="oLBFGS: initial step size (default: %(default)s)")
+    s.add_argument("--tau", type=positive_float, metavar="T", default=1000.0,
+                   help="oLBFGS: step-size decay constant (default: %(default)s)")
+    s.add_argument("--early-stopping", action="store_true",
+                   help="hold out --validation-fraction of the sequences and keep the best "
+                   "weights on them")
+    s.add_argument("--validation-fraction", type=open_fraction, metavar="F", default=0.1,
+                   help="early stopping: held-out fraction, in (0, 1) (default: %(default)s)")
+    s.add_argument("--n-iter-no-change", type=positive_int, metavar="N", default=10,
+                   help="early stopping: scores without improvement that stop training "
+                   "(default: %(default)s)")
+    s.add_argument("--validation-interval", type=positive_int, metavar="N", default=5,
+                   help="early stopping: iterations between scores (default: %(default)s)")
+    s.add_argument("--validation-scoring", choices=SCORER_METRICS, metavar="METRIC",
+                   help="early stopping: held-out metric, a name of "
+                   "skfcrf.metrics.SCORER_METRICS (default: joint accuracy)")
+    s.add_argument("--max-memory", type=positive_int, metavar="BYTES",
+                   help="refuse to train when the estimated peak memory exceeds BYTES")
+
+
+def coupling_spec(text):
+    """``adjacent``, ``all``, ``none`` or comma-separated chain pairs ``I-J``."""
+    if text in ("adjacent", "all", "none"):
+        return text
+    pairs = []
+    for part in text.split(","):
+        try:
+            i, j = (int(v) for v in part.split("-"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected adjacent, all, none or chain pairs such as 0-1,1-2, got {text!r}"
+            ) from None
+        if i < 0 or j < 0 or i == j:
+            raise argparse.ArgumentTypeError(f"a coupled pair needs two distinct chains >= 0, "
+                                             f"got {part!r}")
+        pairs.append((min(i, j), max(i, j)))
+    return list(dict.fromkeys(pairs))
+
+
+def open_fraction(text):
+    """A float in (0, 1)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = None
+    if v is None or not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return v
+
+
+def model_params(args):
+    """FactorialCRF keyword arguments from the model and solver options."""
+    keys = ("objective", "finetune_iter", "unary_features", "transition_features",
+            "coupling_features", "coupling", "inference", "bp_max_iter", "bp_tol", "solver",
+            "max_iter", "tol", "lbfgs_memory", "batch_size", "eta0", "tau", "early_stopping",
+            "validation_fraction", "n_iter_no_change", "validation_interval",
+            "validation_scoring", "max_memory")
+    params = {k: getattr(args, k) for k in keys}
+    ft = args.forbidden_transitions
+    if ft in ("auto", "unseen"):
+        params["forbidden_transitions"] = ft
+    elif ft == "none":
+        params["forbidden_transitions"] = None
+    else:
+        params["forbidden_transitions"] = {
+            chain: pairs for (chain,), pairs in _read_label_rows(ft, 1, "--forbidden-transitions",
+                                                                  "CHAIN LABEL_FROM LABEL_TO")}
+    if args.forbidden_couplings:
+        params["forbidden_couplings"] = dict(_read_label_rows(
+            args.forbidden_couplings, 2, "--forbidden-couplings", "CHAIN_I CHAIN_J LABEL_I LABEL_J"))
+    return params
+
+
+def _read_label_rows(path, n_chain_fields, option, form):
+    """``[(chain indices, [(label, label), ...]), ...]`` from a file of ``form`` lines."""
+    if not os.path.isfile(path):
+        raise CLIError(f"{option}: file not found: {path}", 2)
+    groups = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                fields = line.split("#", 1)[0].split()
+                if not fields:
+                    continue
+                if len(fields) != n_chain_fields + 2:
+                    raise CLIError(f"{path}, line {lineno}: expected '{form}', got "
+                                   f"{line.strip()!r}", 2)
+                try:
+                    chains = tuple(int(v) for v in fields[:n_chain_fields])
+                except ValueError:
+                    raise CLIError(f"{path}, line {lineno}: chain indices must be integers, "
+                                   f"got {' '.join(fields[:n_chain_fields])!r}", 2) from None
+                if any(c < 0 for c in chains) or (n_chain_fields == 2 and chains[0] >= chains[1]):
+                    raise CLIError(f"{path}, line {lineno}: expected chain indices >= 0"
+                                   + (" with CHAIN_I < CHAIN_J" if n_chain_fields == 2 else ""), 2)
+                groups.setdefault(chains, []).append(tuple(fields[n_chain_fields:]))
+    except UnicodeDecodeError:
+        raise CLIError(f"{option}: {path} is not a UTF-8 text file", 2) from None
+    except OSError as exc:
+        raise CLIError(f"{option}: cannot read {path}: {exc.strerror or exc}", 2) from None
+    if not groups:
+        raise CLIError(f"{option}: {path} lists no label pairs", 2)
+    return list(groups.items())

@@ -42,6 +42,7 @@ from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint
 from skfcrf._bp.nbest import (
     chainwise_nbest,
     labelling_scores,
+    logdomain_state_marginals,
     product_states,
     sequence_pair,
     state_log_partition,
@@ -173,6 +174,7 @@ def sum_product(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_
     """
     if method == "joint":
         node, log_z = joint_marginals(graph, joint_states, seq_ptr, unary, pair, n_threads)
+        _rescue_underflow(graph, joint_states, seq_ptr, unary, pair, log_z, n_threads, node)
         return (node, log_z, *_all_exact(seq_ptr))
     ptr, keep = _nonempty(seq_ptr)
     node, _, lz, converged, n_it = inference.marginals(
@@ -202,9 +204,32 @@ def log_partition(graph, seq_ptr, unary, pair, method, **options):
     forward-backward; otherwise from :func:`sum_product`.
     """
     if method == "joint":
-        return state_log_partition(graph, options["joint_states"], seq_ptr, unary, pair,
-                                   options["n_threads"])
+        log_z = state_log_partition(graph, options["joint_states"], seq_ptr, unary, pair,
+                                    options["n_threads"])
+        _rescue_underflow(graph, options["joint_states"], seq_ptr, unary, pair, log_z,
+                          options["n_threads"])
+        return log_z
     return sum_product(graph, seq_ptr, unary, pair, method, **options)[1]
+
+
+def _rescue_underflow(graph, states, seq_ptr, unary, pair, log_z, n_threads, node=None):
+    """Redo in the log domain the sequences whose ``log Z`` fell below their best score.
+
+    ``log Z`` is at least the score of every labelling.  The scaled forward pass
+    over joint states can lose a state whose relative mass underflows (module
+    docstring of :func:`skfcrf._bp.nbest.logdomain_state_marginals`); the best
+    labelling's score (joint Viterbi, exact in the log domain) exposes it.  Those
+    sequences get ``log Z`` (and their rows of ``node``, if given) from
+    log-domain forward-backward, in place.
+    """
+    _, best = joint_map(graph, states, seq_ptr, unary, pair, n_threads)
+    with np.errstate(invalid="ignore"):
+        lost = np.flatnonzero(np.isfinite(best) & (log_z < best - 1e-9 * np.maximum(1.0, np.abs(best))))
+    for s in lost:
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        log_z[s], rows_node = logdomain_state_marginals(graph, states, unary, pair, rows)
+        if node is not None:
+            node[rows] = rows_node
 
 
 def _outside_states(labels, seq_ptr, states, n_labels):

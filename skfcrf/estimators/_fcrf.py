@@ -369,6 +369,10 @@ class FactorialCRF(BaseEstimator):
         if self.early_stopping:
             X, y, stopper = self._hold_out(X, y)
         objective, theta0, rng = training_problem(self, X, y)
+        return self._fit_objective(objective, theta0, rng, stopper)
+
+    def _fit_objective(self, objective, theta0, rng, stopper=None):
+        """Minimise ``objective`` from ``theta0``; set the fitted weights and curves."""
         monitor = ConvergenceMonitor(self.verbose, self._iteration_callback(stopper),
                                      unit="epoch" if self.solver == "olbfgs" else "iteration")
         result = self._train(objective, theta0, self._solver(rng, objective), monitor,

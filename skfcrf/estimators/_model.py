@@ -122,6 +122,21 @@ class ParameterLayout:
     def from_training(cls, graph, X, seq_ptr, gold, unary_features,
                       transition_features, coupling_features):
         """Build the feature table from training observations and gold labels."""
+        keys = cls.support_keys(graph, X, seq_ptr, gold, unary_features,
+                                transition_features, coupling_features)
+        return cls.from_keys(graph, X.shape[1], keys)
+
+    @classmethod
+    def support_keys(cls, graph, X, seq_ptr, gold, unary_features, transition_features,
+                     coupling_features, supported_only=False):
+        """Sorted distinct keys ``f * score_width + column`` of the feature-table entries.
+
+        The ``"supported"`` templates' entries come from the observations ``X``
+        and gold labels; the ``"all"`` templates' from ``X.shape[1]`` alone
+        (skipped with ``supported_only``).  Keys of several parts of a training
+        set (sequences not split between parts) united are the keys of the
+        whole set: :meth:`from_keys` builds the same layout from them.
+        """
         n_tokens, n_features = X.shape
         X = X.tocsr()
         nnz_row = np.repeat(np.arange(n_tokens), np.diff(X.indptr))
@@ -130,9 +145,10 @@ class ParameterLayout:
                       np.zeros(0, dtype=np.int32))
         keys = []   # int64 keys f * width + column
         width = np.int64(layout0.score_width)
+        every = not supported_only
         for c in range(graph.n_chains):
             off, L = graph.label_offset[c], graph.n_labels[c]
-            if unary_features == "all":
+            if unary_features == "all" and every:
                 keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
                              + off + np.arange(L)).ravel())
             elif unary_features == "supported":
@@ -144,15 +160,23 @@ class ParameterLayout:
             mode = transition_features if graph.edge_kind[e] == IN_CHAIN else coupling_features
             col0, k = layout0.edge_col[e], graph.edge_size(e)
             if mode == "all":
-                keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
-                             + col0 + np.arange(k)).ravel())
+                if every:
+                    keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
+                                 + col0 + np.arange(k)).ravel())
             else:
                 rows = _valid_edge_rows(graph, e, seq_ptr, n_tokens)
                 assign = np.full(n_tokens, -1, dtype=np.int64)
                 assign[rows] = gold_assignment(graph, e, rows, gold)
                 ok = assign[nnz_row] >= 0
                 keys.append(unique_int(nnz_col[ok] * width + col0 + assign[nnz_row[ok]]))
-        keys = unique_int(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        return unique_int(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def from_keys(cls, graph, n_features, keys):
+        """The layout whose feature table has the entries ``keys`` (sorted, distinct;
+        :meth:`support_keys`)."""
+        width = cls(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
+                    np.zeros(0, dtype=np.int32)).score_width
         feat = keys // width
         ent_col = (keys % width).astype(np.int32)
         feat_ptr = np.zeros(n_features + 1, dtype=np.int64)

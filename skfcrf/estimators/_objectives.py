@@ -161,12 +161,17 @@ class Objective:
 
     def data_loss_gradient(self, theta):
         """Unpenalised loss summed over the batch, and its gradient."""
-        loss, grad = self._data_loss_gradient(theta)
+        return self._minus_given(lambda objective: objective._data_loss_gradient(theta))
+
+    def _minus_given(self, evaluate):
+        """``evaluate(self)`` minus ``evaluate`` of the clamped part, if any: the
+        ``(value, gradient)`` of the partial-label loss (module docstring)."""
+        value, grad = evaluate(self)
         given = self.clamped_part()
         if given is not None:
-            loss_given, grad_given = given._data_loss_gradient(theta)
-            loss, grad = loss - loss_given, grad - grad_given
-        return loss, grad
+            value_given, grad_given = evaluate(given)
+            value, grad = value - value_given, grad - grad_given
+        return value, grad
 
     def clamped_part(self):
         """This objective over the partially labelled sequences, their given labels
@@ -425,12 +430,7 @@ class ChainPseudoLikelihood(Objective):
     def chain_losses_gradient(self, theta):
         """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
         the batch (``(n_chains,)``), and the gradient of their sum."""
-        losses, grad = self._chain_losses_gradient(theta)
-        given = self.clamped_part()
-        if given is not None:
-            losses_given, grad_given = given._chain_losses_gradient(theta)
-            losses, grad = losses - losses_given, grad - grad_given
-        return losses, grad
+        return self._minus_given(lambda objective: objective._chain_losses_gradient(theta))
 
     def _data_loss_gradient(self, theta):
         chain_losses, grad = self._chain_losses_gradient(theta)

@@ -76,6 +76,83 @@ def _locate(seq_ptr, row):
     return s, int(row - seq_ptr[s])
 
 
+def _instance_frequency(indptr, indices, data, seq_ptr, n_columns):
+    """Per column the number of sequences in which it has a non-zero value."""
+    n_seq = len(seq_ptr) - 1
+    row_seq = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
+    nnz_seq = np.repeat(row_seq, np.diff(indptr))
+    # a sequence x observation incidence matrix with duplicates summed
+    active = data != 0
+    incidence = sp.csr_matrix(
+        (np.ones(int(active.sum()), dtype=np.int32), (nnz_seq[active], indices[active])),
+        shape=(n_seq, n_columns))
+    incidence.sum_duplicates()
+    return np.bincount(incidence.indices, minlength=n_columns)
+
+
+def _kept(inst_freq, n_seq, min_instance_freq):
+    """Boolean mask of the columns that pre-pruning keeps."""
+    threshold = min_instance_freq
+    if isinstance(threshold, numbers.Real) and not isinstance(threshold, numbers.Integral):
+        threshold = int(np.ceil(threshold * n_seq - 1e-9))
+    return inst_freq >= max(int(threshold), 1)
+
+
+class ObservationCounts:
+    """What pre-pruning needs to know about a training set (:meth:`ObservationEncoder.count`).
+
+    Attributes
+    ----------
+    kind : {"names", "matrix"}
+    names : ndarray of object or None
+        Observation names in order of first occurrence (names input).
+    n_columns : int
+        Number of names, or of matrix columns.
+    n_sequences : int
+    inst_freq : int ndarray of shape (n_columns,)
+        Per observation the number of sequences in which it occurs.
+    """
+
+    def __init__(self, kind, names, n_columns, n_sequences, inst_freq):
+        self.kind = kind
+        self.names = names
+        self.n_columns = int(n_columns)
+        self.n_sequences = int(n_sequences)
+        self.inst_freq = np.asarray(inst_freq, dtype=np.int64)
+
+    @classmethod
+    def merge(cls, parts):
+        """The counts of the concatenation of the parts, in the given order.
+
+        Names keep their order of first occurrence over the concatenation, so
+        the merged counts fit the same encoder as the whole training set would.
+        """
+        parts = list(parts)
+        kinds = {p.kind for p in parts}
+        if len(kinds) != 1:
+            raise ValueError("every sequence must have the same form; the parts mix "
+                             "observation names and matrices")
+        n_seq = sum(p.n_sequences for p in parts)
+        if parts[0].kind == MATRIX:
+            widths = {p.n_columns for p in parts}
+            if len(widths) != 1:
+                raise ValueError(f"the parts have different numbers of observation columns: "
+                                 f"{sorted(widths)}")
+            return cls(MATRIX, None, parts[0].n_columns, n_seq,
+                       np.sum([p.inst_freq for p in parts], axis=0))
+        vocabulary = {}
+        for p in parts:
+            for name in p.names:
+                vocabulary.setdefault(name, len(vocabulary))
+        freq = np.zeros(len(vocabulary), dtype=np.int64)
+        for p in parts:  # a part's names are distinct
+            freq[np.fromiter((vocabulary[name] for name in p.names), dtype=np.int64,
+                             count=len(p.names))] += p.inst_freq
+        names = np.empty(len(vocabulary), dtype=object)
+        names[list(vocabulary.values())] = list(vocabulary.keys())
+        return cls(NAMES, names, len(names), n_seq, freq)
+
+
 class ObservationEncoder:
     """Maps observation sequences to a CSR matrix ``(N_tokens, n_observations)``.
 
@@ -182,47 +259,57 @@ class ObservationEncoder:
             )
 
     # -- fitting -----------------------------------------------------------------
+    def _read_all(self, X):
+        """Every observation of ``X``: ``(kind, indptr, indices, data, seq_ptr, n_columns,
+        names)`` with names (names input) in order of first occurrence."""
+        if _is_matrix(X[0]):
+            mat, seq_ptr = self._read_matrices(X, None)
+            self._check_finite(mat.data, mat.indptr, seq_ptr)
+            return (MATRIX, mat.indptr.astype(np.int64), mat.indices.astype(np.int64), mat.data,
+                    seq_ptr, mat.shape[1], None)
+        vocabulary = {}
+        indptr, indices, data, seq_ptr = self._read_names(X, vocabulary, grow=True)
+        self._check_finite(data, indptr, seq_ptr)
+        names = np.empty(len(vocabulary), dtype=object)
+        names[list(vocabulary.values())] = list(vocabulary.keys())
+        return NAMES, indptr, indices, data, seq_ptr, len(vocabulary), names
+
+    def count(self, X):
+        """The statistics pre-pruning needs, without fitting: an :class:`ObservationCounts`.
+
+        Counts of several parts of a training set (e.g. the partitions of a
+        distributed collection) combine with :meth:`ObservationCounts.merge`;
+        :meth:`fit_counts` on the merged counts then learns what
+        :meth:`fit_transform` learns from the whole set.
+        """
+        X = _check_sequence_list(X)
+        kind, indptr, indices, data, seq_ptr, n_columns, names = self._read_all(X)
+        return ObservationCounts(kind, names, n_columns, len(X),
+                                 _instance_frequency(indptr, indices, data, seq_ptr, n_columns))
+
+    def fit_counts(self, counts, min_instance_freq=1):
+        """Learn the observations kept after pre-pruning from :class:`ObservationCounts`."""
+        keep = _kept(counts.inst_freq, counts.n_sequences, min_instance_freq)
+        self._fit_keep(counts.kind, counts.names, counts.n_columns, keep)
+        return self
+
+    def _fit_keep(self, kind, names, n_columns, keep):
+        self.kind = kind
+        if kind == MATRIX:
+            self.n_input_columns = n_columns
+        self.kept_columns = np.flatnonzero(keep)
+        if kind == NAMES:
+            self.names = names[keep]
+            self.vocabulary = {name: k for k, name in enumerate(self.names)}
+
     def fit_transform(self, X, min_instance_freq=1):
         """Learn the observations kept after pre-pruning; return ``(csr, seq_ptr)``."""
         X = _check_sequence_list(X)
-        n_seq = len(X)
-        if _is_matrix(X[0]):
-            self.kind = MATRIX
-            mat, seq_ptr = self._read_matrices(X, None)
-            self._check_finite(mat.data, mat.indptr, seq_ptr)
-            self.n_input_columns = mat.shape[1]
-            indptr, indices, data = mat.indptr.astype(np.int64), mat.indices.astype(np.int64), mat.data
-            n_columns = mat.shape[1]
-        else:
-            self.kind = NAMES
-            vocabulary = {}
-            indptr, indices, data, seq_ptr = self._read_names(X, vocabulary, grow=True)
-            self._check_finite(data, indptr, seq_ptr)
-            names = np.empty(len(vocabulary), dtype=object)
-            names[list(vocabulary.values())] = list(vocabulary.keys())
-            n_columns = len(vocabulary)
-
-        threshold = min_instance_freq
-        if isinstance(threshold, numbers.Real) and not isinstance(threshold, numbers.Integral):
-            threshold = int(np.ceil(threshold * n_seq - 1e-9))
-        threshold = max(int(threshold), 1)
-
-        row_seq = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
-        nnz_seq = np.repeat(row_seq, np.diff(indptr))
-        # instance frequency: number of sequences in which an observation occurs
-        # (a sequence x observation incidence matrix with duplicates summed)
-        active = data != 0
-        incidence = sp.csr_matrix(
-            (np.ones(int(active.sum()), dtype=np.int32), (nnz_seq[active], indices[active])),
-            shape=(n_seq, n_columns))
-        incidence.sum_duplicates()
-        inst_freq = np.bincount(incidence.indices, minlength=n_columns)
-        keep = inst_freq >= threshold
+        kind, indptr, indices, data, seq_ptr, n_columns, names = self._read_all(X)
+        inst_freq = _instance_frequency(indptr, indices, data, seq_ptr, n_columns)
+        keep = _kept(inst_freq, len(X), min_instance_freq)
+        self._fit_keep(kind, names, n_columns, keep)
         new_index = np.cumsum(keep) - 1
-        self.kept_columns = np.flatnonzero(keep)
-        if self.kind == NAMES:
-            self.names = names[keep]
-            self.vocabulary = {name: k for k, name in enumerate(self.names)}
         csr = self._prune(indptr, indices, data, keep, new_index, int(keep.sum()))
         return csr, seq_ptr
 

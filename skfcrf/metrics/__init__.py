@@ -8,7 +8,8 @@ from the top chain).
 Token level
     :func:`chain_accuracy`, :func:`average_accuracy`, :func:`joint_accuracy`,
     :func:`label_counts`, :func:`precision_recall_fscore`,
-    :func:`classification_report`, :func:`confusion_matrix`,
+    :func:`classification_report`, :func:`pooled_classification_report` (per-label
+    table pooled over cross-validation folds), :func:`confusion_matrix`,
     :func:`plot_confusion_matrix` (needs matplotlib, ``skfcrf[plot]``).
 Segment level
     :func:`segment_f1` (conlleval-compatible), :func:`segment_counts`,
@@ -23,6 +24,7 @@ from skfcrf.metrics._labels import (
     confusion_matrix,
     label_counts,
     plot_confusion_matrix,
+    pooled_classification_report,
     precision_recall_fscore,
 )
 from skfcrf.metrics._scorer import SCORER_METRICS, make_chain_scorer
@@ -49,6 +51,7 @@ __all__ = [
     "make_chain_scorer",
     "pk",
     "plot_confusion_matrix",
+    "pooled_classification_report",
     "precision_recall_fscore",
     "segment_boundaries",
     "segment_counts",

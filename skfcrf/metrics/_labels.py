@@ -344,3 +344,105 @@ def plot_confusion_matrix(
     ax.set_ylabel("Predicted label")
     ax.grid(True, alpha=0.3)
     return ax
+
+
+def pooled_classification_report(folds, chain=None, labels=None, digits=2, output_dict=False,
+                                 confidence=0.95):
+    """Per-label N, Correct, Returned, P, R, F1 pooled over cross-validation folds.
+
+    The thesis's tables 6.3-6.8: the counts are summed over all test folds
+    ("computed over all three independent test sets"), P/R/F1 per label come
+    from the pooled counts, the ``Total`` row gives their macro average over the
+    labels where they are defined, and a ``Folds`` row the macro P/R/F1 as the
+    mean ± confidence half-width over the folds (:func:`confidence_interval`,
+    Student's t; needs two folds or more).
+
+    Parameters
+    ----------
+    folds : iterable of (y_true, y_pred)
+        One pair of label-sequence lists per test fold.  (For predictions from
+        :func:`sklearn.model_selection.cross_val_predict`, which are pooled
+        already, :func:`classification_report` gives the pooled table; only the
+        ``Folds`` row needs the folds apart.)
+    chain : int or None, default=None
+        Chain index; ``None`` reports every chain.
+    labels : sequence, optional
+        Labels to report (default: those observed in any fold, sorted).
+    digits : int, default=2
+    output_dict : bool, default=False
+        Return the numbers instead of the text.
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    report : str, or dict
+        With ``output_dict``: ``{chain: {"labels", "n", "correct", "returned",
+        "precision", "recall", "f1", "macro": (p, r, f1), "folds": {"precision":
+        (mean, half_width), "recall": ..., "f1": ...}}}`` (arrays per label;
+        undefined scores NaN; ``"folds"`` entries are None with one fold).
+
+    Examples
+    --------
+    >>> folds = [([["a", "a", "b"]], [["a", "b", "b"]]), ([["a", "b"]], [["a", "b"]])]
+    >>> print(pooled_classification_report(folds))
+    Chain 0 (pooled over 2 folds)
+    Label  N  Correct  Returned            P            R           F1
+    a      3        2         2         1.00         0.67         0.80
+    b      2        2         3         0.67         1.00         0.80
+    Total  5        4         5         0.83         0.83         0.80
+    Folds                        0.88 ± 1.59  0.88 ± 1.59  0.83 ± 2.12
+    """
+    from skfcrf.metrics._stats import confidence_interval
+
+    folds = [check_y_pair(t, p)[:2] for t, p in folds]
+    if not folds:
+        raise ValueError("folds must hold at least one (y_true, y_pred) pair")
+    n_chains = {f[0][0].shape[1] for f in folds if f[0]}
+    if len(n_chains) > 1:
+        raise ValueError(f"the folds have different numbers of chains: {sorted(n_chains)}")
+    n_chains = n_chains.pop() if n_chains else 1
+    c = resolve_chain(chain, n_chains, allow_none=True)
+    out = {}
+    for ci in range(n_chains) if c is None else [c]:
+        true = [[s[:, ci] for s in t] for t, _ in folds]
+        pred = [[s[:, ci] for s in p] for _, p in folds]
+        all_t = [s for f in true for s in f]
+        all_p = [s for f in pred for s in f]
+        labs, n, correct, returned = label_counts(all_t, all_p, None, labels)
+        p, r, f = _prf_from_counts(n, correct, returned, np.nan)
+        per_fold = np.array([precision_recall_fscore(t, pp, None, labs, "macro")[:3]
+                             for t, pp in zip(true, pred)])
+        stats = {}
+        for k, name in enumerate(("precision", "recall", "f1")):
+            vals = per_fold[:, k]
+            vals = vals[~np.isnan(vals)]
+            stats[name] = confidence_interval(vals, confidence) if vals.size > 1 else None
+        out[ci] = {"labels": labs, "n": n, "correct": correct, "returned": returned,
+                   "precision": p, "recall": r, "f1": f,
+                   "macro": (_nanmean(p), _nanmean(r), _nanmean(f)), "folds": stats}
+    if output_dict:
+        return out
+    return "\n\n".join(f"Chain {ci} (pooled over {len(folds)} fold{'s' if len(folds) != 1 else ''})\n"
+                       + _pooled_table(d, digits) for ci, d in out.items())
+
+
+def _pooled_table(d, digits):
+    def fmt(x):
+        return "N/A" if np.isnan(x) else f"{x:.{digits}f}"
+
+    def fmt_ci(s):
+        return "N/A" if s is None else f"{s[0]:.{digits}f} ± {s[1]:.{digits}f}"
+
+    rows = [[str(lab), str(a), str(b), str(c), fmt(x), fmt(y), fmt(z)]
+            for lab, a, b, c, x, y, z in zip(d["labels"], d["n"], d["correct"], d["returned"],
+                                             d["precision"], d["recall"], d["f1"])]
+    rows.append(["Total", str(d["n"].sum()), str(d["correct"].sum()), str(d["returned"].sum()),
+                 *(fmt(v) for v in d["macro"])])
+    rows.append(["Folds", "", "", "", *(fmt_ci(d["folds"][k]) for k in ("precision", "recall", "f1"))])
+    header = ["Label", "N", "Correct", "Returned", "P", "R", "F1"]
+    width = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join([r[0].ljust(width[0])] + [v.rjust(w) for v, w in zip(r[1:], width[1:])]).rstrip()
+
+    return "\n".join(line(r) for r in [header] + rows)

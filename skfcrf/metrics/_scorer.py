@@ -1,5 +1,6 @@
 """scikit-learn scorers for sequence and segmentation metrics."""
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.metrics import make_scorer
 
 from skfcrf.metrics._accuracy import average_accuracy, chain_accuracy, joint_accuracy
@@ -42,7 +43,7 @@ SCORER_METRICS = tuple(sorted(_METRICS))
 _OWN_FUNCTIONS = {func: gib for func, gib, _, _ in _METRICS.values() if func is not _prf_score}
 
 
-def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
+def make_chain_scorer(metric, chain=None, greater_is_better=None, repair=None, **kwargs):
     """Make an sklearn scorer from a sequence metric, for ``scoring=`` arguments.
 
     The result is built with :func:`sklearn.metrics.make_scorer` (it calls
@@ -71,6 +72,19 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
         callables (``make_chain_scorer(windowdiff, chain=2)`` is scored as a
         loss, like ``"windowdiff"``; ``greater_is_better=True`` with one of them
         is a ``ValueError``).
+    repair : str or sequence of callable, optional
+        Post-process the predictions before scoring them:
+        :func:`skfcrf.structure.repair_sequences` with these rules, a preset
+        name of :data:`skfcrf.structure.REPAIR_PRESETS` (``"formal"``,
+        ``"cor"``, ``"rcg"``) or the rules themselves; every sequence of ``X``
+        is given to the rules as its tokens (for a pipeline: the token dicts).
+        The scorer then equals the metric of
+        ``repair_sequences(estimator.predict(X), repair, X)``.  Scorers with a
+        preset name (or a preset's own tuple) pickle with :mod:`pickle`; other
+        rule lists are closures, which joblib's cloudpickle handles.  Each such
+        scorer predicts once: to score several metrics from one decoding, wrap
+        the estimator in :class:`skfcrf.structure.Repaired` and use plain
+        scorers (scikit-learn then predicts once for all of them).
     **kwargs
         Passed to the metric, e.g. ``k=`` or ``begin_prefixes=`` for WindowDiff.
 
@@ -84,7 +98,12 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
     >>> scoring = {"wd": make_chain_scorer("windowdiff", chain=-1),
     ...            "joint": make_chain_scorer("joint_accuracy")}
     >>> # GridSearchCV(FactorialCRF(), {"sigma": [1, 10]}, scoring=scoring, refit="joint")
+    >>> make_chain_scorer("accuracy", chain=2, repair="rcg")
+    make_chain_scorer('accuracy', chain=2, repair='rcg')
     """
+    if repair is not None:
+        return _RepairedScorer(make_chain_scorer(metric, chain, greater_is_better, **kwargs),
+                               repair, (metric, chain))
     if callable(metric):
         if chain is not None:
             kwargs["chain"] = chain
@@ -116,3 +135,38 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, **kwargs):
     if chain is None:
         return make_scorer(_mean_over_chains, greater_is_better=gib, metric=func, **kwargs)
     return make_scorer(func, greater_is_better=gib, chain=chain, **kwargs)
+
+
+class _RepairedScorer:
+    """A scorer that repairs the predictions (rules ``repair``) before ``scorer`` scores them."""
+
+    def __init__(self, scorer, repair, what):
+        from skfcrf.structure._postprocess import preset_name, resolve_rules
+
+        rules = resolve_rules(repair)  # validates; a preset is kept by name (picklable)
+        self.scorer = scorer
+        self.repair = preset_name(repair) or rules
+        self._what = what
+
+    def __call__(self, estimator, X, y_true, **kwargs):
+        X = list(X)
+        return self.scorer(_RepairedPredictor(estimator, self.repair), X, y_true, **kwargs)
+
+    def __repr__(self):
+        metric, chain = self._what
+        name = metric if isinstance(metric, str) else getattr(metric, "__name__", repr(metric))
+        chain_s = "" if chain is None else f", chain={chain}"
+        return f"make_chain_scorer({name!r}{chain_s}, repair={self.repair!r})"
+
+
+class _RepairedPredictor(BaseEstimator):
+    """Stands in for a fitted estimator: ``predict`` returns its predictions, repaired."""
+
+    def __init__(self, estimator, rules):
+        self.estimator = estimator
+        self.rules = rules
+
+    def predict(self, X):
+        from skfcrf.structure import repair_sequences
+
+        return repair_sequences(self.estimator.predict(X), self.rules, X)

@@ -8,16 +8,23 @@
   (every segment starts with a Begin label; a coarser boundary implies a finer one;
   pluggable domain rules such as :func:`min_enumeration_elements`); the
   thesis's post-processing as presets, :data:`COR_RULES` (algorithm 7, formatted
-  reports) and :data:`RCG_RULES` (algorithm 8, recognizer output).
+  reports) and :data:`RCG_RULES` (algorithm 8, recognizer output), by name in
+  :data:`REPAIR_PRESETS` (``"formal"``, ``"cor"``, ``"rcg"``).
+* :func:`repair_sequences` repairs whole predictions; :class:`Repaired` wraps an
+  estimator (or pipeline) so that ``predict``/``decode`` return repaired labels.
 * :func:`to_bioes`, :func:`to_bme`, :func:`to_bio`: one chain between the BIO,
   BIOES and BME (Chou's begin/middle/end states) tagging schemes.
 * :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
   document, with headings generated for sections whose heading was not dictated.
+* :func:`render_comparison` / :func:`write_comparison_pages`: gold and predicted
+  structure side by side as self-contained HTML pages, disagreements marked.
 """
-from skfcrf.structure import _postprocess, _render, _repair, _segments, _tags
+from skfcrf.structure import _compare, _postprocess, _render, _repair, _repaired, _segments, _tags
+from skfcrf.structure._compare import *  # noqa: F403
 from skfcrf.structure._postprocess import *  # noqa: F403
 from skfcrf.structure._render import *  # noqa: F403
 from skfcrf.structure._repair import *  # noqa: F403
+from skfcrf.structure._repaired import *  # noqa: F403
 from skfcrf.structure._segments import *  # noqa: F403
 from skfcrf.structure._tags import *  # noqa: F403
 
@@ -25,6 +32,8 @@ __all__ = [
     *_segments.__all__,
     *_repair.__all__,
     *_postprocess.__all__,
+    *_repaired.__all__,
     *_render.__all__,
+    *_compare.__all__,
     *_tags.__all__,
 ]

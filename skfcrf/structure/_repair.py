@@ -370,7 +370,7 @@ def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep
     ``merge_unless_starts_with(2, ["Heading"])`` removes spurious section boundaries.
     For recognizer-style reports a section starts at a heading *or a paragraph*
     (algorithm 8, step 1): ``merge_unless_starts_with(2, {0: ["Heading"], 1: None},
-    raw=True)`` (see :data:`RCG_RULES`).  The first segment of a sequence is never
+    raw=True)`` (see :data:`RULE_8_1`, opt-in).  The first segment of a sequence is never
     merged, nor a segment that follows an outside run.
 
     Parameters
