@@ -448,3 +448,54 @@ def kbest_astar(phi, trans, tindex, int k):
         free(sr.heap_order)
         free(sr.heap_node)
     return paths[:n].copy(), scores[:n].copy()
+
+
+cdef void _max_marginals(const double[:, ::1] phi, const double[:, :, ::1] trans,
+                         const double[:, :, ::1] trans_t, const long long[::1] tindex,
+                         double[:, ::1] delta, double[:, ::1] beta,
+                         double[::1] w) noexcept nogil:
+    """``delta`` <- forward Viterbi values, ``beta`` <- backward ones (see max_marginals)."""
+    cdef Py_ssize_t T = phi.shape[0], S = phi.shape[1], t, s
+    for s in range(S):
+        delta[0, s] = phi[0, s]
+        beta[T - 1, s] = 0.0
+    for t in range(1, T):
+        # delta[t, s] = phi[t, s] + max_s0 delta[t-1, s0] + trans[s0, s]
+        maxplus(&delta[t - 1, 0], <int> S, &trans[tindex[t], 0, 0], <int> S, &delta[t, 0])
+        for s in range(S):
+            delta[t, s] = delta[t, s] + phi[t, s]
+    t = T - 1
+    while t >= 1:
+        for s in range(S):
+            w[s] = phi[t, s] + beta[t, s]
+        maxplus(&w[0], <int> S, &trans_t[tindex[t], 0, 0], <int> S, &beta[t - 1, 0])
+        t = t - 1
+
+
+def max_marginals(phi, trans, tindex):
+    """Max-marginal scores of one sequence: ``(T, S)``, entry ``[t, s]`` the best score
+    of a path through state ``s`` at token ``t`` (``-inf``: no allowed path).
+
+    Forward and backward Viterbi passes (vectorised max-plus products,
+    ``O(T S^2)``): the best path through ``(t, s)`` scores ``delta[t, s] +
+    beta[t, s]``, ``delta`` the best prefix ending in ``s`` at ``t`` (state
+    score included) and ``beta`` the best continuation after it.  The row
+    maximum is the Viterbi score at every token.
+    """
+    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, 1)
+    cdef const double[:, ::1] phi_v = phi
+    cdef const double[:, :, ::1] trans_v = trans
+    cdef const long long[::1] tindex_v = tindex
+    cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
+    if T == 0:
+        return np.zeros((0, S), np.float64)
+    cdef const double[:, :, ::1] trans_tv = np.ascontiguousarray(
+        np.asarray(trans_v).transpose(0, 2, 1))
+    delta = np.empty((T, S), np.float64)
+    beta = np.empty((T, S), np.float64)
+    cdef double[:, ::1] dv = delta
+    cdef double[:, ::1] bv = beta
+    cdef double[::1] wv = np.empty(S, np.float64)
+    with nogil:
+        _max_marginals(phi_v, trans_v, trans_tv, tindex_v, dv, bv, wv)
+    return delta + beta

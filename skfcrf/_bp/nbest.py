@@ -15,6 +15,13 @@ numpy; transitions between states are one ``S x S`` matrix when the in-chain
 templates are tied, else one per token.  :func:`state_log_partition` gives
 ``log Z`` over the same states by the forward pass alone.
 
+Max-marginals (:func:`state_max_marginals`): forward and backward Viterbi
+over the same chain of states (:func:`skfcrf._bp._nbest.max_marginals`) give,
+for every token and label of every chain, the score of the best labelling with
+that label there -- exact, ``O(T S^2)``.  For loopy models
+:func:`conditional_max_marginals` gives the chain-wise counterpart around a
+given labelling (each chain's max-marginals with the other chains held fixed).
+
 Approximate k-best (:func:`chainwise_nbest`), for loopy models: a best-first
 search over *chain-wise moves* from a given labelling.  The neighbours of a
 labelling are, for every chain, the ``k`` best labellings of that chain with
@@ -33,7 +40,8 @@ import numpy as np
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
-           "state_log_partition", "logdomain_state_marginals", "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "state_log_partition", "state_max_marginals", "conditional_max_marginals",
+           "logdomain_state_marginals", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -126,12 +134,12 @@ def _tied_transitions(graph, states, pair, edge_offset):
     return trans[None]
 
 
-def _untied_transitions(graph, states, pair, edge_offset, rows):
+def _untied_transitions(graph, states, pair, edge_offset, rows, what="n_best > 1"):
     """``(T, S, S)`` state transition scores into each of the tokens ``rows``."""
     S, T = len(states), len(rows)
     if T * S * S > MAX_UNTIED_TRANSITION_ENTRIES:
         raise ValueError(
-            f"n_best > 1 over {S} joint states with untied in-chain templates needs "
+            f"{what} over {S} joint states with untied in-chain templates needs "
             f"{T} x {S} x {S} transition scores for one sequence, more than the limit of "
             f"{MAX_UNTIED_TRANSITION_ENTRIES}; use tied transitions "
             "(transition_features='default') or inference='trp'")
@@ -143,15 +151,12 @@ def _untied_transitions(graph, states, pair, edge_offset, rows):
     return trans
 
 
-def state_nbest(graph, states, seq_ptr, unary, pair, k):
-    """Exact ``k`` best labellings of every sequence over the joint ``states``.
+def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1"):
+    """Per sequence ``(rows, phi, trans, tindex)``: the sequence as a chain over ``states``.
 
-    Returns
-    -------
-    list (per sequence) of list of (labels, score)
-        At most ``k`` distinct labellings, best first: int32 ``(T, C)`` label
-        indices and their scores.  Empty when no labelling is allowed; an
-        empty sequence has the one empty labelling of score 0.
+    ``phi`` ``(T, S)`` are the state scores, ``trans[tindex[t]]`` the transition
+    scores into token ``t`` (see :mod:`skfcrf._bp._nbest`); ``phi`` is None for
+    an empty sequence.
     """
     states = np.ascontiguousarray(states, dtype=np.int32)
     seq_ptr = np.asarray(seq_ptr, np.int64)
@@ -166,24 +171,108 @@ def state_nbest(graph, states, seq_ptr, unary, pair, k):
         e = _inchain_edges(graph)[0]
         L = len(states)
         trans_all = pair[edge_offset[e]:edge_offset[e + 1]].reshape(-1, L, L)
-    kernel = _kernel()
-    out = []
     for s in range(len(seq_ptr) - 1):
         rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
         T = len(rows)
         if T == 0:
-            out.append([(np.zeros((0, graph.n_chains), np.int32), 0.0)])
+            yield rows, None, None, None
             continue
         phi = _state_scores(graph, states, unary, pair, edge_offset, rows)
         if tied:
-            trans, tindex = trans_all, np.zeros(T, np.int64)
+            yield rows, phi, trans_all, np.zeros(T, np.int64)
         elif one_chain_identity:
-            trans, tindex = trans_all, rows
+            yield rows, phi, trans_all, rows
         else:
-            trans, tindex = (_untied_transitions(graph, states, pair, edge_offset, rows),
-                             np.arange(T))
+            yield (rows, phi, _untied_transitions(graph, states, pair, edge_offset, rows, what),
+                   np.arange(T))
+
+
+def state_nbest(graph, states, seq_ptr, unary, pair, k):
+    """Exact ``k`` best labellings of every sequence over the joint ``states``.
+
+    Returns
+    -------
+    list (per sequence) of list of (labels, score)
+        At most ``k`` distinct labellings, best first: int32 ``(T, C)`` label
+        indices and their scores.  Empty when no labelling is allowed; an
+        empty sequence has the one empty labelling of score 0.
+    """
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    kernel = _kernel()
+    out = []
+    for _, phi, trans, tindex in _state_chains(graph, states, seq_ptr, unary, pair):
+        if phi is None:
+            out.append([(np.zeros((0, graph.n_chains), np.int32), 0.0)])
+            continue
         paths, scores = kernel.kbest_astar(phi, trans, tindex, int(k))
         out.append([(states[p], float(v)) for p, v in zip(paths, scores)])
+    return out
+
+
+def state_max_marginals(graph, states, seq_ptr, unary, pair):
+    """Exact max-marginal scores of every label of every chain, over the joint ``states``.
+
+    Returns
+    -------
+    ndarray of shape (N, total_labels)
+        Entry ``[n, label_offset[c] + j]``: the score of the best labelling
+        (over ``states``) of token ``n``'s sequence with label ``j`` at token
+        ``n`` in chain ``c``; ``-inf`` when no such labelling is allowed.  The
+        maximum over each chain's block is the Viterbi score of the sequence.
+        From the state max-marginals of :func:`skfcrf._bp._nbest.max_marginals`,
+        maximised over the states with that label.
+    """
+    states = np.ascontiguousarray(states, dtype=np.int32)
+    out = np.full((int(np.asarray(seq_ptr)[-1]), graph.total_labels), -np.inf)
+    kernel = _kernel()
+    for rows, phi, trans, tindex in _state_chains(graph, states, seq_ptr, unary, pair,
+                                                  "max-marginals"):
+        if phi is None:
+            continue
+        mm = kernel.max_marginals(phi, trans, tindex)
+        block = out[rows]
+        for c in range(graph.n_chains):
+            off = int(graph.label_offset[c])
+            for j in range(int(graph.n_labels[c])):
+                cols = np.flatnonzero(states[:, c] == j)
+                if cols.size:
+                    block[:, off + j] = mm[:, cols].max(axis=1)
+        out[rows] = block
+    return out
+
+
+def conditional_max_marginals(graph, seq_ptr, unary, pair, labels):
+    """Chain-wise max-marginal scores around the labelling ``labels`` ``(N, C)``.
+
+    For loopy models: entry ``[n, label_offset[c] + j]`` is the best score of
+    a labelling that agrees with ``labels`` on every chain but ``c`` and has
+    label ``j`` at token ``n`` of chain ``c`` (exact max-marginals of chain
+    ``c``'s conditional model, :func:`_conditional_chain`).  A lower bound on
+    the true max-marginal; equal to it on one chain.
+    """
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    labels = np.asarray(labels, np.int32)
+    out = np.full((int(seq_ptr[-1]), graph.total_labels), -np.inf)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    kernel = _kernel()
+    for s in range(len(seq_ptr) - 1):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        if len(rows) == 0:
+            continue
+        u1, p1 = unary[rows], sequence_pair(graph, pair, edge_offset, rows)
+        off1 = pair_layout(graph, len(rows))
+        local = np.arange(len(rows))
+        y = labels[rows]
+        base = float(labelling_scores(graph, np.array([0, len(rows)], np.int64), u1, p1, y)[0])
+        for c in range(graph.n_chains):
+            phi, trans, tindex = _conditional_chain(graph, u1, p1, off1, local, y, c)
+            mm = kernel.max_marginals(phi, trans, tindex)
+            # the conditional chain's scores leave out the terms without chain c
+            yc = y[:, c]
+            own = phi[local, yc].sum() + trans[tindex[1:], yc[:-1], yc[1:]].sum()
+            rest = base - own if np.isfinite(base) and np.isfinite(own) else 0.0
+            lo, hi = int(graph.label_offset[c]), int(graph.label_offset[c + 1])
+            out[rows, lo:hi] = mm + rest
     return out
 
 
