@@ -344,6 +344,8 @@ class DaskFactorialCRF(FactorialCRF):
         each task on a worker.  Not supported on a cluster (``fit`` raises
         ``ValueError``): ``solver="olbfgs"``, ``early_stopping=True`` and
         ``warm_start=True``; fit a local model (:meth:`to_local`) for those.
+        Missing labels (``None`` in ``y``, partial labels) are not supported on a
+        cluster either: the partition that holds one raises ``ValueError``.
 
     Attributes
     ----------

@@ -86,8 +86,8 @@ def encode_labels(classes, y_seqs):
             if np.any(bad):
                 t = int(given[np.flatnonzero(bad)[0]])
                 raise ValueError(
-                    f"y[{i}] token {t} chain {c}: label {seq[t, c]!r} was not seen when the "
-                    "model was first fitted (warm_start keeps the label sets)"
+                    f"y[{i}] token {t} chain {c}: label {seq[t, c]!r} is not a label of the "
+                    "model (it has the labels of its first fit; a warm start keeps them)"
                 )
             gold[row + given, c] = idx
         row += len(seq)
