@@ -199,11 +199,35 @@ def test_joint_marginals_rescued_where_linear_forward_underflows():
     np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
 
 
-def test_joint_likelihood_warns_where_the_forward_pass_underflowed():
-    from skfcrf.estimators._objectives import _warn_if_underflowed
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_rescued_sequences_equal_exact_inference(case):
+    """Redoing every sequence in the log domain keeps node and pair marginals and log Z
+    exact (tied and untied couplings, forbidden pairs)."""
+    from skfcrf._bp.joint import rescue_sequence
+
+    n_labels, couplings, tied = CASES[case]
+    graph, seq_ptr, unary, pair, _, product = problem(40 + case, n_labels, [1, 4, 3],
+                                                      couplings, tied, forbid=True)
+    node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair,
+                                         pair_marginals=True)
+    for s in range(len(seq_ptr) - 1):
+        rescue_sequence(graph, product, seq_ptr, unary, pair, s, node, pmarg, log_z)
+    ref_node, ref_pmarg, ref_log_z, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact")
+    np.testing.assert_allclose(node, ref_node, atol=1e-10)
+    np.testing.assert_allclose(pmarg, ref_pmarg, atol=1e-10)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+
+
+def test_training_statistics_rescued_where_linear_forward_underflows():
+    from skfcrf._bp.joint import rescue_sequence, underflowed
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
-    _, raw = joint_marginals(graph, states, seq_ptr, unary, pair)
-    with pytest.warns(RuntimeWarning, match="underflowed"):
-        _warn_if_underflowed(raw, np.array([1700.0]))     # the B path's score
-    _warn_if_underflowed(np.array([logsumexp([800.0, 1700.0])]), np.array([1700.0]))
+    node, pmarg, log_z = joint_marginals(graph, states, seq_ptr, unary, pair,
+                                         pair_marginals=True)
+    gold_b = np.array([1700.0])                      # the score of the path B B B
+    assert underflowed(log_z, gold_b).tolist() == [0]
+    rescue_sequence(graph, states, seq_ptr, unary, pair, 0, node, pmarg, log_z)
+    assert log_z[0] == pytest.approx(logsumexp([800.0, 1700.0]))
+    np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
+    np.testing.assert_allclose(pmarg, [0.0, 0.0, 0.0, 2.0], atol=1e-12)
+    assert underflowed(log_z, gold_b).size == 0

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "supports_joint",
+           "underflowed", "rescue_sequence",
            "transition_tables", "joint_map", "joint_marginals"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
@@ -223,3 +224,34 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
                 block[:] = tied_total[tied_off[k]:tied_off[k + 1]]
             k += 1
     return node, pmarg, log_z
+
+
+def underflowed(log_z, lower):
+    """Indices of the sequences whose ``log Z`` fell below ``lower``, the score of one of
+    their labellings (Viterbi's or the gold one): the scaled forward pass lost a state
+    whose relative mass underflowed (:func:`skfcrf._bp.nbest.logdomain_state_marginals`)."""
+    with np.errstate(invalid="ignore"):
+        return np.flatnonzero(np.isfinite(lower)
+                              & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))
+
+
+def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1):
+    """Redo sequence ``s`` of :func:`joint_marginals`'s output by log-domain
+    forward-backward, in place: its ``log_z`` entry, its rows of ``node`` and its
+    share of ``pmarg`` (the kernel's share, recomputed on the sequence alone, is
+    replaced by the exact one)."""
+    from skfcrf._bp.nbest import logdomain_pair_marginals, sequence_pair
+
+    edge_offset = pair_layout(graph, unary.shape[0])
+    rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+    T = len(rows)
+    own_pair = sequence_pair(graph, pair, edge_offset, rows)
+    _, kernel_counts, _ = joint_marginals(graph, states, np.array([0, T], np.int64),
+                                          unary[rows], own_pair, n_threads, pair_marginals=True)
+    log_z[s], node[rows], exact_counts = logdomain_pair_marginals(graph, states, unary, pair,
+                                                                  rows)
+    local = pair_layout(graph, T)
+    for e in range(graph.n_edges):
+        delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
+        start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
+        pmarg[start:start + delta.size] += delta

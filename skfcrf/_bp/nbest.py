@@ -314,17 +314,9 @@ def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
     return log_z
 
 
-def logdomain_state_marginals(graph, states, unary, pair, rows):
-    """``log Z`` and node marginals ``(T, Ltot)`` of one sequence (global tokens ``rows``)
-    over the joint ``states``, by forward-backward in the log domain.
-
-    The scaled forward-backward of :mod:`skfcrf._bp._joint` works in linear space:
-    with forbidden transitions a state's forward mass relative to the token's total
-    can fall below the smallest double and be lost, though later tokens would have
-    made its paths dominant (``log Z`` then comes out *below* the best labelling's
-    score).  This is the exact reference it falls back to for such sequences:
-    ``O(T S^2)`` log-sum-exps, slow, for the few sequences that need it.
-    """
+def _logdomain_forward_backward(graph, states, unary, pair, rows):
+    """State scores ``phi`` ``(T, S)``, transitions ``(S, S)``, log forward and backward
+    messages ``(T, S)`` and ``log Z`` of the sequence at global tokens ``rows``."""
     from scipy.special import logsumexp
 
     edge_offset = pair_layout(graph, unary.shape[0])
@@ -339,12 +331,75 @@ def logdomain_state_marginals(graph, states, unary, pair, rows):
         for t in range(T - 2, -1, -1):
             lb[t] = logsumexp(trans + (phi[t + 1] + lb[t + 1])[None, :], axis=1)
         log_z = float(logsumexp(la[T - 1]))
-        marg = np.exp(la + lb - log_z)
-    node = np.zeros((T, graph.total_labels))
+    return phi, trans, la, lb, log_z
+
+
+def logdomain_state_marginals(graph, states, unary, pair, rows):
+    """``log Z`` and node marginals ``(T, Ltot)`` of one sequence (global tokens ``rows``)
+    over the joint ``states``, by forward-backward in the log domain.
+
+    The scaled forward-backward of :mod:`skfcrf._bp._joint` works in linear space:
+    with forbidden transitions a state's forward mass relative to the token's total
+    can fall below the smallest double and be lost, though later tokens would have
+    made its paths dominant (``log Z`` then comes out *below* the best labelling's
+    score).  This is the exact reference it falls back to for such sequences:
+    ``O(T S^2)`` log-sum-exps, slow, for the few sequences that need it.
+    """
+    _, _, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows)
+    return log_z, _node_from_states(graph, states, _state_marginals(la, lb, log_z))
+
+
+def _state_marginals(la, lb, log_z):
+    """``(T, S)`` state marginals from log messages; zero without an allowed labelling."""
+    if not np.isfinite(log_z):
+        return np.zeros_like(la)
+    with np.errstate(under="ignore"):
+        return np.exp(la + lb - log_z)
+
+
+def _node_from_states(graph, states, marg):
+    """Per-chain label marginals ``(T, Ltot)`` from state marginals ``(T, S)``."""
+    node = np.zeros((marg.shape[0], graph.total_labels))
     for c in range(graph.n_chains):
-        for s in range(S):
-            node[:, graph.label_offset[c] + states[s, c]] += marg[:, s]
-    return log_z, node
+        cols = graph.label_offset[c] + states[:, c]
+        np.add.at(node.T, cols, marg.T)
+    return node
+
+
+def logdomain_pair_marginals(graph, states, unary, pair, rows):
+    """As :func:`logdomain_state_marginals`, plus the expected counts of the sequence's
+    factors laid out like its own ``pair`` array (tied templates summed over its
+    positions, untied ones per position), as
+    :func:`skfcrf._bp.joint.joint_marginals` gives them with ``pair_marginals=True``.
+
+    Returns ``log Z``, node marginals ``(T, Ltot)`` and the pair counts.
+    """
+    phi, trans, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows)
+    T, S = phi.shape
+    marg = _state_marginals(la, lb, log_z)
+    expected = np.zeros((S, S))
+    with np.errstate(invalid="ignore", under="ignore"):
+        for t in range(1, T if np.isfinite(log_z) else 0):
+            expected += np.exp(la[t - 1][:, None] + trans + (phi[t] + lb[t])[None, :] - log_z)
+    local = pair_layout(graph, T)
+    counts = np.zeros(int(local[-1]))
+    for e in range(graph.n_edges):
+        a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
+        block = counts[local[e]:local[e + 1]]
+        if graph.edge_kind[e] == IN_CHAIN:
+            L = int(graph.n_labels[a])
+            H = np.zeros((S, L))
+            H[np.arange(S), states[:, a]] = 1.0
+            block[:] = (H.T @ expected @ H).ravel()
+        else:
+            k = graph.edge_size(e)
+            assign = states[:, a].astype(np.int64) * int(graph.n_labels[b]) + states[:, b]
+            if graph.edge_tied[e]:
+                block[:] = np.bincount(assign, marg.sum(axis=0), minlength=k)
+            else:
+                per_token = block.reshape(T, k)
+                np.add.at(per_token.T, assign, marg.T)
+    return log_z, _node_from_states(graph, states, marg), counts
 
 
 def _conditional_chain(graph, unary, pair, edge_offset, rows, labels, c):

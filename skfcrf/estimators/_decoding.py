@@ -38,7 +38,7 @@ import numpy as np
 
 from skfcrf._bp import inference
 from skfcrf._bp.graph import pair_layout
-from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint
+from skfcrf._bp.joint import joint_map, joint_marginals, supports_joint, underflowed
 from skfcrf._bp.nbest import (
     chainwise_nbest,
     labelling_scores,
@@ -223,9 +223,7 @@ def _rescue_underflow(graph, states, seq_ptr, unary, pair, log_z, n_threads, nod
     log-domain forward-backward, in place.
     """
     _, best = joint_map(graph, states, seq_ptr, unary, pair, n_threads)
-    with np.errstate(invalid="ignore"):
-        lost = np.flatnonzero(np.isfinite(best) & (log_z < best - 1e-9 * np.maximum(1.0, np.abs(best))))
-    for s in lost:
+    for s in underflowed(log_z, best):
         rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
         log_z[s], rows_node = logdomain_state_marginals(graph, states, unary, pair, rows)
         if node is not None:

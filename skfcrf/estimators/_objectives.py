@@ -31,15 +31,13 @@ and how many trees they took (:meth:`Likelihood.inference_stats`).
 
 :data:`OBJECTIVES` maps the estimator's ``objective=`` names to the classes.
 """
-import warnings
-
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
-from skfcrf._bp.joint import joint_marginals
+from skfcrf._bp.joint import joint_marginals, rescue_sequence, underflowed
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
@@ -280,7 +278,11 @@ class Likelihood(Objective):
             self._record(converged, n_iter)
         stats = b.gold_stats(edge_offset)
         if self.method == "joint":
-            _warn_if_underflowed(log_z, stats.sequence_scores(unary, pair))
+            # log Z below the gold score: the scaled forward pass lost an underflowed
+            # state; those sequences are redone in the log domain (rare, slow)
+            for s in underflowed(log_z, stats.sequence_scores(unary, pair)):
+                rescue_sequence(layout.graph, self.joint_states, b.seq_ptr, unary, pair, s,
+                                node, pmarg, log_z, self.n_threads)
         loss = float(log_z.sum() - stats.score(unary, pair))
         dunary = node
         dunary.ravel()[stats.unary_index] -= 1.0
@@ -295,24 +297,6 @@ class Likelihood(Objective):
         return {"method": self.method,
                 "converged_fraction": float(np.concatenate(self._converged).mean()),
                 "mean_iterations": float(np.concatenate(self._n_iter).mean())}
-
-
-def _warn_if_underflowed(log_z, gold_scores):
-    """Warn when the joint-state forward pass put ``log Z`` below a gold labelling's score.
-
-    ``log Z`` bounds every labelling's score from above; below it, the scaled
-    forward pass lost an underflowed state (see
-    :func:`skfcrf._bp.nbest.logdomain_state_marginals`): that sequence's loss and
-    gradient are wrong.  Decoding recomputes such sequences in the log domain;
-    training does not yet, so it says so.  (Not seen on the dictation benchmarks:
-    0 of 200 training reports, from the start of fine-tuning to its end.)
-    """
-    with np.errstate(invalid="ignore"):
-        lost = int((log_z < gold_scores - 1e-9 * np.maximum(1.0, np.abs(gold_scores))).sum())
-    if lost:
-        warnings.warn(f"joint-state likelihood: log Z below the gold labelling's score in {lost} "
-                      "sequence(s) (the scaled forward pass underflowed); their loss and "
-                      "gradient are inexact", RuntimeWarning, stacklevel=3)
 
 
 def sequence_blocks(seq_ptr, max_blocks=8):
