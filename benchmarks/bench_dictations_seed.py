@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--sigma", type=float, default=31.6)
     ap.add_argument("--objective", default=None, help="default: FactorialCRF's")
     ap.add_argument("--max-iter", type=int, default=None, help="default: FactorialCRF's")
+    ap.add_argument("--finetune-iter", type=int, default=None, help="default: FactorialCRF's")
     ap.add_argument("--inference", default="auto")
     ap.add_argument("--verbose", type=int, default=0)
     ap.add_argument("--save", default=None, help="save the fitted model here (for bench_decoding.py)")
@@ -73,6 +74,8 @@ def main():
         params["objective"] = args.objective
     if args.max_iter:
         params["max_iter"] = args.max_iter
+    if args.finetune_iter is not None:
+        params["finetune_iter"] = args.finetune_iter
     crf = FactorialCRF(**params)
     features = standard_features()
     with warnings.catch_warnings(record=True) as caught:
