@@ -395,7 +395,7 @@ class DaskFactorialCRF(FactorialCRF):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=30):
+                 finetune_iter=10):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,

@@ -73,7 +73,7 @@ def add_parser(sub):
                    help="L-BFGS iterations per fold (default: %(default)s)")
     d.add_argument("--finetune-iter", type=nonnegative_int, metavar="N",
                    default=DEMO_FINETUNE_ITER,
-                   help="iterations of exact likelihood fine-tuning after the chain-wise "
+                   help="iterations of exact likelihood fine-tuning after the first stage "
                    "objective (default: %(default)s)")
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")

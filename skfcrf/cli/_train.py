@@ -139,7 +139,7 @@ def add_model_options(t):
     m.add_argument("--objective", choices=("independent", "chainwise", "pseudolikelihood",
                                            "likelihood"),
                    default="independent", help="training objective (default: %(default)s)")
-    m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=30,
+    m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=10,
                    help="likelihood fine-tuning iterations after the objective, when the "
                    "likelihood is exact; 0 disables it (default: %(default)s)")
     m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",

@@ -109,7 +109,7 @@ class FactorialCRF(BaseEstimator):
     max_iter : int, default=150
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
         of the ``objective``.
-    finetune_iter : int, default=30
+    finetune_iter : int, default=10
         After an ``"independent"``, ``"chainwise"`` or ``"pseudolikelihood"``
         fit, this many L-BFGS iterations of the likelihood, started from its
         weights, when the likelihood is exact (one chain, or several with
@@ -300,7 +300,7 @@ class FactorialCRF(BaseEstimator):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=30):
+                 finetune_iter=10):
         self.sigma = sigma
         self.objective = objective
         self.solver = solver
