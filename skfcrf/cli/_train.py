@@ -142,6 +142,9 @@ def add_model_options(t):
     m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=10,
                    help="likelihood fine-tuning iterations after the objective, when the "
                    "likelihood is exact; 0 disables it (default: %(default)s)")
+    m.add_argument("--state-transitions", choices=("auto", "on", "off"), default="auto",
+                   help="joint-state transition weights (pairs of label combinations at "
+                   "consecutive tokens), learnt by the joint likelihood (default: %(default)s)")
     m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",
                    help="feature support of the unary template (default: %(default)s)")
     m.add_argument("--transition-features", choices=SUPPORT_MODES, default="default",
@@ -238,6 +241,8 @@ def model_params(args):
             "validation_fraction", "n_iter_no_change", "validation_interval",
             "validation_scoring", "max_memory")
     params = {k: getattr(args, k) for k in keys}
+    params["state_transitions"] = {"auto": "auto", "on": True, "off": False}[
+        args.state_transitions]
     ft = args.forbidden_transitions
     if ft in ("auto", "unseen"):
         params["forbidden_transitions"] = ft
