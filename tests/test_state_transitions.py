@@ -265,3 +265,17 @@ def test_damaged_state_pairs_are_refused(tmp_path):
     np.savez(tmp_path / "alone.npz", **alone)
     with pytest.raises(ValueError, match="state_from and state_to go together"):
         FactorialCRF.load(tmp_path / "alone.npz")
+
+
+@short_fit
+def test_models_pickled_before_state_transitions_still_predict():
+    import pickle
+
+    X, y = synthetic(n_seq=10, n_chains=2, length=(2, 5))
+    est = FactorialCRF(max_iter=3, finetune_iter=1, state_transitions=False).fit(X, y)
+    for key in ("state_from", "state_to", "bias_state"):      # as an older version wrote it
+        del est.layout_.__dict__[key]
+    again = pickle.loads(pickle.dumps(est))
+    assert again.layout_.n_state_pairs == 0
+    expected = FactorialCRF(max_iter=3, finetune_iter=1, state_transitions=False).fit(X, y)
+    assert all(np.array_equal(a, b) for a, b in zip(again.predict(X), expected.predict(X)))

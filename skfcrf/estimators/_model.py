@@ -133,6 +133,13 @@ class ParameterLayout:
         self.bias_state = int(self.bias_edge[-1])
         self.n_params = self.bias_state + len(self.state_from)
 
+    def __setstate__(self, state):
+        # layouts pickled before joint-state transitions existed have none
+        self.__dict__.update(state)
+        if "state_from" not in state:
+            self.state_from = self.state_to = np.zeros((0, self.graph.n_chains), np.int32)
+            self.bias_state = int(self.bias_edge[-1])
+
     @property
     def n_state_pairs(self):
         """Number of joint-state transition weights (0: the model has none)."""
