@@ -279,3 +279,37 @@ def test_models_pickled_before_state_transitions_still_predict():
     assert again.layout_.n_state_pairs == 0
     expected = FactorialCRF(max_iter=3, finetune_iter=1, state_transitions=False).fit(X, y)
     assert all(np.array_equal(a, b) for a, b in zip(again.predict(X), expected.predict(X)))
+
+
+@short_fit
+def test_state_transition_stage_moves_only_those_weights():
+    X, y = synthetic(n_seq=20, n_chains=2, length=(2, 6), noise=0.3)
+    seen = []
+    base = dict(max_iter=6, finetune_iter=3, sigma=2.0, random_state=0, tol=1e-12)
+    before = FactorialCRF(**base, state_transition_iter=0).fit(X, y)
+    after = FactorialCRF(**base, state_transition_iter=4,
+                         callback=lambda it, loss, coef: seen.append(coef.copy())).fit(X, y)
+    start = before.layout_.bias_state
+    assert after.n_iter_ == before.n_iter_ + 4 and len(after.loss_curve_) == after.n_iter_
+    np.testing.assert_array_equal(after.coef_[:start], before.coef_[:start])
+    assert not np.array_equal(after.coef_[start:], before.coef_[start:])
+    assert all(c.shape == after.coef_.shape for c in seen)         # the callback sees all weights
+    np.testing.assert_array_equal(seen[-1], after.coef_)
+    assert after.loss_curve_[-1] < before.loss_curve_[-1]          # the same likelihood, lower
+
+
+def test_restricted_objective():
+    from skfcrf.estimators._objectives import Restricted
+
+    X, y = synthetic(n_seq=6, n_chains=2, length=(2, 5), noise=0.3)
+    objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)
+    theta = np.random.default_rng(0).normal(size=theta0.shape)
+    free = np.zeros(theta.size, bool)
+    free[::3] = True
+    stage = Restricted(objective, free, theta)
+    np.testing.assert_array_equal(stage.start, theta[free])
+    u = stage.start + 0.1
+    loss, grad = stage.loss_gradient(u)
+    full_loss, full_grad = objective.loss_gradient(stage.full(u))
+    assert loss == full_loss and np.array_equal(grad, full_grad[free])
+    assert np.array_equal(stage.full(u)[~free], theta[~free])

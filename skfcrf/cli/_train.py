@@ -99,7 +99,8 @@ def run(args):
     # an iteration bar with an ETA against the most iterations training may take (the
     # likelihood fine-tuning stage follows the other objectives); -v prints them instead
     fit_progress = FitProgress(
-        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0),
+        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0)
+        + (crf.state_transition_iter if args.label_columns > 1 else 0),
         "training", quiet=args.quiet or args.verbose > 0)
     crf.set_params(callback=fit_progress.callback)
     progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
@@ -145,6 +146,9 @@ def add_model_options(t):
     m.add_argument("--state-transitions", choices=("auto", "on", "off"), default="auto",
                    help="joint-state transition weights (pairs of label combinations at "
                    "consecutive tokens), learnt by the joint likelihood (default: %(default)s)")
+    m.add_argument("--state-transition-iter", type=nonnegative_int, metavar="N", default=10,
+                   help="likelihood iterations of the joint-state transition weights alone, "
+                   "after the others (default: %(default)s)")
     m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",
                    help="feature support of the unary template (default: %(default)s)")
     m.add_argument("--transition-features", choices=SUPPORT_MODES, default="default",
@@ -235,7 +239,7 @@ def open_fraction(text):
 
 def model_params(args):
     """FactorialCRF keyword arguments from the model and solver options."""
-    keys = ("objective", "finetune_iter", "unary_features", "transition_features",
+    keys = ("objective", "finetune_iter", "state_transition_iter", "unary_features", "transition_features",
             "coupling_features", "coupling", "inference", "bp_max_iter", "bp_tol", "solver",
             "max_iter", "tol", "lbfgs_memory", "batch_size", "eta0", "tau", "early_stopping",
             "validation_fraction", "n_iter_no_change", "validation_interval",

@@ -35,6 +35,7 @@ from skfcrf.estimators._early_stopping import (
 )
 from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
+from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._memory import (
     check_fit_memory,
     column_counts,
@@ -48,7 +49,7 @@ from skfcrf.estimators._model import (
     check_gold_allowed,
     seen_state_pairs,
 )
-from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, TrainingBatch
+from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, Restricted, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
 from skfcrf.estimators._solvers import (
@@ -176,6 +177,12 @@ class FactorialCRF(BaseEstimator):
         label is given and the likelihood over the joint states is trained
         (``finetune_iter > 0`` or ``objective="likelihood"``).  ``True``
         raises ``ValueError`` where they cannot be used.
+    state_transition_iter : int, default=10
+        After the likelihood training or fine-tuning of a model with
+        joint-state transitions, this many L-BFGS iterations of the likelihood
+        move those weights alone (the others held): among all the weights a
+        few iterations hardly move them, as they nearly duplicate the in-chain
+        transitions and couplings.  0 leaves them to the joint stage.
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -307,6 +314,7 @@ class FactorialCRF(BaseEstimator):
         "max_memory": [None, _POSITIVE_INT],
         "finetune_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "state_transitions": [StrOptions({"auto"}), "boolean"],
+        "state_transition_iter": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
     def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=150,
@@ -317,7 +325,7 @@ class FactorialCRF(BaseEstimator):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=10, state_transitions="auto"):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10):
         self.sigma = sigma
         self.objective = objective
         self.solver = solver
@@ -350,6 +358,7 @@ class FactorialCRF(BaseEstimator):
         self.max_memory = max_memory
         self.finetune_iter = finetune_iter
         self.state_transitions = state_transitions
+        self.state_transition_iter = state_transition_iter
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -421,6 +430,16 @@ class FactorialCRF(BaseEstimator):
                     tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,
                                   tol=self.tol).solve(finetune, result.coef, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
+                likelihood = finetune if finetune is not None else objective
+                stage = self._state_transition_stage(likelihood, result.coef, monitor, stopper)
+                if stage is not None:
+                    monitor.expand = stage.full
+                    try:
+                        tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.state_transition_iter,
+                                      tol=self.tol).solve(stage, stage.start, monitor)
+                    finally:
+                        monitor.expand = None
+                    result.coef, result.n_iter = stage.full(tuned.coef), result.n_iter + tuned.n_iter
         except KeyboardInterrupt:
             self._keep_interrupted(monitor, theta0)
             raise
@@ -442,6 +461,22 @@ class FactorialCRF(BaseEstimator):
         return Likelihood(objective.batch, method=method, joint_states=self.joint_states_,
                           sigma=self.sigma, forbidden=self.forbidden_,
                           n_threads=objective.n_threads)
+
+    def _state_transition_stage(self, likelihood, coef, monitor, stopper):
+        """The joint-state transition weights alone under the likelihood, or None.
+
+        After the likelihood training (or fine-tuning) of a model with
+        joint-state transitions, ``state_transition_iter`` L-BFGS iterations
+        move those weights alone, the others held.  They are nearly redundant
+        with the in-chain transitions and couplings, so among all the weights
+        L-BFGS hardly moves them in a few iterations; alone they are learnt
+        quickly.
+        """
+        if (self.state_transition_iter == 0 or not self.layout_.n_state_pairs
+                or not isinstance(likelihood, Likelihood) or monitor.stopped_by_callback
+                or (stopper is not None and stopper.triggered)):
+            return None
+        return Restricted(likelihood, weight_mask(self.layout_, "state_transition", None), coef)
 
     def _keep_interrupted(self, monitor, theta0):
         """After Ctrl-C: the weights of the last completed iteration, not converged."""

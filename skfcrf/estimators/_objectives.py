@@ -45,7 +45,7 @@ from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
            "IndependentChains",
-           "Likelihood", "OBJECTIVES", "allowed_by_joint_states"]
+           "Likelihood", "Restricted", "OBJECTIVES", "allowed_by_joint_states"]
 
 
 class TrainingBatch:
@@ -548,6 +548,45 @@ class IndependentChains(ChainPseudoLikelihood):
         grad = self.scale * grad + inv_var * theta
         grad[self._coupling] = 0.0
         return losses, grad
+
+
+class Restricted:
+    """An objective over some of the weights, the others held where ``theta`` has them.
+
+    ``loss_gradient(u)`` is the objective's at ``full(u)``, with the gradient
+    restricted to the free weights: what a solver minimises to move only them
+    (the joint-state transition stage of ``FactorialCRF``).
+
+    Parameters
+    ----------
+    objective : Objective
+    free : bool ndarray of shape (n_params,)
+        The weights that move.
+    theta : ndarray of shape (n_params,)
+        Values of all the weights; the free ones are the starting point.
+    """
+
+    def __init__(self, objective, free, theta):
+        self.objective = objective
+        self.free = np.asarray(free, dtype=bool)
+        self.theta = np.array(theta, dtype=np.float64)
+
+    @property
+    def start(self):
+        return self.theta[self.free].copy()
+
+    def full(self, u):
+        """All the weights, with ``u`` in place of the free ones."""
+        theta = self.theta.copy()
+        theta[self.free] = u
+        return theta
+
+    def loss_gradient(self, u):
+        loss, grad = self.objective.loss_gradient(self.full(u))
+        return loss, grad[self.free]
+
+    def inference_stats(self):
+        return self.objective.inference_stats()
 
 
 #: ``objective=`` name -> objective class.
