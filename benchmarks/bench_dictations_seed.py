@@ -56,6 +56,8 @@ def main():
     ap.add_argument("--objective", default=None, help="default: FactorialCRF's")
     ap.add_argument("--max-iter", type=int, default=None, help="default: FactorialCRF's")
     ap.add_argument("--finetune-iter", type=int, default=None, help="default: FactorialCRF's")
+    ap.add_argument("--state-transition-iter", type=int, default=None,
+                    help="default: FactorialCRF's (0 skips the joint-state transition stage)")
     ap.add_argument("--inference", default="auto")
     ap.add_argument("--verbose", type=int, default=0)
     ap.add_argument("--save", default=None, help="save the fitted model here (for bench_decoding.py)")
@@ -76,6 +78,8 @@ def main():
         params["max_iter"] = args.max_iter
     if args.finetune_iter is not None:
         params["finetune_iter"] = args.finetune_iter
+    if args.state_transition_iter is not None:
+        params["state_transition_iter"] = args.state_transition_iter
     crf = FactorialCRF(**params)
     features = standard_features()
     with warnings.catch_warnings(record=True) as caught:

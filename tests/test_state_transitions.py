@@ -298,18 +298,45 @@ def test_state_transition_stage_moves_only_those_weights():
     assert after.loss_curve_[-1] < before.loss_curve_[-1]          # the same likelihood, lower
 
 
-def test_restricted_objective():
-    from skfcrf.estimators._objectives import Restricted
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("n_chains", [2, 3])
+def test_state_transition_stage_equals_the_likelihood(partial, n_chains):
+    """The stage's loss is the likelihood's at the full weights, its gradient the
+    likelihood's on the joint-state transition weights (and finite differences agree),
+    with and without partial labels (the clamped part held too)."""
+    from skfcrf.estimators._objectives import StateTransitionStage
 
-    X, y = synthetic(n_seq=6, n_chains=2, length=(2, 5), noise=0.3)
-    objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)
-    theta = np.random.default_rng(0).normal(size=theta0.shape)
-    free = np.zeros(theta.size, bool)
-    free[::3] = True
-    stage = Restricted(objective, free, theta)
-    np.testing.assert_array_equal(stage.start, theta[free])
-    u = stage.start + 0.1
-    loss, grad = stage.loss_gradient(u)
-    full_loss, full_grad = objective.loss_gradient(stage.full(u))
-    assert loss == full_loss and np.array_equal(grad, full_grad[free])
-    assert np.array_equal(stage.full(u)[~free], theta[~free])
+    X, y = synthetic(n_seq=6, n_chains=n_chains, length=(2, 5), noise=0.3)
+    if partial:
+        y = [list(seq) for seq in y]
+        y[0][1] = (None,) + tuple(y[0][1][1:])
+        y[2][0] = tuple(y[2][0][:-1]) + (None,)
+    objective, theta0, _ = training_problem(FactorialCRF(**_params(n_chains)), X, y)
+    assert (objective.batch.known is not None) == partial
+    theta = np.random.default_rng(n_chains).normal(scale=0.5, size=theta0.shape)
+    stage = StateTransitionStage(objective, theta)
+    first = objective.layout.bias_state
+    np.testing.assert_array_equal(stage.start, theta[first:])
+    v = stage.start + np.random.default_rng(1).normal(scale=0.3, size=stage.start.shape)
+    loss, grad = stage.loss_gradient(v)
+    full_loss, full_grad = objective.loss_gradient(stage.full(v))
+    assert loss == pytest.approx(full_loss, rel=1e-12)
+    np.testing.assert_allclose(grad, full_grad[first:], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(stage.full(v)[:first], theta[:first])
+    eps = 1e-6
+    for i in range(v.size):
+        vp, vm = v.copy(), v.copy()
+        vp[i] += eps
+        vm[i] -= eps
+        num = (stage.loss_gradient(vp)[0] - stage.loss_gradient(vm)[0]) / (2 * eps)
+        assert abs(num - grad[i]) <= 1e-5 * max(1.0, abs(num)), (i, num, grad[i])
+
+
+def test_state_transition_stage_needs_those_weights():
+    from skfcrf.estimators._objectives import StateTransitionStage
+
+    X, y = synthetic(n_seq=4, n_chains=2, length=(2, 4), noise=0.3)
+    objective, theta0, _ = training_problem(
+        FactorialCRF(**(_params(2) | {"state_transitions": False})), X, y)
+    with pytest.raises(ValueError, match="joint-state transition"):
+        StateTransitionStage(objective, theta0)

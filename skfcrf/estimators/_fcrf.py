@@ -35,7 +35,6 @@ from skfcrf.estimators._early_stopping import (
 )
 from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
-from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._memory import (
     check_fit_memory,
     column_counts,
@@ -49,7 +48,7 @@ from skfcrf.estimators._model import (
     check_gold_allowed,
     seen_state_pairs,
 )
-from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, Restricted, TrainingBatch
+from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
 from skfcrf.estimators._solvers import (
@@ -476,7 +475,7 @@ class FactorialCRF(BaseEstimator):
                 or not isinstance(likelihood, Likelihood) or monitor.stopped_by_callback
                 or (stopper is not None and stopper.triggered)):
             return None
-        return Restricted(likelihood, weight_mask(self.layout_, "state_transition", None), coef)
+        return StateTransitionStage(likelihood, coef)
 
     def _keep_interrupted(self, monitor, theta0):
         """After Ctrl-C: the weights of the last completed iteration, not converged."""

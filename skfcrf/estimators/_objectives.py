@@ -45,7 +45,7 @@ from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
            "IndependentChains",
-           "Likelihood", "Restricted", "OBJECTIVES", "allowed_by_joint_states"]
+           "Likelihood", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states"]
 
 
 class TrainingBatch:
@@ -282,46 +282,67 @@ class Likelihood(Objective):
         target._converged.append(np.asarray(converged))
         target._n_iter.append(np.asarray(n_iter))
 
+    def _potentials(self, theta):
+        """Log-potentials of the batch at ``theta`` (clamped if ``clamp``):
+        ``unary, pair, edge_offset``."""
+        unary, pair, edge_offset = self.layout.potentials(theta, self.batch.obs, self.n_threads,
+                                                          self.forbidden)
+        if self.clamp:
+            unary = self.batch.given_labels().clamp(self.layout.graph, unary)
+        return unary, pair, edge_offset
+
+    def _joint_inference(self, unary, pair, stats, state_trans):
+        """Exact inference over the joint states: ``node, pmarg, log_z, state_counts,
+        gold_path`` (the gold labelling's joint-state transition score per sequence;
+        ``state_counts`` and ``gold_path`` are None and 0 without those weights)."""
+        b = self.batch
+        with threadpool_limits(limits=1, user_api="blas"):
+            node, pmarg, log_z, state_counts = joint_marginals(
+                self.layout.graph, self.joint_states, b.seq_ptr, unary, pair, self.n_threads,
+                pair_marginals=True, state_trans=state_trans, state_pairs=True)
+        gold_path = (0.0 if state_trans is None else
+                     state_path_scores(self.joint_states, b.seq_ptr, b.gold, state_trans))
+        # log Z below the gold score: the scaled forward pass lost an underflowed
+        # state; those sequences are redone in the log domain (rare, slow)
+        for s in underflowed(log_z, stats.sequence_scores(unary, pair) + gold_path):
+            rescue_sequence(self.layout.graph, self.joint_states, b.seq_ptr, unary, pair, s,
+                            node, pmarg, log_z, self.n_threads, state_trans, state_counts)
+        if state_trans is None:
+            state_counts = None
+        return node, pmarg, log_z, state_counts, gold_path
+
+    def _state_loss_gradient(self, gold_path, state_counts):
+        """The joint-state transitions' part of the loss and their gradient."""
+        return (-float(np.sum(gold_path)),
+                self.layout.state_transition_gradient(
+                    state_counts - self.batch.gold_state_counts(self.joint_states),
+                    self.joint_states))
+
     def _data_loss_gradient(self, theta):
         b, layout = self.batch, self.layout
-        unary, pair, edge_offset = layout.potentials(theta, b.obs, self.n_threads,
-                                                     self.forbidden)
-        if self.clamp:
-            unary = b.given_labels().clamp(layout.graph, unary)
+        unary, pair, edge_offset = self._potentials(theta)
+        stats = b.gold_stats(edge_offset)
         state_trans = layout.state_transitions(theta, self.joint_states)
-        state_counts = None
         if self.method == "joint":
-            with threadpool_limits(limits=1, user_api="blas"):
-                node, pmarg, log_z, state_counts = joint_marginals(
-                    layout.graph, self.joint_states, b.seq_ptr, unary, pair, self.n_threads,
-                    pair_marginals=True, state_trans=state_trans, state_pairs=True)
+            node, pmarg, log_z, state_counts, gold_path = self._joint_inference(
+                unary, pair, stats, state_trans)
         else:
             node, pmarg, log_z, converged, n_iter = inference.marginals(
                 layout.graph, b.seq_ptr, unary, pair, method=self.method,
                 max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=b.seeds,
                 n_threads=self.n_threads)
-        if self.method == "trp" and not self.clamp:
-            self._record(converged, n_iter)
-        stats = b.gold_stats(edge_offset)
-        gold_path = (0.0 if state_trans is None else
-                     state_path_scores(self.joint_states, b.seq_ptr, b.gold, state_trans))
-        if self.method == "joint":
-            # log Z below the gold score: the scaled forward pass lost an underflowed
-            # state; those sequences are redone in the log domain (rare, slow)
-            for s in underflowed(log_z, stats.sequence_scores(unary, pair) + gold_path):
-                rescue_sequence(layout.graph, self.joint_states, b.seq_ptr, unary, pair, s,
-                                node, pmarg, log_z, self.n_threads, state_trans, state_counts)
+            if self.method == "trp" and not self.clamp:
+                self._record(converged, n_iter)
         loss = float(log_z.sum() - stats.score(unary, pair))
-        if state_trans is not None:
-            loss -= float(gold_path.sum())
         dunary = node
         dunary.ravel()[stats.unary_index] -= 1.0
         dpair = pmarg - stats.pair_counts
         dpair[~np.isfinite(pair)] = 0.0
         grad = layout.gradient(dunary, dpair, edge_offset, b.obs, self.n_threads)
         if state_trans is not None:
-            grad[layout.bias_state:] = layout.state_transition_gradient(
-                state_counts - b.gold_state_counts(self.joint_states), self.joint_states)
+            state_loss, grad[layout.bias_state:] = self._state_loss_gradient(gold_path,
+                                                                             state_counts)
+            loss += state_loss
         return loss, grad
 
     def inference_stats(self):
@@ -550,43 +571,71 @@ class IndependentChains(ChainPseudoLikelihood):
         return losses, grad
 
 
-class Restricted:
-    """An objective over some of the weights, the others held where ``theta`` has them.
+class StateTransitionStage:
+    """The likelihood as a function of the joint-state transition weights alone.
 
-    ``loss_gradient(u)`` is the objective's at ``full(u)``, with the gradient
-    restricted to the free weights: what a solver minimises to move only them
-    (the joint-state transition stage of ``FactorialCRF``).
+    The other weights are held where ``theta`` has them: ``loss_gradient(v)`` is
+    the likelihood's penalised loss at ``full(v)`` and its gradient with respect
+    to the joint-state transition weights ``v`` -- what a solver minimises to
+    move only them (the stage of ``FactorialCRF`` after the fine-tuning,
+    ``state_transition_iter``).  The log-potentials of the held weights are
+    computed once, so an evaluation is one joint-state forward-backward: no
+    observation scores and no feature gradient.  With partial labels the
+    clamped part (module docstring) is held the same way.
 
     Parameters
     ----------
-    objective : Objective
-    free : bool ndarray of shape (n_params,)
-        The weights that move.
+    likelihood : Likelihood
+        With ``method="joint"`` and a layout that has joint-state transition
+        weights.
     theta : ndarray of shape (n_params,)
-        Values of all the weights; the free ones are the starting point.
+        All the weights; the joint-state transition weights are the starting point.
     """
 
-    def __init__(self, objective, free, theta):
-        self.objective = objective
-        self.free = np.asarray(free, dtype=bool)
+    def __init__(self, likelihood, theta):
+        if likelihood.method != "joint" or not likelihood.layout.n_state_pairs:
+            raise ValueError("the joint-state transition stage needs a likelihood over the "
+                             "joint label states with joint-state transition weights")
+        self.likelihood = likelihood
         self.theta = np.array(theta, dtype=np.float64)
+        self.first = likelihood.layout.bias_state
+        held = self.theta[:self.first]
+        self._held_penalty = 0.5 * likelihood.inv_var * float(held @ held)
+        self._parts = []
+        for sign, part in ((1.0, likelihood), (-1.0, likelihood.clamped_part())):
+            if part is None:
+                continue
+            unary, pair, edge_offset = part._potentials(self.theta)
+            stats = part.batch.gold_stats(edge_offset)
+            self._parts.append((sign, part, unary, pair, stats, stats.score(unary, pair)))
 
     @property
     def start(self):
-        return self.theta[self.free].copy()
+        return self.theta[self.first:].copy()
 
-    def full(self, u):
-        """All the weights, with ``u`` in place of the free ones."""
+    def full(self, v):
+        """All the weights, with ``v`` in place of the joint-state transition weights."""
         theta = self.theta.copy()
-        theta[self.free] = u
+        theta[self.first:] = v
         return theta
 
-    def loss_gradient(self, u):
-        loss, grad = self.objective.loss_gradient(self.full(u))
-        return loss, grad[self.free]
+    def loss_gradient(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        theta = self.full(v)
+        loss, grad = 0.0, np.zeros(v.size)
+        for sign, part, unary, pair, stats, gold_score in self._parts:
+            state_trans = part.layout.state_transitions(theta, part.joint_states)
+            _, _, log_z, counts, gold_path = part._joint_inference(unary, pair, stats,
+                                                                   state_trans)
+            state_loss, state_grad = part._state_loss_gradient(gold_path, counts)
+            loss += sign * (float(log_z.sum()) - gold_score + state_loss)
+            grad += sign * state_grad
+        lik = self.likelihood
+        return (lik.scale * loss + self._held_penalty + 0.5 * lik.inv_var * float(v @ v),
+                lik.scale * grad + lik.inv_var * v)
 
     def inference_stats(self):
-        return self.objective.inference_stats()
+        return self.likelihood.inference_stats()
 
 
 #: ``objective=`` name -> objective class.

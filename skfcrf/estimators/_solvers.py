@@ -41,7 +41,7 @@ class ConvergenceMonitor:
         self.last_coef = None           # a copy of the weights of the last iteration reported
         self.stopped_by_callback = False
         #: maps what the solver reports to all the weights (a restricted stage's
-        #: ``Restricted.full``), or None
+        #: ``StateTransitionStage.full``), or None
         self.expand = None
         self._start = time.perf_counter()
 
