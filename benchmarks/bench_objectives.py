@@ -109,7 +109,7 @@ def main():
         wd = [windowdiff(y_test, pred, chain=c) for c in range(3)]
         print(f"{row:12s} {t_fit:8.1f} {t_dec:9.2f} {100 * joint_accuracy(y_test, pred):6.2f}%  "
               + "/".join(f"{100 * a:.2f}" for a in acc).ljust(22) + " "
-              + "/".join(f"{w:.3f}" for w in wd).ljust(22)
+              + "/".join(f"{w:.4f}" for w in wd).ljust(22)
               + f" {100 * trusted:5.1f}%  {notes}", flush=True)
 
 

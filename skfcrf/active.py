@@ -262,7 +262,8 @@ def _node_evidence(crf, X, fixed, viterbi):
         mm = conditional_max_marginals(graph, seq_ptr, clamped, pair, labels)
     else:
         states = _exact_states(graph, method, options.get("joint_states"))
-        mm = state_max_marginals(graph, states, seq_ptr, clamped, pair)
+        mm = state_max_marginals(graph, states, seq_ptr, clamped, pair,
+                                 options.get("state_trans") if method == "joint" else None)
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
     with np.errstate(invalid="ignore"):
         logm = mm - log_z[seq_of][:, None]

@@ -63,7 +63,13 @@ from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._decoding import resolve_method
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
 from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory
-from skfcrf.estimators._model import ParameterLayout, build_graph, check_gold_allowed, unique_int
+from skfcrf.estimators._model import (
+    ParameterLayout,
+    build_graph,
+    check_gold_allowed,
+    seen_state_pairs,
+    unique_int,
+)
 from skfcrf.estimators._objectives import OBJECTIVES, TrainingBatch
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
 from skfcrf.estimators._structure import (
@@ -141,6 +147,7 @@ def _structure_statistics(encoded, graph, classes, modes, unseen):
     return dict(
         keys=ParameterLayout.support_keys(graph, Xm, seq_ptr, gold, *modes, supported_only=True),
         states=joint_states_from_labels(gold),
+        state_pairs=np.hstack(seen_state_pairs(gold, seq_ptr)),
         unseen=unseen_transition_masks(graph, classes, seq_ptr, gold) if unseen else None,
         column_counts=np.bincount(Xm.indices, minlength=Xm.shape[1]),
         n_tokens=Xm.shape[0], nnz=int(Xm.nnz))
@@ -395,7 +402,7 @@ class DaskFactorialCRF(FactorialCRF):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=30):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -407,7 +414,8 @@ class DaskFactorialCRF(FactorialCRF):
             callback=callback, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             validation_scoring=validation_scoring, validation_interval=validation_interval,
-            max_memory=max_memory, finetune_iter=finetune_iter)
+            max_memory=max_memory, finetune_iter=finetune_iter,
+            state_transitions=state_transitions, state_transition_iter=state_transition_iter)
         self.client = client
         self.npartitions = npartitions
 
@@ -548,6 +556,10 @@ class DaskFactorialCRF(FactorialCRF):
             several_joint = (self.n_chains_ > 1 and self._method() == "joint")
             transitions = "unseen" if several_joint else None
         self.forbidden_ = self._forbidden(transitions, structure)
+        if self._uses_state_transitions(self._method(), partial=False):
+            pairs = np.unique(np.vstack([s["state_pairs"] for s in structure]), axis=0)
+            C = self.n_chains_
+            self.layout_ = self.layout_.with_state_pairs(pairs[:, :C], pairs[:, C:])
 
         rng = check_random_state(self.random_state)
         sizes = [s["counts"].n_sequences for s in stats]

@@ -374,10 +374,12 @@ def test_train_model_options_reach_the_estimator(trained, tmp_path):
               "--forbidden-couplings", couple, "--inference", "exact", "--bp-tol", "1e-4",
               "--solver", "lbfgs", "--max-iter", 20, "--tol", "1e-4", "--lbfgs-memory", 5,
               "--early-stopping", "--validation-fraction", "0.2", "--n-iter-no-change", 3,
-              "--validation-interval", 2, "--validation-scoring", "accuracy", "-q")
+              "--validation-interval", 2, "--validation-scoring", "accuracy",
+              "--state-transitions", "off", "-q")
     assert res.returncode == 0, res.stderr
     crf = FactorialCRF.load(model)
     p = crf.get_params()
+    assert p["state_transitions"] is False and crf.layout_.n_state_pairs == 0
     assert (p["objective"], p["finetune_iter"], p["unary_features"], p["transition_features"],
             p["coupling_features"], p["inference"], p["bp_tol"], p["tol"], p["lbfgs_memory"]) \
         == ("independent", 3, "all", "supported", "supported", "exact", 1e-4, 1e-4, 5)

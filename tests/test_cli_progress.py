@@ -159,7 +159,7 @@ def test_train_shows_a_bar_on_a_terminal_unless_quiet(toy):
     args = ("train", d / "train.txt", "--model", d / "t.npz", "--max-iter", 5)
     status, err = _run_on_terminal(*args)
     assert status == 0, err
-    assert "training:" in err and "iter" in err and "/35" in err, err  # 5 + 30 fine-tuning
+    assert "training:" in err and "iter" in err and "/15" in err, err  # 5 + 10 fine-tuning
     status, err = _run_on_terminal(*args, "--quiet")
     assert status == 0 and err == "", err
 

@@ -6,7 +6,10 @@ Skipped as a whole when ``distributed`` is absent; the test extra installs it, s
 Tolerance of "equal to a local fit": the cluster sums the data term per partition and then
 over partitions, the local fit per block of sequences, so the two differ by float summation
 order; after the whole L-BFGS trajectory every weight agrees within ``1e-6 * max|coef|``
-(measured: within about 3e-8 of it).  Fits on the same partitions agree bit for bit.
+(measured: within about 3e-8 of it).  A model with joint-state transitions has weights that
+are nearly redundant with its in-chain transitions (only the prior tells them apart): along
+those flat directions L-BFGS amplifies the summation differences, so there the bound is
+``1e-5 * max|coef|`` (measured: 1.6e-6 of it).  Fits on the same partitions agree bit for bit.
 """
 import os
 import pickle
@@ -36,6 +39,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
               pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 TOL = 1e-6   # on |coef_dask - coef_local| / max|coef_local|, see the module docstring
+TOL_STATE_TRANSITIONS = 1e-5
 
 
 def _cluster(n_workers, processes=True):
@@ -71,6 +75,10 @@ def assert_same_model(dask_model, local, tol=TOL):
         np.testing.assert_array_equal(dask_model.forbidden_[e], mask)
     np.testing.assert_array_equal(dask_model.layout_.feat_ptr, local.layout_.feat_ptr)
     np.testing.assert_array_equal(dask_model.layout_.ent_col, local.layout_.ent_col)
+    np.testing.assert_array_equal(dask_model.layout_.state_from, local.layout_.state_from)
+    np.testing.assert_array_equal(dask_model.layout_.state_to, local.layout_.state_to)
+    if local.layout_.n_state_pairs:
+        tol = max(tol, TOL_STATE_TRANSITIONS)
     assert dask_model.n_iter_ == local.n_iter_
     scale = np.abs(local.coef_).max()
     np.testing.assert_allclose(dask_model.coef_, local.coef_, rtol=0, atol=tol * scale)

@@ -22,7 +22,7 @@ def test_equals_the_exact_likelihood_without_couplings(n_chains, support, forbid
     X, y = synthetic(n_seq=6, n_chains=n_chains, length=(1, 5))
     kw = dict(unary_features=support[0], transition_features=support[1],
               coupling_features=support[2], sigma=2.0, forbidden_transitions=forbid,
-              coupling="all" if n_chains == 3 else "adjacent")
+              coupling="all" if n_chains == 3 else "adjacent", state_transitions=False)
     indep, theta0, _ = training_problem(FactorialCRF(objective="independent", **kw), X, y)
     exact, _, _ = training_problem(
         FactorialCRF(objective="likelihood", inference="exact", **kw), X, y)
@@ -99,7 +99,8 @@ def test_estimator_trains_each_chain_like_a_one_chain_model():
     single = FactorialCRF(objective="likelihood", tol=1e-9, max_iter=500, sigma=1.0).fit(
         X, [[t[0] for t in seq] for seq in y])
     joint_loss = training_problem(
-        FactorialCRF(objective="independent", sigma=1.0, forbidden_transitions=None), X, y
+        FactorialCRF(objective="independent", sigma=1.0, forbidden_transitions=None,
+                     state_transitions=False), X, y
     ).objective.block_losses_gradient(joint.coef_)[0][0]
     single_loss = training_problem(
         FactorialCRF(objective="likelihood", sigma=1.0), X, [[t[0] for t in seq] for seq in y]

@@ -156,7 +156,7 @@ def test_likelihood_over_joint_states_gradient_and_value(n_chains, coupling_feat
     X, y = synthetic(n_seq=5, n_chains=n_chains, length=(1, 4), noise=0.3)
     params = dict(objective="likelihood", inference="joint", sigma=2.0,
                   coupling="all" if n_chains == 3 else "adjacent",
-                  coupling_features=coupling_features)
+                  coupling_features=coupling_features, state_transitions=False)
     check_gradient(FactorialCRF(**params), X, y)
     est = FactorialCRF(**{**params, "sigma": np.inf})
     objective, theta0, _ = training_problem(est, X, y)

@@ -178,7 +178,7 @@ def test_format_1_files_of_skfcrf_0_1_0_still_load():
     est = FactorialCRF.load(DATA / "model_v1_names.npz")
     assert header(members((DATA / "model_v1_names.npz").read_bytes()))["version"] == 1
     assert est.joint_states_ is None and est.converged_ is True
-    assert est.objective == "pseudolikelihood" and est.finetune_iter == 30  # the default
+    assert est.objective == "pseudolikelihood" and est.finetune_iter == 10  # the default
     assert [p.tolist() for p in est.predict(V1_X)] == V1_PRED
     assert est.forbidden_[1][2, 1]   # "O" -> "I" forbidden in chain 1
     matrix = FactorialCRF.load(DATA / "model_v1_matrix.npz")

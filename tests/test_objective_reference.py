@@ -46,7 +46,8 @@ def test_objective_matches_reference_bit_for_bit(case):
     est = FactorialCRF(objective=objective, inference=inference, unary_features=support[0],
                        transition_features=support[1], coupling_features=support[2],
                        sigma=2.0, coupling="all" if n_chains == 3 else "adjacent",
-                       random_state=0, bp_max_iter=50, n_jobs=1, forbidden_transitions=None)
+                       random_state=0, bp_max_iter=50, n_jobs=1, forbidden_transitions=None,
+                       state_transitions=False)  # the model class of 348513f
     ref = np.load(REFERENCE)
     obj, theta0, _ = training_problem(est, X, y)
     theta = ref[f"case{case}_theta"]

@@ -48,7 +48,8 @@ def test_callback_stop_matches_max_iter_weights():
     stopped = FactorialCRF(max_iter=100, random_state=0,
                            callback=lambda it, loss, coef: it >= 4).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="max_iter=4"):
-        capped = FactorialCRF(max_iter=4, random_state=0, finetune_iter=0).fit(X, y)
+        capped = FactorialCRF(max_iter=4, random_state=0, finetune_iter=0,
+                              state_transitions=True).fit(X, y)
     assert np.array_equal(stopped.coef_, capped.coef_)
 
 
@@ -120,10 +121,12 @@ def test_likelihood_finetuning_stage():
     from skfcrf.estimators import training_problem
 
     X, y = sequences(n_seq=20)
-    first = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=0, random_state=0).fit(X, y)
+    first = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=0, random_state=0,
+                         state_transitions=True).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tuned = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=5, random_state=0).fit(X, y)
+        tuned = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=5, random_state=0,
+                             state_transition_iter=0).fit(X, y)
     assert first.n_iter_ < tuned.n_iter_ <= first.n_iter_ + 5
     assert len(tuned.loss_curve_) == tuned.n_iter_
     lik, _, _ = training_problem(FactorialCRF(objective="likelihood"), X, y)

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "supports_joint",
+           "state_transition_scores",
            "underflowed", "rescue_sequence",
            "transition_tables", "joint_map", "joint_marginals"]
 
@@ -53,7 +54,24 @@ def _kernel():
     return _joint
 
 
-def _prepare(graph, states, seq_ptr, unary, pair):
+def state_transition_scores(graph, states, pair, edge_offset, state_trans=None):
+    """``(S, S)`` scores of every state pair: the tied in-chain transitions of every
+    chain, plus the joint-state transition weights ``state_trans`` (``(S, S)`` or
+    None) of a model that has them."""
+    S = len(states)
+    trans = np.zeros((S, S)) if state_trans is None else np.array(state_trans, dtype=np.float64)
+    if trans.shape != (S, S):
+        raise ValueError(f"state_trans must have shape ({S}, {S}), got {trans.shape}")
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            a = int(graph.edge_a[e])
+            L = int(graph.n_labels[a])
+            W = pair[edge_offset[e]:edge_offset[e] + L * L].reshape(L, L)
+            trans += W[states[:, a][:, None], states[:, a][None, :]]
+    return trans
+
+
+def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None):
     """Validated arrays and the kernels' tables: couplings and the state transition matrix."""
     states = np.ascontiguousarray(states, dtype=np.int32)
     if states.ndim != 2 or states.shape[1] != graph.n_chains or states.shape[0] < 1:
@@ -73,19 +91,16 @@ def _prepare(graph, states, seq_ptr, unary, pair):
     pair = np.ascontiguousarray(pair, dtype=np.float64)
     if pair.shape != (int(edge_offset[-1]),):
         raise ValueError(f"pair must have length {int(edge_offset[-1])}, got {pair.shape}")
-    S = states.shape[0]
-    trans = np.zeros((S, S))
+    if any(graph.edge_kind[e] == IN_CHAIN and not graph.edge_tied[e]
+           for e in range(graph.n_edges)):
+        raise ValueError("joint-state inference needs tied in-chain templates "
+                         "(transition_features='default')")
+    trans = state_transition_scores(graph, states, pair, edge_offset, state_trans)
     cpl = []
     for e in range(graph.n_edges):
         a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
         la, lb = int(graph.n_labels[a]), int(graph.n_labels[b])
-        if graph.edge_kind[e] == IN_CHAIN:
-            if not graph.edge_tied[e]:
-                raise ValueError("joint-state inference needs tied in-chain templates "
-                                 "(transition_features='default')")
-            W = pair[edge_offset[e]:edge_offset[e] + la * la].reshape(la, la)
-            trans += W[states[:, a][:, None], states[:, a][None, :]]
-        elif graph.edge_kind[e] == COUPLING:
+        if graph.edge_kind[e] == COUPLING:
             cpl.append((a, b, la, lb, int(edge_offset[e]), int(graph.edge_tied[e])))
     cols = list(zip(*cpl)) if cpl else [()] * 6
     tables = dict(
@@ -134,8 +149,11 @@ def _csr_args(tr):
             tr["in_val"])
 
 
-def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None):
+def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, state_trans=None):
     """Exact most probable labelling over the joint states.
+
+    ``state_trans`` ``(S, S)``: joint-state transition weights added to the
+    in-chain transitions (:func:`state_transition_scores`), or None.
 
     Returns
     -------
@@ -146,7 +164,8 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None):
         state 0).  Ties go to the labelling whose states are smallest, from the
         end of the sequence backwards.
     """
-    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair)
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
+                                                            state_trans)
     n_seq = len(seq_ptr) - 1
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
     score = np.zeros(n_seq)
@@ -165,8 +184,12 @@ def _onehot(states, columns, n_columns):
 
 
 def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False,
-                    sparse=None):
+                    sparse=None, state_trans=None, state_pairs=False):
     """Exact per-chain label marginals and ``log Z`` over the joint states.
+
+    ``state_trans`` as for :func:`joint_map`.  With ``state_pairs=True`` (and
+    ``pair_marginals=True``) also the expected number of times each state pair
+    follows each other, ``(S, S)``, summed over all sequences.
 
     Returns
     -------
@@ -180,7 +203,8 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     log_z : float64 ndarray of shape (n_seq,)
         ``-inf`` (and zero marginals) when no labelling is allowed.
     """
-    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair)
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
+                                                            state_trans)
     finite = np.isfinite(trans)
     shift = float(trans[finite].max()) if finite.any() else 0.0
     with np.errstate(under="ignore"):
@@ -223,6 +247,8 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
             if graph.edge_tied[e]:
                 block[:] = tied_total[tied_off[k]:tied_off[k + 1]]
             k += 1
+    if state_pairs:
+        return node, pmarg, log_z, expected
     return node, pmarg, log_z
 
 
@@ -235,23 +261,28 @@ def underflowed(log_z, lower):
                               & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))
 
 
-def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1):
+def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,
+                    state_trans=None, state_counts=None):
     """Redo sequence ``s`` of :func:`joint_marginals`'s output by log-domain
     forward-backward, in place: its ``log_z`` entry, its rows of ``node`` and its
     share of ``pmarg`` (the kernel's share, recomputed on the sequence alone, is
-    replaced by the exact one)."""
+    replaced by the exact one) -- and of the state pair counts ``state_counts``
+    ``(S, S)`` when given (a model with joint-state transitions ``state_trans``)."""
     from skfcrf._bp.nbest import logdomain_pair_marginals, sequence_pair
 
     edge_offset = pair_layout(graph, unary.shape[0])
     rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
     T = len(rows)
     own_pair = sequence_pair(graph, pair, edge_offset, rows)
-    _, kernel_counts, _ = joint_marginals(graph, states, np.array([0, T], np.int64),
-                                          unary[rows], own_pair, n_threads, pair_marginals=True)
-    log_z[s], node[rows], exact_counts = logdomain_pair_marginals(graph, states, unary, pair,
-                                                                  rows)
+    _, kernel_counts, _, kernel_states = joint_marginals(
+        graph, states, np.array([0, T], np.int64), unary[rows], own_pair, n_threads,
+        pair_marginals=True, state_trans=state_trans, state_pairs=True)
+    log_z[s], node[rows], exact_counts, exact_states = logdomain_pair_marginals(
+        graph, states, unary, pair, rows, state_trans, state_pairs=True)
     local = pair_layout(graph, T)
     for e in range(graph.n_edges):
         delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
         start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
         pmarg[start:start + delta.size] += delta
+    if state_counts is not None:
+        state_counts += exact_states - kernel_states

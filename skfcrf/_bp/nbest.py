@@ -38,6 +38,7 @@ import itertools
 import numpy as np
 
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
+from skfcrf._bp.joint import state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
@@ -93,6 +94,40 @@ def labelling_scores(graph, seq_ptr, unary, pair, labels):
     return out
 
 
+def state_path_scores(states, seq_ptr, labels, state_trans):
+    """Per sequence the joint-state transition weights ``state_trans`` ``(S, S)`` along
+    the labelling ``labels`` ``(N, C)``, ``(n_seq,)``; a token whose label
+    combination is not among ``states`` contributes nothing (such a labelling
+    is not allowed anyway)."""
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    out = np.zeros(len(seq_ptr) - 1)
+    if state_trans is None or len(labels) == 0:
+        return out
+    index = state_index(states, labels)
+    n = len(index)
+    starts = np.zeros(n, bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    r = np.flatnonzero(~starts & (index >= 0) & (np.roll(index, 1) >= 0))
+    seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+    np.add.at(out, seq_of[r], state_trans[index[r - 1], index[r]])
+    return out
+
+
+def state_index(states, labels):
+    """Row of ``states`` of every label combination in ``labels`` ``(N, C)``; -1 if absent."""
+    states = np.asarray(states, np.int64)
+    labels = np.asarray(labels, np.int64).reshape(-1, states.shape[1])
+    radix = np.maximum(np.maximum(states.max(axis=0, initial=0),
+                                  labels.max(axis=0, initial=0)) + 1, 1)
+    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    state_code, code = states @ weights, labels @ weights
+    order = np.argsort(state_code, kind="stable")
+    pos = np.searchsorted(state_code[order], code)
+    pos = np.minimum(pos, len(order) - 1)
+    found = state_code[order][pos] == code
+    return np.where(found, order[pos], -1)
+
+
 def product_states(graph):
     """Every label combination of the chains, int32 ``(prod(n_labels), C)``, row-major."""
     grids = itertools.product(*[range(int(L)) for L in graph.n_labels])
@@ -122,16 +157,9 @@ def _inchain_edges(graph):
     return [e for e in range(graph.n_edges) if graph.edge_kind[e] == IN_CHAIN]
 
 
-def _tied_transitions(graph, states, pair, edge_offset):
+def _tied_transitions(graph, states, pair, edge_offset, state_trans=None):
     """``(1, S, S)`` state transition scores when every in-chain template is tied."""
-    S = len(states)
-    trans = np.zeros((S, S))
-    for e in _inchain_edges(graph):
-        a = int(graph.edge_a[e])
-        L = int(graph.n_labels[a])
-        W = pair[edge_offset[e]:edge_offset[e] + L * L].reshape(L, L)
-        trans += W[states[:, a][:, None], states[:, a][None, :]]
-    return trans[None]
+    return state_transition_scores(graph, states, pair, edge_offset, state_trans)[None]
 
 
 def _untied_transitions(graph, states, pair, edge_offset, rows, what="n_best > 1"):
@@ -151,7 +179,7 @@ def _untied_transitions(graph, states, pair, edge_offset, rows, what="n_best > 1
     return trans
 
 
-def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1"):
+def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1", state_trans=None):
     """Per sequence ``(rows, phi, trans, tindex)``: the sequence as a chain over ``states``.
 
     ``phi`` ``(T, S)`` are the state scores, ``trans[tindex[t]]`` the transition
@@ -164,8 +192,10 @@ def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1"):
     tied = all(graph.edge_tied[e] for e in _inchain_edges(graph))
     one_chain_identity = (graph.n_chains == 1 and len(states) == int(graph.n_labels[0])
                           and np.array_equal(states[:, 0], np.arange(len(states))))
+    if state_trans is not None and not tied:
+        raise ValueError("joint-state transitions need tied in-chain templates")
     if tied:
-        trans_all = _tied_transitions(graph, states, pair, edge_offset)
+        trans_all = _tied_transitions(graph, states, pair, edge_offset, state_trans)
     elif one_chain_identity:
         # one chain, untied: the pair block is already one L x L matrix per global token
         e = _inchain_edges(graph)[0]
@@ -187,7 +217,7 @@ def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1"):
                    np.arange(T))
 
 
-def state_nbest(graph, states, seq_ptr, unary, pair, k):
+def state_nbest(graph, states, seq_ptr, unary, pair, k, state_trans=None):
     """Exact ``k`` best labellings of every sequence over the joint ``states``.
 
     Returns
@@ -200,7 +230,8 @@ def state_nbest(graph, states, seq_ptr, unary, pair, k):
     states = np.ascontiguousarray(states, dtype=np.int32)
     kernel = _kernel()
     out = []
-    for _, phi, trans, tindex in _state_chains(graph, states, seq_ptr, unary, pair):
+    for _, phi, trans, tindex in _state_chains(graph, states, seq_ptr, unary, pair,
+                                               state_trans=state_trans):
         if phi is None:
             out.append([(np.zeros((0, graph.n_chains), np.int32), 0.0)])
             continue
@@ -209,7 +240,7 @@ def state_nbest(graph, states, seq_ptr, unary, pair, k):
     return out
 
 
-def state_max_marginals(graph, states, seq_ptr, unary, pair):
+def state_max_marginals(graph, states, seq_ptr, unary, pair, state_trans=None):
     """Exact max-marginal scores of every label of every chain, over the joint ``states``.
 
     Returns
@@ -226,7 +257,7 @@ def state_max_marginals(graph, states, seq_ptr, unary, pair):
     out = np.full((int(np.asarray(seq_ptr)[-1]), graph.total_labels), -np.inf)
     kernel = _kernel()
     for rows, phi, trans, tindex in _state_chains(graph, states, seq_ptr, unary, pair,
-                                                  "max-marginals"):
+                                                  "max-marginals", state_trans):
         if phi is None:
             continue
         mm = kernel.max_marginals(phi, trans, tindex)
@@ -277,7 +308,7 @@ def conditional_max_marginals(graph, seq_ptr, unary, pair, labels):
 
 
 def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
-                        chunk_entries=1 << 22):
+                        chunk_entries=1 << 22, state_trans=None):
     """``log Z`` per sequence over the joint ``states`` (tied in-chain templates only).
 
     The forward recursion of :func:`skfcrf._bp._nbest.state_log_partition` on
@@ -290,7 +321,7 @@ def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
     edge_offset = pair_layout(graph, int(seq_ptr[-1]))
     if not all(graph.edge_tied[e] for e in _inchain_edges(graph)):
         raise ValueError("state_log_partition needs tied in-chain templates")
-    trans = _tied_transitions(graph, states, pair, edge_offset)[0]
+    trans = _tied_transitions(graph, states, pair, edge_offset, state_trans)[0]
     finite = np.isfinite(trans)
     shift = float(trans[finite].max()) if finite.any() else 0.0
     with np.errstate(under="ignore"):
@@ -314,14 +345,14 @@ def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
     return log_z
 
 
-def _logdomain_forward_backward(graph, states, unary, pair, rows):
+def _logdomain_forward_backward(graph, states, unary, pair, rows, state_trans=None):
     """State scores ``phi`` ``(T, S)``, transitions ``(S, S)``, log forward and backward
     messages ``(T, S)`` and ``log Z`` of the sequence at global tokens ``rows``."""
     from scipy.special import logsumexp
 
     edge_offset = pair_layout(graph, unary.shape[0])
     phi = _state_scores(graph, states, unary, pair, edge_offset, rows)
-    trans = _tied_transitions(graph, states, pair, edge_offset)[0]
+    trans = _tied_transitions(graph, states, pair, edge_offset, state_trans)[0]
     T, S = phi.shape
     la, lb = np.empty((T, S)), np.zeros((T, S))
     la[0] = phi[0]
@@ -334,7 +365,7 @@ def _logdomain_forward_backward(graph, states, unary, pair, rows):
     return phi, trans, la, lb, log_z
 
 
-def logdomain_state_marginals(graph, states, unary, pair, rows):
+def logdomain_state_marginals(graph, states, unary, pair, rows, state_trans=None):
     """``log Z`` and node marginals ``(T, Ltot)`` of one sequence (global tokens ``rows``)
     over the joint ``states``, by forward-backward in the log domain.
 
@@ -345,7 +376,8 @@ def logdomain_state_marginals(graph, states, unary, pair, rows):
     score).  This is the exact reference it falls back to for such sequences:
     ``O(T S^2)`` log-sum-exps, slow, for the few sequences that need it.
     """
-    _, _, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows)
+    _, _, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows,
+                                                      state_trans)
     return log_z, _node_from_states(graph, states, _state_marginals(la, lb, log_z))
 
 
@@ -366,15 +398,18 @@ def _node_from_states(graph, states, marg):
     return node
 
 
-def logdomain_pair_marginals(graph, states, unary, pair, rows):
+def logdomain_pair_marginals(graph, states, unary, pair, rows, state_trans=None,
+                             state_pairs=False):
     """As :func:`logdomain_state_marginals`, plus the expected counts of the sequence's
     factors laid out like its own ``pair`` array (tied templates summed over its
     positions, untied ones per position), as
     :func:`skfcrf._bp.joint.joint_marginals` gives them with ``pair_marginals=True``.
 
-    Returns ``log Z``, node marginals ``(T, Ltot)`` and the pair counts.
+    Returns ``log Z``, node marginals ``(T, Ltot)`` and the pair counts; with
+    ``state_pairs=True`` also the expected state pair counts ``(S, S)``.
     """
-    phi, trans, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows)
+    phi, trans, la, lb, log_z = _logdomain_forward_backward(graph, states, unary, pair, rows,
+                                                            state_trans)
     T, S = phi.shape
     marg = _state_marginals(la, lb, log_z)
     expected = np.zeros((S, S))
@@ -399,6 +434,8 @@ def logdomain_pair_marginals(graph, states, unary, pair, rows):
             else:
                 per_token = block.reshape(T, k)
                 np.add.at(per_token.T, assign, marg.T)
+    if state_pairs:
+        return log_z, _node_from_states(graph, states, marg), counts, expected
     return log_z, _node_from_states(graph, states, marg), counts
 
 

@@ -45,6 +45,7 @@ DEMO_N_REPORTS = 60
 STYLES = ("cor", "rcg")
 DEMO_MAX_ITER = 100
 DEMO_FINETUNE_ITER = 10
+DEMO_STATE_TRANSITION_ITER = 10     # FactorialCRF's default
 DEMO_BP_MAX_ITER = 200
 DEMO_REPORT = "skfcrf_demo_report"
 DEMO_COMPARISON = "skfcrf_demo_comparison"
@@ -73,7 +74,7 @@ def add_parser(sub):
                    help="L-BFGS iterations per fold (default: %(default)s)")
     d.add_argument("--finetune-iter", type=nonnegative_int, metavar="N",
                    default=DEMO_FINETUNE_ITER,
-                   help="iterations of exact likelihood fine-tuning after the chain-wise "
+                   help="iterations of exact likelihood fine-tuning after the first stage "
                    "objective (default: %(default)s)")
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
@@ -297,7 +298,7 @@ def cross_validate_style(style, args, n_chains):
              f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
              "iterations per fold), decoding and scoring...", quiet)
     X, y = make_dictations(n_reports=args.n_reports, style=style, random_state=args.seed)
-    fit_progress = FitProgress(args.max_iter + args.finetune_iter,
+    fit_progress = FitProgress(args.max_iter + args.finetune_iter + DEMO_STATE_TRANSITION_ITER,
                                lambda k: f"{style} fold {k}/{N_FOLDS}: training",
                                quiet=quiet or args.verbose > 0)
     model = Pipeline([

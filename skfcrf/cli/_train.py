@@ -99,7 +99,8 @@ def run(args):
     # an iteration bar with an ETA against the most iterations training may take (the
     # likelihood fine-tuning stage follows the other objectives); -v prints them instead
     fit_progress = FitProgress(
-        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0),
+        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0)
+        + (crf.state_transition_iter if args.label_columns > 1 else 0),
         "training", quiet=args.quiet or args.verbose > 0)
     crf.set_params(callback=fit_progress.callback)
     progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
@@ -139,9 +140,15 @@ def add_model_options(t):
     m.add_argument("--objective", choices=("independent", "chainwise", "pseudolikelihood",
                                            "likelihood"),
                    default="independent", help="training objective (default: %(default)s)")
-    m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=30,
+    m.add_argument("--finetune-iter", type=nonnegative_int, metavar="N", default=10,
                    help="likelihood fine-tuning iterations after the objective, when the "
                    "likelihood is exact; 0 disables it (default: %(default)s)")
+    m.add_argument("--state-transitions", choices=("auto", "on", "off"), default="auto",
+                   help="joint-state transition weights (pairs of label combinations at "
+                   "consecutive tokens), learnt by the joint likelihood (default: %(default)s)")
+    m.add_argument("--state-transition-iter", type=nonnegative_int, metavar="N", default=10,
+                   help="likelihood iterations of the joint-state transition weights alone, "
+                   "after the others (default: %(default)s)")
     m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",
                    help="feature support of the unary template (default: %(default)s)")
     m.add_argument("--transition-features", choices=SUPPORT_MODES, default="default",
@@ -232,12 +239,14 @@ def open_fraction(text):
 
 def model_params(args):
     """FactorialCRF keyword arguments from the model and solver options."""
-    keys = ("objective", "finetune_iter", "unary_features", "transition_features",
+    keys = ("objective", "finetune_iter", "state_transition_iter", "unary_features", "transition_features",
             "coupling_features", "coupling", "inference", "bp_max_iter", "bp_tol", "solver",
             "max_iter", "tol", "lbfgs_memory", "batch_size", "eta0", "tau", "early_stopping",
             "validation_fraction", "n_iter_no_change", "validation_interval",
             "validation_scoring", "max_memory")
     params = {k: getattr(args, k) for k in keys}
+    params["state_transitions"] = {"auto": "auto", "on": True, "off": False}[
+        args.state_transitions]
     ft = args.forbidden_transitions
     if ft in ("auto", "unseen"):
         params["forbidden_transitions"] = ft

@@ -47,6 +47,7 @@ from skfcrf._bp.nbest import (
     sequence_pair,
     state_log_partition,
     state_nbest,
+    state_path_scores,
 )
 
 __all__ = ["SequenceDecoding", "STATUSES", "resolve_method", "map_labels", "node_marginals",
@@ -145,7 +146,7 @@ def _all_exact(seq_ptr):
 
 
 def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads,
-               joint_states=None):
+               joint_states=None, state_trans=None):
     """The most probable labelling of every sequence and its status.
 
     Returns
@@ -155,7 +156,8 @@ def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_t
     n_iter : int ndarray of shape (n_seq,)
     """
     if method == "joint":
-        labels, _ = joint_map(graph, joint_states, seq_ptr, unary, pair, n_threads)
+        labels, _ = joint_map(graph, joint_states, seq_ptr, unary, pair, n_threads,
+                              state_trans=state_trans)
         return (labels, *_all_exact(seq_ptr))
     ptr, keep = _nonempty(seq_ptr)
     labels, converged, n_it = inference.map_assign(
@@ -166,15 +168,17 @@ def map_labels(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_t
 
 
 def sum_product(graph, seq_ptr, unary, pair, method, *, max_iter, tol, seeds, n_threads,
-                joint_states=None):
+                joint_states=None, state_trans=None):
     """Node marginals ``(N, Ltot)``, ``log Z`` per sequence, status and iterations.
 
     ``log Z`` is exact for ``"exact"`` and ``"joint"``, the Bethe estimate for
     ``"trp"``; 0 for empty sequences, ``-inf`` when no labelling is allowed.
     """
     if method == "joint":
-        node, log_z = joint_marginals(graph, joint_states, seq_ptr, unary, pair, n_threads)
-        _rescue_underflow(graph, joint_states, seq_ptr, unary, pair, log_z, n_threads, node)
+        node, log_z = joint_marginals(graph, joint_states, seq_ptr, unary, pair, n_threads,
+                                      state_trans=state_trans)
+        _rescue_underflow(graph, joint_states, seq_ptr, unary, pair, log_z, n_threads, node,
+                          state_trans)
         return (node, log_z, *_all_exact(seq_ptr))
     ptr, keep = _nonempty(seq_ptr)
     node, _, lz, converged, n_it = inference.marginals(
@@ -204,15 +208,17 @@ def log_partition(graph, seq_ptr, unary, pair, method, **options):
     forward-backward; otherwise from :func:`sum_product`.
     """
     if method == "joint":
+        state_trans = options.get("state_trans")
         log_z = state_log_partition(graph, options["joint_states"], seq_ptr, unary, pair,
-                                    options["n_threads"])
+                                    options["n_threads"], state_trans=state_trans)
         _rescue_underflow(graph, options["joint_states"], seq_ptr, unary, pair, log_z,
-                          options["n_threads"])
+                          options["n_threads"], state_trans=state_trans)
         return log_z
     return sum_product(graph, seq_ptr, unary, pair, method, **options)[1]
 
 
-def _rescue_underflow(graph, states, seq_ptr, unary, pair, log_z, n_threads, node=None):
+def _rescue_underflow(graph, states, seq_ptr, unary, pair, log_z, n_threads, node=None,
+                      state_trans=None):
     """Redo in the log domain the sequences whose ``log Z`` fell below their best score.
 
     ``log Z`` is at least the score of every labelling.  The scaled forward pass
@@ -222,10 +228,11 @@ def _rescue_underflow(graph, states, seq_ptr, unary, pair, log_z, n_threads, nod
     sequences get ``log Z`` (and their rows of ``node``, if given) from
     log-domain forward-backward, in place.
     """
-    _, best = joint_map(graph, states, seq_ptr, unary, pair, n_threads)
+    _, best = joint_map(graph, states, seq_ptr, unary, pair, n_threads, state_trans=state_trans)
     for s in underflowed(log_z, best):
         rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
-        log_z[s], rows_node = logdomain_state_marginals(graph, states, unary, pair, rows)
+        log_z[s], rows_node = logdomain_state_marginals(graph, states, unary, pair, rows,
+                                                        state_trans)
         if node is not None:
             node[rows] = rows_node
 
@@ -239,9 +246,12 @@ def _outside_states(labels, seq_ptr, states, n_labels):
     return np.bincount(seq_of[bad], minlength=len(seq_ptr) - 1) > 0
 
 
-def _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z, joint_states=None):
+def _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z, joint_states=None,
+               state_trans=None):
     """``score(labels) - log Z`` per sequence, per the rules of the module docstring."""
     scores = labelling_scores(graph, seq_ptr, unary, pair, labels)
+    if method == "joint":
+        scores += state_path_scores(joint_states, seq_ptr, labels, state_trans)
     with np.errstate(invalid="ignore"):
         out = scores - log_z
     if method == "joint" and len(labels):
@@ -259,7 +269,7 @@ def log_probs(graph, seq_ptr, unary, pair, labels, method, **options):
     """
     log_z = log_partition(graph, seq_ptr, unary, pair, method, **options)
     return _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z,
-                      options.get("joint_states"))
+                      options.get("joint_states"), options.get("state_trans"))
 
 
 def _exact_states(graph, method, joint_states):
@@ -307,7 +317,7 @@ def decode_ranked(graph, seq_ptr, unary, pair, method, fixed=None, n_best=1, **o
     check_feasible(graph, seq_ptr, raw, pair, method, fixed, log_z, **options)
     labels, status, n_iter = map_labels(graph, seq_ptr, unary, pair, method, **options)
     lp = _log_probs(graph, seq_ptr, unary, pair, labels, method, log_z,
-                    options.get("joint_states"))
+                    options.get("joint_states"), options.get("state_trans"))
     n_seq = len(seq_ptr) - 1
     best = [(labels[seq_ptr[s]:seq_ptr[s + 1]], float(lp[s]), str(status[s]), int(n_iter[s]))
             for s in range(n_seq)]
@@ -317,7 +327,8 @@ def decode_ranked(graph, seq_ptr, unary, pair, method, fixed=None, n_best=1, **o
         found = chainwise_nbest(graph, seq_ptr, unary, pair, labels, n_best)
     else:
         found = state_nbest(graph, _exact_states(graph, method, options.get("joint_states")),
-                            seq_ptr, unary, pair, n_best)
+                            seq_ptr, unary, pair, n_best,
+                            state_trans=options.get("state_trans") if method == "joint" else None)
     out = []
     for s in range(n_seq):
         if not found[s] or not np.isfinite(found[s][0][1]):
@@ -388,6 +399,7 @@ def locate_conflict(graph, seq_ptr, unary, pair, method, fixed, s, **options):
             clamped[t, offset[c]:offset[c + 1]] = -np.inf
             clamped[t, label] = value
         labels, _, _ = map_labels(graph, ptr, clamped, p1, method, **one)
+        # (joint-state transition weights are finite: they cannot make it -inf)
         score = labelling_scores(graph, ptr, clamped, p1, labels)[0]
         if method == "joint" and _outside_states(labels, ptr, one["joint_states"],
                                                  graph.n_labels)[0]:

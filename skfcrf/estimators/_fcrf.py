@@ -35,6 +35,7 @@ from skfcrf.estimators._early_stopping import (
 )
 from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
+from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._memory import (
     check_fit_memory,
     column_counts,
@@ -46,8 +47,9 @@ from skfcrf.estimators._model import (
     ParameterLayout,
     build_graph,
     check_gold_allowed,
+    seen_state_pairs,
 )
-from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, TrainingBatch
+from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, Restricted, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
 from skfcrf.estimators._solvers import (
@@ -109,7 +111,7 @@ class FactorialCRF(BaseEstimator):
     max_iter : int, default=150
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
         of the ``objective``.
-    finetune_iter : int, default=30
+    finetune_iter : int, default=10
         After an ``"independent"``, ``"chainwise"`` or ``"pseudolikelihood"``
         fit, this many L-BFGS iterations of the likelihood, started from its
         weights, when the likelihood is exact (one chain, or several with
@@ -160,6 +162,27 @@ class FactorialCRF(BaseEstimator):
         decoding (zero potential).  Joint-state inference then runs on the
         allowed state pairs only, which is much faster when they are few (user
         guide, "Decoding: exact over the observed label combinations").
+    state_transitions : {"auto", True, False}, default="auto"
+        Joint-state transition weights: one weight for every pair of label
+        combinations (of all chains) seen at consecutive tokens in training,
+        added to the in-chain transitions.  They score what the in-chain
+        transitions and same-token couplings cannot: how a change on one chain
+        goes with the labels of another chain at the previous token (e.g. a
+        chunk boundary after a given part of speech).  Exact inference over
+        the joint label states (``inference`` resolving to ``"joint"``) is
+        needed to train and use them; they are learnt by the likelihood (the
+        default's fine-tuning stage, or ``objective="likelihood"``) and left
+        at zero by the other objectives.  ``"auto"``: on when the model has
+        several chains, inference resolves to ``"joint"``, every training
+        label is given and the likelihood over the joint states is trained
+        (``finetune_iter > 0`` or ``objective="likelihood"``).  ``True``
+        raises ``ValueError`` where they cannot be used.
+    state_transition_iter : int, default=10
+        After the likelihood training or fine-tuning of a model with
+        joint-state transitions, this many L-BFGS iterations of the likelihood
+        move those weights alone (the others held): among all the weights a
+        few iterations hardly move them, as they nearly duplicate the in-chain
+        transitions and couplings.  0 leaves them to the joint stage.
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -290,6 +313,8 @@ class FactorialCRF(BaseEstimator):
         "validation_interval": [_POSITIVE_INT],
         "max_memory": [None, _POSITIVE_INT],
         "finetune_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "state_transitions": [StrOptions({"auto"}), "boolean"],
+        "state_transition_iter": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
     def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=150,
@@ -300,7 +325,7 @@ class FactorialCRF(BaseEstimator):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=30):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10):
         self.sigma = sigma
         self.objective = objective
         self.solver = solver
@@ -332,6 +357,8 @@ class FactorialCRF(BaseEstimator):
         self.validation_interval = validation_interval
         self.max_memory = max_memory
         self.finetune_iter = finetune_iter
+        self.state_transitions = state_transitions
+        self.state_transition_iter = state_transition_iter
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -403,6 +430,16 @@ class FactorialCRF(BaseEstimator):
                     tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,
                                   tol=self.tol).solve(finetune, result.coef, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
+                likelihood = finetune if finetune is not None else objective
+                stage = self._state_transition_stage(likelihood, result.coef, monitor, stopper)
+                if stage is not None:
+                    monitor.expand = stage.full
+                    try:
+                        tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.state_transition_iter,
+                                      tol=self.tol).solve(stage, stage.start, monitor)
+                    finally:
+                        monitor.expand = None
+                    result.coef, result.n_iter = stage.full(tuned.coef), result.n_iter + tuned.n_iter
         except KeyboardInterrupt:
             self._keep_interrupted(monitor, theta0)
             raise
@@ -424,6 +461,22 @@ class FactorialCRF(BaseEstimator):
         return Likelihood(objective.batch, method=method, joint_states=self.joint_states_,
                           sigma=self.sigma, forbidden=self.forbidden_,
                           n_threads=objective.n_threads)
+
+    def _state_transition_stage(self, likelihood, coef, monitor, stopper):
+        """The joint-state transition weights alone under the likelihood, or None.
+
+        After the likelihood training (or fine-tuning) of a model with
+        joint-state transitions, ``state_transition_iter`` L-BFGS iterations
+        move those weights alone, the others held.  They are nearly redundant
+        with the in-chain transitions and couplings, so among all the weights
+        L-BFGS hardly moves them in a few iterations; alone they are learnt
+        quickly.
+        """
+        if (self.state_transition_iter == 0 or not self.layout_.n_state_pairs
+                or not isinstance(likelihood, Likelihood) or monitor.stopped_by_callback
+                or (stopper is not None and stopper.triggered)):
+            return None
+        return Restricted(likelihood, weight_mask(self.layout_, "state_transition", None), coef)
 
     def _keep_interrupted(self, monitor, theta0):
         """After Ctrl-C: the weights of the last completed iteration, not converged."""
@@ -522,6 +575,8 @@ class FactorialCRF(BaseEstimator):
         self.forbidden_ = forbidden
         check_gold_allowed(self.graph_, seq_ptr, gold, self.forbidden_,
                            lambda e: edge_name(self.graph_, e))
+        if not warm and self._uses_state_transitions(method, partial):
+            self.layout_ = self.layout_.with_state_pairs(*seen_state_pairs(gold, seq_ptr))
         if partial:
             gold = complete_labels(
                 self.layout_, self.layout_.observation_rows(Xm.tocsr(), seq_ptr), seq_ptr, gold,
@@ -530,6 +585,19 @@ class FactorialCRF(BaseEstimator):
                      seeds=np.zeros(len(seq_ptr) - 1, np.uint64),
                      n_threads=kernel_threads(self.n_jobs), joint_states=self.joint_states_))
         return Xm, seq_ptr, gold, (known if partial else None), labelled, warm
+
+    def _uses_state_transitions(self, method, partial):
+        """Whether the model gets joint-state transition weights (``state_transitions``)."""
+        trains_joint = self.objective == "likelihood" or self.finetune_iter > 0
+        usable = self.n_chains_ > 1 and method == "joint"
+        if self.state_transitions == "auto":
+            return usable and trains_joint and not partial
+        if self.state_transitions and not usable:
+            raise ValueError(
+                "state_transitions=True needs several chains and inference over the joint "
+                "label states (inference='joint', or 'auto' resolving to it); this model has "
+                f"{self.n_chains_} chain(s) and inference {method!r}")
+        return bool(self.state_transitions)
 
     def _build_structure(self, Xm, seq_ptr, gold):
         """Graph and parameter layout of the model, from the first fit's data."""
@@ -610,9 +678,18 @@ class FactorialCRF(BaseEstimator):
         seeds = check_random_state(state).randint(
             0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
         states = getattr(self, "joint_states_", None)
+        method = resolve_method(self.inference, self.graph_, states)
+        state_trans = None
+        if self.layout_.n_state_pairs:
+            if method != "joint":
+                raise ValueError(
+                    "this model has joint-state transition weights, which only inference "
+                    f"over the joint label states uses; inference={self.inference!r} resolves "
+                    f"to {method!r} (set inference='joint' or 'auto')")
+            state_trans = self.layout_.state_transitions(self.coef_, states)
         options = dict(max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=seeds,
-                       n_threads=n_threads, joint_states=states)
-        return seq_ptr, unary, pair, resolve_method(self.inference, self.graph_, states), options
+                       n_threads=n_threads, joint_states=states, state_trans=state_trans)
+        return seq_ptr, unary, pair, method, options
 
     def _decoded_labels(self, X):
         seq_ptr, unary, pair, method, options = self._inference_inputs(X)

@@ -6,7 +6,11 @@ for an in-chain pair, ``"coupling"`` for a between-chain pair), the chain or
 chain pair, the observation it is conditioned on (``"bias"`` for the
 observation-independent weights) and the label assignment it scores (one
 label for a unary weight; ``(label at t-1, label at t)`` for a transition;
-``(label of chain a, label of chain b)`` for a coupling).
+``(label of chain a, label of chain b)`` for a coupling).  A model with
+joint-state transitions has one more kind, ``"state_transition"``: the weight of
+one label combination of all chains at ``t - 1`` followed by one at ``t``, its
+labels ``(labels at t-1, labels at t)`` (two tuples, one label per chain), its
+chains all of them.
 """
 from dataclasses import dataclass
 
@@ -17,7 +21,7 @@ from skfcrf._bp.graph import IN_CHAIN
 __all__ = ["WeightRecord", "KINDS", "top_weights"]
 
 #: The template kinds of a record.
-KINDS = ("unary", "transition", "coupling")
+KINDS = ("unary", "transition", "coupling", "state_transition")
 
 
 @dataclass(frozen=True)
@@ -27,9 +31,10 @@ class WeightRecord:
     Attributes
     ----------
     kind : str
-        ``"unary"``, ``"transition"`` or ``"coupling"``.
+        ``"unary"``, ``"transition"``, ``"coupling"`` or ``"state_transition"``.
     chains : tuple of int
-        ``(c,)`` for unary and transition weights, ``(a, b)`` for couplings.
+        ``(c,)`` for unary and transition weights, ``(a, b)`` for couplings,
+        every chain for state transitions.
     observation : str
         The observation's name (``"#j"`` for column ``j`` of matrix input), or
         ``"bias"``.
@@ -78,6 +83,11 @@ def _meaning(layout, classes, names, p):
         col = p - layout.bias_unary
         kind, chains, labels = _column_meaning(graph, layout, classes, col)
         return kind, chains, "bias", labels
+    if p >= layout.bias_state:
+        q = p - layout.bias_state
+        ends = [tuple(classes[c][row[c]] for c in range(graph.n_chains))
+                for row in (layout.state_from[q], layout.state_to[q])]
+        return "state_transition", tuple(range(graph.n_chains)), "bias", tuple(ends)
     e = int(np.searchsorted(layout.bias_edge, p, side="right") - 1)
     kind, chains, labels = _edge_meaning(graph, classes, e, p - layout.bias_edge[e])
     return kind, chains, "bias", labels
@@ -97,9 +107,9 @@ def weight_mask(layout, kind, chain):
         if layout.edge_col[e] >= 0:
             s = slice(layout.edge_col[e], layout.edge_col[e] + graph.edge_size(e))
             col_kind[s], col_a[s], col_b[s] = edge_kind[e], graph.edge_a[e], graph.edge_b[e]
-    w_kind = np.empty(layout.n_params, dtype=np.int8)
-    w_a = np.empty(layout.n_params, dtype=np.int64)
-    w_b = np.empty(layout.n_params, dtype=np.int64)
+    w_kind = np.full(layout.n_params, 3, dtype=np.int8)
+    w_a = np.full(layout.n_params, -1, dtype=np.int64)
+    w_b = np.full(layout.n_params, -1, dtype=np.int64)
     cols = layout.ent_col
     w_kind[:layout.n_table], w_a[:layout.n_table], w_b[:layout.n_table] = (
         col_kind[cols], col_a[cols], col_b[cols])
@@ -113,6 +123,9 @@ def weight_mask(layout, kind, chain):
         mask &= w_kind == KINDS.index(kind)
     if chain is not None:
         mask &= (w_a == chain) | (w_b == chain)
+    # state transitions (kind 3) involve every chain
+    state = slice(layout.bias_state, layout.n_params)
+    mask[state] = kind in (None, "state_transition")
     return mask
 
 
@@ -141,4 +154,5 @@ def top_weights(layout, theta, classes, names, n=20, chain=None, kind=None):
 
 
 def _plain(labels):
-    return tuple(v.item() if isinstance(v, np.generic) else v for v in labels)
+    return tuple(_plain(v) if isinstance(v, tuple) else v.item() if isinstance(v, np.generic)
+                 else v for v in labels)

@@ -24,12 +24,19 @@ token ``t``.
 Parameter vector ``theta``: first the *feature table* entries (observation
 weights of every template, grouped by observation; see
 :mod:`skfcrf._bp._features`), then the biases: ``Ltot`` unary biases followed by
-each edge template's ``L_a x L_b`` biases.
+each edge template's ``L_a x L_b`` biases; last, in a model with joint-state
+transitions (``state_transitions``), one weight per *state pair*: a label
+combination of all chains at token ``t - 1`` followed by one at ``t``, the pairs
+seen in the training labels, held as ``state_from`` / ``state_to`` ``(P, C)``
+label indices.  Their weights add to the in-chain transition scores of the
+exact inference over joint label states (:mod:`skfcrf._bp.joint`); no other
+inference method can use them.
 """
 import numpy as np
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._bp.nbest import state_index
 from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
@@ -94,9 +101,12 @@ class ParameterLayout:
         ``feat_ptr[f]:feat_ptr[f+1]``, entry ``p`` scoring column ``ent_col[p]``
         of the per-token score matrix (unary columns first, then each untied
         edge's ``L_a x L_b`` columns).
+    state_from, state_to : int ndarray of shape (P, n_chains), optional
+        The state pairs with a joint-state transition weight (module docstring);
+        None: none.
     """
 
-    def __init__(self, graph, n_features, feat_ptr, ent_col):
+    def __init__(self, graph, n_features, feat_ptr, ent_col, state_from=None, state_to=None):
         self.graph = graph
         self.n_features = int(n_features)
         self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
@@ -115,7 +125,52 @@ class ParameterLayout:
         self.bias_edge[0] = self.n_table + ltot
         for e in range(graph.n_edges):
             self.bias_edge[e + 1] = self.bias_edge[e] + graph.edge_size(e)
-        self.n_params = int(self.bias_edge[-1])
+        empty = np.zeros((0, graph.n_chains), dtype=np.int32)
+        self.state_from = empty if state_from is None else np.ascontiguousarray(state_from, np.int32)
+        self.state_to = empty if state_to is None else np.ascontiguousarray(state_to, np.int32)
+        if self.state_from.shape != self.state_to.shape or self.state_from.shape[1:] != (graph.n_chains,):
+            raise ValueError("state_from and state_to must both have shape (P, n_chains)")
+        self.bias_state = int(self.bias_edge[-1])
+        self.n_params = self.bias_state + len(self.state_from)
+
+    def __setstate__(self, state):
+        # layouts pickled before joint-state transitions existed have none
+        self.__dict__.update(state)
+        if "state_from" not in state:
+            self.state_from = self.state_to = np.zeros((0, self.graph.n_chains), np.int32)
+            self.bias_state = int(self.bias_edge[-1])
+
+    @property
+    def n_state_pairs(self):
+        """Number of joint-state transition weights (0: the model has none)."""
+        return len(self.state_from)
+
+    def with_state_pairs(self, state_from, state_to):
+        """This layout with joint-state transition weights for the given state pairs."""
+        return type(self)(self.graph, self.n_features, self.feat_ptr, self.ent_col,
+                          state_from, state_to)
+
+    def _state_pair_index(self, states):
+        """Rows of ``states`` of every weighted pair's two ends; -1 where absent."""
+        return state_index(states, self.state_from), state_index(states, self.state_to)
+
+    def state_transitions(self, theta, states):
+        """``(S, S)`` joint-state transition weights over ``states`` (None without any)."""
+        if not self.n_state_pairs:
+            return None
+        i, j = self._state_pair_index(states)
+        ok = (i >= 0) & (j >= 0)
+        V = np.zeros((len(states), len(states)))
+        V[i[ok], j[ok]] = theta[self.bias_state:][ok]
+        return V
+
+    def state_transition_gradient(self, counts, states):
+        """The entries of an ``(S, S)`` matrix ``counts`` at the weighted state pairs."""
+        i, j = self._state_pair_index(states)
+        ok = (i >= 0) & (j >= 0)
+        out = np.zeros(self.n_state_pairs)
+        out[ok] = counts[i[ok], j[ok]]
+        return out
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -247,6 +302,7 @@ class ParameterLayout:
                 dscore[:, col:col + k] = per_pos
                 grad[self.bias_edge[e]:self.bias_edge[e + 1]] = per_pos.sum(axis=0)
         grad[self.bias_unary:self.bias_unary + ltot] = dunary.sum(axis=0)
+        grad[self.bias_state:] = 0.0       # filled by the objectives that use them
         if self.n_table:
             grad[:self.n_table] = 0.0
             obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads)
@@ -304,6 +360,21 @@ class GoldStatistics:
         """The gold labelling's score per sequence, ``(n_seq,)``."""
         return (np.bincount(self.unary_seq, unary.ravel()[self.unary_index], self.n_sequences)
                 + np.bincount(self.pair_seq, pair[self.pair_index], self.n_sequences))
+
+
+def seen_state_pairs(gold, seq_ptr):
+    """The distinct ``(from, to)`` label combinations of consecutive tokens of the
+    labellings ``gold`` ``(N, C)`` (tokens with a missing label, ``-1``, left
+    out): two int32 arrays ``(P, C)``, sorted."""
+    gold = np.asarray(gold, np.int32)
+    n, C = gold.shape
+    starts = np.zeros(n, bool)
+    starts[np.asarray(seq_ptr)[:-1][np.asarray(seq_ptr)[:-1] < n]] = True
+    rows = np.flatnonzero(~starts)
+    rows = rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
+    pairs = np.unique(np.hstack([gold[rows - 1], gold[rows]]), axis=0).reshape(-1, 2 * C)
+    return (np.ascontiguousarray(pairs[:, :C], np.int32),
+            np.ascontiguousarray(pairs[:, C:], np.int32))
 
 
 def check_gold_allowed(graph, seq_ptr, gold, forbidden, chain_names):

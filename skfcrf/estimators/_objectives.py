@@ -38,13 +38,14 @@ from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._bp.joint import joint_marginals, rescue_sequence, underflowed
+from skfcrf._bp.nbest import state_index, state_path_scores
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
            "IndependentChains",
-           "Likelihood", "OBJECTIVES", "allowed_by_joint_states"]
+           "Likelihood", "Restricted", "OBJECTIVES", "allowed_by_joint_states"]
 
 
 class TrainingBatch:
@@ -100,6 +101,22 @@ class TrainingBatch:
             self._gold_stats = GoldStatistics(self.layout.graph, self.seq_ptr, self.gold,
                                               edge_offset)
         return self._gold_stats
+
+    def gold_state_counts(self, states):
+        """``(S, S)``: how often each pair of ``states`` follows each other in ``gold``
+        (built once per ``states``)."""
+        cached = getattr(self, "_gold_state_counts", None)
+        if cached is None or cached[0] is not states:
+            index = state_index(states, self.gold)
+            n, S = len(index), len(states)
+            starts = np.zeros(n, bool)
+            starts[self.seq_ptr[:-1][self.seq_ptr[:-1] < n]] = True
+            r = np.flatnonzero(~starts)
+            r = r[(index[r] >= 0) & (index[r - 1] >= 0)]
+            counts = np.zeros((S, S))
+            np.add.at(counts, (index[r - 1], index[r]), 1.0)
+            cached = self._gold_state_counts = (states, counts)
+        return cached[1]
 
     def subset(self, seq_index):
         """The batch restricted to the given sequences (in that order)."""
@@ -237,11 +254,18 @@ class Likelihood(Objective):
         TRP's iteration cap and tolerance.
     joint_states : ndarray of shape (S, n_chains), optional
         The model's label combinations, for ``method="joint"``.
+
+    With joint-state transition weights in the layout (``method="joint"``
+    only) their gradient is the expected minus the gold number of times each
+    weighted state pair follows each other.
     """
 
     def __init__(self, batch, *, method, bp_max_iter=1000, bp_tol=1e-6, joint_states=None,
                  **kwargs):
         super().__init__(batch, **kwargs)
+        if self.layout.n_state_pairs and method != "joint":
+            raise ValueError("joint-state transitions need inference over the joint label "
+                             f"states (inference='joint'), not {method!r}")
         self.method = method
         self.joint_states = joint_states
         self.bp_max_iter = bp_max_iter
@@ -264,11 +288,13 @@ class Likelihood(Objective):
                                                      self.forbidden)
         if self.clamp:
             unary = b.given_labels().clamp(layout.graph, unary)
+        state_trans = layout.state_transitions(theta, self.joint_states)
+        state_counts = None
         if self.method == "joint":
             with threadpool_limits(limits=1, user_api="blas"):
-                node, pmarg, log_z = joint_marginals(layout.graph, self.joint_states, b.seq_ptr,
-                                                     unary, pair, self.n_threads,
-                                                     pair_marginals=True)
+                node, pmarg, log_z, state_counts = joint_marginals(
+                    layout.graph, self.joint_states, b.seq_ptr, unary, pair, self.n_threads,
+                    pair_marginals=True, state_trans=state_trans, state_pairs=True)
         else:
             node, pmarg, log_z, converged, n_iter = inference.marginals(
                 layout.graph, b.seq_ptr, unary, pair, method=self.method,
@@ -277,18 +303,25 @@ class Likelihood(Objective):
         if self.method == "trp" and not self.clamp:
             self._record(converged, n_iter)
         stats = b.gold_stats(edge_offset)
+        gold_path = (0.0 if state_trans is None else
+                     state_path_scores(self.joint_states, b.seq_ptr, b.gold, state_trans))
         if self.method == "joint":
             # log Z below the gold score: the scaled forward pass lost an underflowed
             # state; those sequences are redone in the log domain (rare, slow)
-            for s in underflowed(log_z, stats.sequence_scores(unary, pair)):
+            for s in underflowed(log_z, stats.sequence_scores(unary, pair) + gold_path):
                 rescue_sequence(layout.graph, self.joint_states, b.seq_ptr, unary, pair, s,
-                                node, pmarg, log_z, self.n_threads)
+                                node, pmarg, log_z, self.n_threads, state_trans, state_counts)
         loss = float(log_z.sum() - stats.score(unary, pair))
+        if state_trans is not None:
+            loss -= float(gold_path.sum())
         dunary = node
         dunary.ravel()[stats.unary_index] -= 1.0
         dpair = pmarg - stats.pair_counts
         dpair[~np.isfinite(pair)] = 0.0
         grad = layout.gradient(dunary, dpair, edge_offset, b.obs, self.n_threads)
+        if state_trans is not None:
+            grad[layout.bias_state:] = layout.state_transition_gradient(
+                state_counts - b.gold_state_counts(self.joint_states), self.joint_states)
         return loss, grad
 
     def inference_stats(self):
@@ -488,7 +521,9 @@ class IndependentChains(ChainPseudoLikelihood):
 
     def __init__(self, batch, **kwargs):
         super().__init__(batch, **kwargs)
-        self._coupling = weight_mask(self.layout, "coupling", None)
+        # the weights that couple chains: couplings and joint-state transitions
+        self._coupling = (weight_mask(self.layout, "coupling", None)
+                          | weight_mask(self.layout, "state_transition", None))
         #: the weights of each chain (its unary and in-chain templates): the loss is
         #: a sum of one function per block, which :class:`~._solvers.BlockLBFGS` uses
         self.blocks = [np.flatnonzero(weight_mask(self.layout, None, c) & ~self._coupling)
@@ -513,6 +548,45 @@ class IndependentChains(ChainPseudoLikelihood):
         grad = self.scale * grad + inv_var * theta
         grad[self._coupling] = 0.0
         return losses, grad
+
+
+class Restricted:
+    """An objective over some of the weights, the others held where ``theta`` has them.
+
+    ``loss_gradient(u)`` is the objective's at ``full(u)``, with the gradient
+    restricted to the free weights: what a solver minimises to move only them
+    (the joint-state transition stage of ``FactorialCRF``).
+
+    Parameters
+    ----------
+    objective : Objective
+    free : bool ndarray of shape (n_params,)
+        The weights that move.
+    theta : ndarray of shape (n_params,)
+        Values of all the weights; the free ones are the starting point.
+    """
+
+    def __init__(self, objective, free, theta):
+        self.objective = objective
+        self.free = np.asarray(free, dtype=bool)
+        self.theta = np.array(theta, dtype=np.float64)
+
+    @property
+    def start(self):
+        return self.theta[self.free].copy()
+
+    def full(self, u):
+        """All the weights, with ``u`` in place of the free ones."""
+        theta = self.theta.copy()
+        theta[self.free] = u
+        return theta
+
+    def loss_gradient(self, u):
+        loss, grad = self.objective.loss_gradient(self.full(u))
+        return loss, grad[self.free]
+
+    def inference_stats(self):
+        return self.objective.inference_stats()
 
 
 #: ``objective=`` name -> objective class.

@@ -19,6 +19,10 @@ chain, then one per coupled pair, as :func:`~skfcrf.estimators._model.build_grap
 ``forbidden_<e>``     bool ``(L_a, L_b)`` for every edge ``e`` in ``forbidden_edges``
 ``joint_states``      int ``(S >= 1, C)``: distinct label-index rows in increasing order,
                       ``0 <= joint_states[:, c] < L_c`` (absent in files of models without)
+``state_from``, ``state_to``
+                      int ``(P >= 1, C)`` each, label indices ``< L_c``: the state pairs of
+                      the joint-state transition weights, the last ``P`` entries of
+                      ``coef`` (absent in files of models without; both or neither)
 
 Header keys: ``format`` (``"skfcrf-model"``), ``version`` (the format version),
 ``skfcrf_version`` (the writer's package version), ``params`` (the constructor
@@ -116,7 +120,7 @@ _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_k
                  "graph_edge_tied")
 _MEMBER = re.compile(r"(header|coef|feat_ptr|ent_col|graph_n_labels|graph_edge_a|graph_edge_b"
                      r"|graph_edge_kind|graph_edge_tied|observation_names|kept_columns"
-                     r"|joint_states|forbidden_(0|[1-9][0-9]{0,8}))")
+                     r"|joint_states|state_from|state_to|forbidden_(0|[1-9][0-9]{0,8}))")
 
 
 # ---------------------------------------------------------------------- writing
@@ -190,6 +194,9 @@ def _model_contents(est):
         arrays[f"forbidden_{e}"] = mask
     if getattr(est, "joint_states_", None) is not None:
         arrays["joint_states"] = np.asarray(est.joint_states_, dtype=np.int32)
+    if est.layout_.n_state_pairs:
+        arrays["state_from"] = est.layout_.state_from
+        arrays["state_to"] = est.layout_.state_to
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -499,7 +506,25 @@ def _read_layout(reader, graph, n_features):
     probe = ParameterLayout(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
                             np.zeros(0, dtype=np.int32))
     ent_col = _read_index(reader, "ent_col", (n_table,), 0, probe.score_width)
-    return ParameterLayout(graph, n_features, feat_ptr, ent_col)
+    state_from, state_to = _read_state_pairs(reader, graph)
+    return ParameterLayout(graph, n_features, feat_ptr, ent_col, state_from, state_to)
+
+
+def _read_state_pairs(reader, graph):
+    present = [k in reader for k in ("state_from", "state_to")]
+    if not any(present):
+        return None, None
+    _require(all(present), "state_from and state_to go together")
+    ends = []
+    for key in ("state_from", "state_to"):
+        pairs = reader.read(key, "iu", (None, graph.n_chains))
+        _require(pairs.shape[0] >= 1, f"{key} is empty")
+        for c in range(graph.n_chains):
+            _require(int(pairs[:, c].min()) >= 0 and int(pairs[:, c].max()) < graph.n_labels[c],
+                     f"{key}: label indices of chain {c} out of range")
+        ends.append(pairs.astype(np.int32))
+    _require(ends[0].shape == ends[1].shape, "state_from and state_to differ in shape")
+    return ends
 
 
 def _read_forbidden(reader, header, graph):

@@ -40,6 +40,9 @@ class ConvergenceMonitor:
         self.history = []
         self.last_coef = None           # a copy of the weights of the last iteration reported
         self.stopped_by_callback = False
+        #: maps what the solver reports to all the weights (a restricted stage's
+        #: ``Restricted.full``), or None
+        self.expand = None
         self._start = time.perf_counter()
 
     @property
@@ -49,6 +52,8 @@ class ConvergenceMonitor:
     def report(self, theta, loss):
         """Record one iteration's loss; return True when the callback asks to stop."""
         self.history.append(float(loss))
+        if self.expand is not None:
+            theta = self.expand(theta)
         self.last_coef = np.array(theta, dtype=np.float64)
         if self.verbose:
             print(f"{self.unit} {self.n_iter}: loss {loss:.6g} "
