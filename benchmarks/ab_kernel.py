@@ -26,9 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _absolute_cimports(text):
     """The rev's sources cimport the copied headers without the package (relative
     cimports made absolute); compiled modules with a .pxd (the allocator, the typed
-    structure) are cimported from the installed package instead."""
+    structure) are cimported and imported from the installed package instead."""
     for compiled in ("_alloc", "_structure"):
-        text = text.replace(f"from .{compiled} cimport", f"from skfcrf._bp.{compiled} cimport")
+        for verb in ("cimport", "import"):
+            text = text.replace(f"from .{compiled} {verb}", f"from skfcrf._bp.{compiled} {verb}")
     return text.replace("from ._", "from _")
 
 

@@ -421,10 +421,10 @@ def query(model, X_pool, strategy="MTM", n=1, y_partial=None, unit="label", chai
 
     Parameters
     ----------
-    model : FactorialCRF or Pipeline ending in one
-        Fitted.
+    model, strategy, random_state
+        As for :func:`informativeness`, which gives the keys ranked here.
     X_pool : list of sequences
-    strategy : str or Strategy, default="MTM"
+        The pool (``X`` of :func:`informativeness`).
     n : int, default=1
     y_partial : list, optional
         Labels known so far (``None`` where missing); never queried again.
@@ -433,7 +433,6 @@ def query(model, X_pool, strategy="MTM", n=1, y_partial=None, unit="label", chai
         its unlabelled chains, ranked by its most informative one.
     chains : int or list of int, optional
         Query only these chains.
-    random_state : int, RandomState or None
 
     Returns
     -------

@@ -1,8 +1,9 @@
 """Helpers shared by the test modules (not a test module itself; tests/ is on pytest's path).
 
-``synthetic`` makes a small separable FCRF task; ``check_gradient`` compares an estimator's
-analytic gradient with central finite differences; ``short_fit`` marks a test whose fits stop
-early on purpose.
+``token_sequences`` draws random token sequences with their observations; ``synthetic`` makes
+a small separable FCRF task of them; ``check_gradient`` compares an estimator's analytic
+gradient with central finite differences; ``short_fit`` marks a test whose fits stop early on
+purpose.
 """
 import numpy as np
 import pytest
@@ -13,14 +14,21 @@ import pytest
 short_fit = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
+def token_sequences(rng, n_seq, lengths, n_values):
+    """``n_seq`` random sequences of integer tokens below ``n_values`` (lengths drawn from
+    ``[lengths[0], lengths[1])``), each with its observations: ``w=<token>`` and
+    ``odd=<parity>``.  Lazy, so the caller may draw labels from ``rng`` between sequences."""
+    for _ in range(n_seq):
+        toks = rng.integers(0, n_values, size=int(rng.integers(*lengths)))
+        yield toks, [{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks]
+
+
 def synthetic(n_seq=40, n_chains=2, seed=0, noise=0.0, length=(3, 9)):
     """A separable task: chain 0 is the token's class, chain k>0 groups chain 0."""
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for _ in range(n_seq):
-        T = int(rng.integers(*length))
-        toks = rng.integers(0, 6, size=T)
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
+    for toks, obs in token_sequences(rng, n_seq, length, 6):
+        X.append(obs)
         labels = []
         for t in toks:
             lab = [f"c{t % 3}"]
@@ -56,8 +64,7 @@ def sequences(n_chains=2, n_seq=12, seed=0):
     """Random short sequences of two observations per token; labels of up to two chains."""
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for _ in range(n_seq):
-        toks = rng.integers(0, 6, size=int(rng.integers(1, 8)))
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
+    for toks, obs in token_sequences(rng, n_seq, (1, 8), 6):
+        X.append(obs)
         y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo")[:n_chains] for t in toks])
     return X, y

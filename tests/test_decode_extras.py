@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from skfcrf import FactorialCRF
 from skfcrf._bp.graph import pair_layout
 
+from _helpers import token_sequences
 from brute import all_labellings, full_score
 
 LABELS = (("a", "b", "c"), ("x", "y"), ("p", "q"))
@@ -38,13 +39,11 @@ def tiny_data(n_chains, seed=0, n_seq=14, lengths=(1, 4)):
     (so the combinations (.., 'x', 'q') never occur: the joint states are a strict subset)."""
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for _ in range(n_seq):
-        T = int(rng.integers(*lengths))
-        toks = rng.integers(0, 4, size=T)
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
-        c0 = _walk(rng, T)
+    for toks, obs in token_sequences(rng, n_seq, lengths, 4):
+        X.append(obs)
+        c0 = _walk(rng, len(toks))
         rows = []
-        for t in range(T):
+        for t in range(len(toks)):
             row = [str(c0[t]), str(rng.choice(LABELS[1]))]
             row.append("p" if row[1] == "x" else str(rng.choice(LABELS[2])))
             rows.append(tuple(row[:n_chains]))

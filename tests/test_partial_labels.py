@@ -28,16 +28,15 @@ from skfcrf.metrics import (
     windowdiff,
 )
 
-from _helpers import check_gradient, short_fit
+from _helpers import check_gradient, short_fit, token_sequences
 
 
 def tiny(n_chains=2, n_seq=6, seed=0, max_len=4):
     """Short sequences; chain 1 groups chain 0's labels, chain 2 is random."""
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for _ in range(n_seq):
-        toks = rng.integers(0, 6, size=int(rng.integers(1, max_len)))
-        X.append([{f"w={t}": 1.0, f"odd={t % 2}": 1.0} for t in toks])
+    for toks, obs in token_sequences(rng, n_seq, (1, max_len), 6):
+        X.append(obs)
         rows = [(f"c{t % 3}", "hi" if t >= 3 else "lo", str(rng.choice(["p", "q"])))
                 for t in toks]
         y.append([r[:n_chains] for r in rows])

@@ -41,7 +41,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 
 from ._alloc cimport Block, allocate
-from ._common cimport longest_sequence
+from ._common cimport first_or_null, longest_sequence
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 
@@ -467,16 +467,12 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
     m.chain_tied, m.tied_shift = &chain_tied[0], &tied_shift[0]
     m.tied_log, m.tied_exp = &tied_log[0], &tied_exp[0]
     m.chain_untied_ptr = &chain_untied_ptr[0]
-    m.chain_untied = &chain_untied[0] if chain_untied.shape[0] else NULL
-    m.e_kind = &e_kind[0] if m.n_edges else NULL
-    m.e_a = &e_a[0] if m.n_edges else NULL
-    m.e_b = &e_b[0] if m.n_edges else NULL
-    m.e_col = &e_col[0] if m.n_edges else NULL
-    m.e_bias = &e_bias[0] if m.n_edges else NULL
-    m.e_forbid = &e_forbid[0] if m.n_edges else NULL
-    m.forbid = &forbid[0]
+    m.chain_untied = first_or_null(chain_untied)
+    m.e_kind, m.e_a, m.e_b = first_or_null(e_kind), first_or_null(e_a), first_or_null(e_b)
+    m.e_col, m.e_bias = first_or_null(e_col), first_or_null(e_bias)
+    m.e_forbid, m.forbid = first_or_null(e_forbid), &forbid[0]
     m.feat_ptr, m.theta = &feat_ptr[0], &theta[0]
-    m.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
+    m.ent_col = first_or_null(ent_col)
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = has_allowed
     m.allowed = &allowed[0, 0] if has_allowed else NULL

@@ -18,6 +18,18 @@ cdef extern from "_simd.h" nogil:
                        int plus)
 
 
+ctypedef fused item_t:
+    int
+    long long
+    double
+    unsigned char
+
+
+cdef inline const item_t* first_or_null(const item_t[::1] x) noexcept:
+    """Address of ``x``'s first item, NULL when ``x`` is empty (the kernels then never read it)."""
+    return &x[0] if x.shape[0] else NULL
+
+
 cdef inline Py_ssize_t longest_sequence(const long long[::1] seq_ptr) noexcept nogil:
     """Length of the longest sequence of ``seq_ptr`` (at least 1)."""
     cdef Py_ssize_t s, longest = 1

@@ -40,7 +40,7 @@ from libc.math cimport INFINITY, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 from ._alloc cimport Block, allocate
-from ._common cimport longest_sequence, maxplus
+from ._common cimport first_or_null, longest_sequence, maxplus
 
 
 cdef extern from "_simd.h" nogil:
@@ -83,14 +83,14 @@ cdef Trans _trans(const double[::1] dense, const double[::1] dense_t,
                   const int[::1] in_idx, const double[::1] in_val):
     """The transition tables; an empty ``dense`` selects the sparse form."""
     cdef Trans tr
-    tr.dense = &dense[0] if dense.shape[0] else NULL
-    tr.dense_t = &dense_t[0] if dense_t.shape[0] else NULL
+    tr.dense = first_or_null(dense)
+    tr.dense_t = first_or_null(dense_t)
     tr.out_ptr = &out_ptr[0]
     tr.in_ptr = &in_ptr[0]
-    tr.out_idx = &out_idx[0] if out_idx.shape[0] else NULL
-    tr.out_val = &out_val[0] if out_val.shape[0] else NULL
-    tr.in_idx = &in_idx[0] if in_idx.shape[0] else NULL
-    tr.in_val = &in_val[0] if in_val.shape[0] else NULL
+    tr.out_idx = first_or_null(out_idx)
+    tr.out_val = first_or_null(out_val)
+    tr.in_idx = first_or_null(in_idx)
+    tr.in_val = first_or_null(in_val)
     return tr
 
 
@@ -226,13 +226,13 @@ cdef Tables _tables(const double[:, ::1] unary, const double[::1] pair,
     tb.states = &states[0, 0]
     tb.label_offset = &label_offset[0]
     tb.unary = &unary[0, 0] if unary.shape[0] else NULL
-    tb.pair = &pair[0] if pair.shape[0] else NULL
-    tb.cpl_a = &cpl_a[0] if tb.K else NULL
-    tb.cpl_b = &cpl_b[0] if tb.K else NULL
-    tb.cpl_la = &cpl_la[0] if tb.K else NULL
-    tb.cpl_lb = &cpl_lb[0] if tb.K else NULL
-    tb.cpl_off = &cpl_off[0] if tb.K else NULL
-    tb.cpl_tied = &cpl_tied[0] if tb.K else NULL
+    tb.pair = first_or_null(pair)
+    tb.cpl_a = first_or_null(cpl_a)
+    tb.cpl_b = first_or_null(cpl_b)
+    tb.cpl_la = first_or_null(cpl_la)
+    tb.cpl_lb = first_or_null(cpl_lb)
+    tb.cpl_off = first_or_null(cpl_off)
+    tb.cpl_tied = first_or_null(cpl_tied)
     return tb
 
 

@@ -126,25 +126,37 @@ cdef int _kbest(const double[:, ::1] phi, const double[:, :, ::1] trans,
     return n
 
 
-def _checked_path_inputs(phi, trans, tindex, k):
-    """``phi`` (T, S), ``trans`` (n_trans, S, S), ``tindex`` (T,) as contiguous arrays,
-    checked for the path searches (``ValueError`` on bad shapes, indices or ``k``)."""
-    phi = np.ascontiguousarray(phi, dtype=np.float64)
-    trans = np.ascontiguousarray(trans, dtype=np.float64)
-    tindex = np.ascontiguousarray(tindex, dtype=np.int64)
-    if phi.ndim != 2 or trans.ndim != 3 or tindex.ndim != 1:
-        raise ValueError("phi must be 2-D, trans 3-D and tindex 1-D")
-    T, S = phi.shape
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if trans.shape[1] != S or trans.shape[2] != S:
-        raise ValueError(f"trans must have shape (n_trans, {S}, {S})")
-    if tindex.shape[0] != T:
-        raise ValueError(f"tindex must have length {T}")
-    idx = tindex[1:]
-    if idx.size and (idx.min() < 0 or idx.max() >= trans.shape[0]):
-        raise ValueError("tindex out of range")
-    return phi, trans, tindex
+cdef class _PathInputs:
+    """One sequence's ``phi`` (T, S), ``trans`` (n_trans, S, S) and ``tindex`` (T,), checked for
+    the path searches (``ValueError`` on bad shapes, indices or ``k``), as the contiguous typed
+    views they read."""
+    cdef const double[:, ::1] phi
+    cdef const double[:, :, ::1] trans
+    cdef const long long[::1] tindex
+    cdef Py_ssize_t T, S
+
+    def __init__(self, phi, trans, tindex, int k):
+        phi = np.ascontiguousarray(phi, dtype=np.float64)
+        trans = np.ascontiguousarray(trans, dtype=np.float64)
+        tindex = np.ascontiguousarray(tindex, dtype=np.int64)
+        if phi.ndim != 2 or trans.ndim != 3 or tindex.ndim != 1:
+            raise ValueError("phi must be 2-D, trans 3-D and tindex 1-D")
+        T, S = phi.shape
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if trans.shape[1] != S or trans.shape[2] != S:
+            raise ValueError(f"trans must have shape (n_trans, {S}, {S})")
+        if tindex.shape[0] != T:
+            raise ValueError(f"tindex must have length {T}")
+        idx = tindex[1:]
+        if idx.size and (idx.min() < 0 or idx.max() >= trans.shape[0]):
+            raise ValueError("tindex out of range")
+        self.phi, self.trans, self.tindex = phi, trans, tindex
+        self.T, self.S = T, S
+
+    cdef const double[:, :, ::1] transposed(self):
+        """``trans`` with every matrix transposed (the backward pass reads its columns)."""
+        return np.ascontiguousarray(np.asarray(self.trans).transpose(0, 2, 1))
 
 
 def kbest_viterbi(phi, trans, tindex, int k):
@@ -156,11 +168,8 @@ def kbest_viterbi(phi, trans, tindex, int k):
         ``m <= k`` distinct paths, best first.
     scores : float64 ndarray of shape (m,)
     """
-    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, k)
-    cdef const double[:, ::1] phi_v = phi
-    cdef const double[:, :, ::1] trans_v = trans
-    cdef const long long[::1] tindex_v = tindex
-    cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
+    cdef _PathInputs x = _PathInputs(phi, trans, tindex, k)
+    cdef Py_ssize_t T = x.T, S = x.S
     if T == 0:
         return np.zeros((1, 0), np.int32), np.zeros(1)
     delta = np.empty((T, S, k), np.float64)
@@ -181,7 +190,7 @@ def kbest_viterbi(phi, trans, tindex, int k):
     cdef double[::1] sv = scores
     cdef int n
     with nogil:
-        n = _kbest(phi_v, trans_v, tindex_v, k, dv, bsv, brv, cv, esv, erv, pv, sv)
+        n = _kbest(x.phi, x.trans, x.tindex, k, dv, bsv, brv, cv, esv, erv, pv, sv)
     return paths[:n].copy(), scores[:n].copy()
 
 
@@ -347,26 +356,35 @@ cdef long long _pop(Search* sr) noexcept nogil:
     return top
 
 
+cdef void _backward_viterbi(const double[:, ::1] phi, const double[:, :, ::1] trans_t,
+                            const long long[::1] tindex, double[:, ::1] beta,
+                            double[::1] w) noexcept nogil:
+    """``beta[t, s]``: the best score of the rest of the sequence after state ``s`` at token
+    ``t`` (0 at the last token), ``beta[t-1, s] = max_s2 trans[s, s2] + phi[t, s2] +
+    beta[t, s2]``: the vectorised max-plus product of ``w = phi[t] + beta[t]`` with the
+    transposed matrix."""
+    cdef Py_ssize_t T = phi.shape[0], S = phi.shape[1], t, s
+    for s in range(S):
+        beta[T - 1, s] = 0.0
+    t = T - 1
+    while t >= 1:
+        for s in range(S):
+            w[s] = phi[t, s] + beta[t, s]
+        maxplus(&w[0], <int> S, &trans_t[tindex[t], 0, 0], <int> S, &beta[t - 1, 0])
+        t = t - 1
+
+
 cdef int _astar(const double[:, ::1] phi, const double[:, :, ::1] trans,
                 const double[:, :, ::1] trans_t, const long long[::1] tindex, int k,
                 double[:, ::1] beta, double[::1] w, Search* sr, int[:, ::1] paths,
                 double[::1] scores) noexcept nogil:
     """The k best paths by A*; their number, or -1 when out of memory."""
-    cdef Py_ssize_t T = phi.shape[0], S = phi.shape[1], t, s, s2
+    cdef Py_ssize_t T = phi.shape[0], S = phi.shape[1], s, s2
     cdef double v
     cdef const double* P
     cdef long long node, p
     cdef int found = 0, tt
-    # backward Viterbi: beta[t-1, s] = max_s2 trans[s, s2] + phi[t, s2] + beta[t, s2],
-    # the vectorised max-plus product of w = phi[t] + beta[t] with the transposed matrix
-    for s in range(S):
-        beta[T - 1, s] = 0.0
-    t = T - 1
-    while t >= 1:
-        for s2 in range(S):
-            w[s2] = phi[t, s2] + beta[t, s2]
-        maxplus(&w[0], <int> S, &trans_t[tindex[t], 0, 0], <int> S, &beta[t - 1, 0])
-        t = t - 1
+    _backward_viterbi(phi, trans_t, tindex, beta, w)
     for s in range(S):
         if phi[0, s] + beta[0, s] > -INFINITY:
             if _push(sr, 0, <int> s, -1, phi[0, s], phi[0, s] + beta[0, s]) != 0:
@@ -403,15 +421,11 @@ def kbest_astar(phi, trans, tindex, int k):
     Viterbi's ``O(T S^2 k)``.  Scores are exact; the order of paths whose
     scores agree to rounding may differ from :func:`kbest_viterbi`'s.
     """
-    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, k)
-    cdef const double[:, ::1] phi_v = phi
-    cdef const double[:, :, ::1] trans_v = trans
-    cdef const long long[::1] tindex_v = tindex
-    cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
+    cdef _PathInputs x = _PathInputs(phi, trans, tindex, k)
+    cdef Py_ssize_t T = x.T, S = x.S
     if T == 0:
         return np.zeros((1, 0), np.int32), np.zeros(1)
-    cdef const double[:, :, ::1] trans_tv = np.ascontiguousarray(
-        np.asarray(trans_v).transpose(0, 2, 1))
+    cdef const double[:, :, ::1] trans_tv = x.transposed()
     beta = np.empty((T, S), np.float64)
     cdef double[::1] wv = np.empty(S, np.float64)
     paths = np.empty((k, T), np.int32)
@@ -436,7 +450,7 @@ def kbest_astar(phi, trans, tindex, int k):
                 or sr.heap_node == NULL):
             raise MemoryError("kbest_astar: cannot allocate the search")
         with nogil:
-            n = _astar(phi_v, trans_v, trans_tv, tindex_v, k, bv, wv, &sr, pv, sv)
+            n = _astar(x.phi, x.trans, trans_tv, x.tindex, k, bv, wv, &sr, pv, sv)
         if n < 0:
             raise MemoryError("kbest_astar: out of memory during the search")
     finally:
@@ -458,18 +472,12 @@ cdef void _max_marginals(const double[:, ::1] phi, const double[:, :, ::1] trans
     cdef Py_ssize_t T = phi.shape[0], S = phi.shape[1], t, s
     for s in range(S):
         delta[0, s] = phi[0, s]
-        beta[T - 1, s] = 0.0
     for t in range(1, T):
         # delta[t, s] = phi[t, s] + max_s0 delta[t-1, s0] + trans[s0, s]
         maxplus(&delta[t - 1, 0], <int> S, &trans[tindex[t], 0, 0], <int> S, &delta[t, 0])
         for s in range(S):
             delta[t, s] = delta[t, s] + phi[t, s]
-    t = T - 1
-    while t >= 1:
-        for s in range(S):
-            w[s] = phi[t, s] + beta[t, s]
-        maxplus(&w[0], <int> S, &trans_t[tindex[t], 0, 0], <int> S, &beta[t - 1, 0])
-        t = t - 1
+    _backward_viterbi(phi, trans_t, tindex, beta, w)
 
 
 def max_marginals(phi, trans, tindex):
@@ -482,20 +490,16 @@ def max_marginals(phi, trans, tindex):
     score included) and ``beta`` the best continuation after it.  The row
     maximum is the Viterbi score at every token.
     """
-    phi, trans, tindex = _checked_path_inputs(phi, trans, tindex, 1)
-    cdef const double[:, ::1] phi_v = phi
-    cdef const double[:, :, ::1] trans_v = trans
-    cdef const long long[::1] tindex_v = tindex
-    cdef Py_ssize_t T = phi_v.shape[0], S = phi_v.shape[1]
+    cdef _PathInputs x = _PathInputs(phi, trans, tindex, 1)
+    cdef Py_ssize_t T = x.T, S = x.S
     if T == 0:
         return np.zeros((0, S), np.float64)
-    cdef const double[:, :, ::1] trans_tv = np.ascontiguousarray(
-        np.asarray(trans_v).transpose(0, 2, 1))
+    cdef const double[:, :, ::1] trans_tv = x.transposed()
     delta = np.empty((T, S), np.float64)
     beta = np.empty((T, S), np.float64)
     cdef double[:, ::1] dv = delta
     cdef double[:, ::1] bv = beta
     cdef double[::1] wv = np.empty(S, np.float64)
     with nogil:
-        _max_marginals(phi_v, trans_v, trans_tv, tindex_v, dv, bv, wv)
+        _max_marginals(x.phi, x.trans, trans_tv, x.tindex, dv, bv, wv)
     return delta + beta

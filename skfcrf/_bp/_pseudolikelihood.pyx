@@ -774,11 +774,33 @@ cdef inline SequenceBuffers sequence_buffers(double* S, double* unary, double* d
     return sb
 
 
+cdef struct UntiedBlock:
+    # an edge's per-token matrices in a sequence: k entries each (0 for a tied edge, which has
+    # none), scored from column col of a score row, at lo + t * k of the Model's pair / dpair
+    Py_ssize_t k
+    Py_ssize_t col
+    Py_ssize_t lo
+
+
+cdef inline UntiedBlock untied_block(const Parameters* pr, const Model* m, int e) noexcept nogil:
+    """Where edge ``e``'s per-token matrices are (see :c:type:`UntiedBlock`)."""
+    cdef UntiedBlock b
+    b.k = 0
+    b.col = 0
+    b.lo = 0
+    if not m.edge_tied[e]:
+        b.k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
+        b.col = pr.edge_col[e]
+        b.lo = m.edge_offset[e]
+    return b
+
+
 cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuffers* sb,
                               Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
     """Scores of the sequence's tokens (rows ``g0 ..``) and its potentials: unary rows into
     ``sb.unary``, untied pair blocks into ``m.pair``; their gradients zeroed."""
     cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef UntiedBlock ub
     cdef int e, l, ltot = m.ltot
     cdef double* S = sb.S
     cdef double* pair = <double*> m.pair
@@ -792,11 +814,10 @@ cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuff
             sb.unary[t * ltot + l] = S[t * width + l] + pr.theta[pr.bias_unary + l]
             sb.dunary[t * ltot + l] = 0.0
     for e in range(m.n_edges):
-        if m.edge_tied[e]:
+        ub = untied_block(pr, m, e)
+        k, col, lo = ub.k, ub.col, ub.lo
+        if k == 0:
             continue
-        k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
-        col = pr.edge_col[e]
-        lo = m.edge_offset[e]
         for t in range(T):
             for j in range(k):
                 if pr.forbid[pr.forbid_offset[e] + j]:
@@ -811,6 +832,7 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
     """Add the gradient w.r.t. the parameters (biases, then feature weights through the
     score gradient, built in ``sb.S``) of the potentials' gradient of one sequence."""
     cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef UntiedBlock ub
     cdef int e, l, ltot = m.ltot
     cdef double v
     cdef double* srow
@@ -822,11 +844,10 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
             if not pr.unary_only:
                 srow[l] = v
     for e in range(m.n_edges):
-        if m.edge_tied[e]:
+        ub = untied_block(pr, m, e)
+        k, col, lo = ub.k, ub.col, ub.lo
+        if k == 0:
             continue
-        k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
-        col = pr.edge_col[e]
-        lo = m.edge_offset[e]
         for t in range(T):
             srow = sb.S + t * width + col
             for j in range(k):

@@ -286,6 +286,21 @@ def template_links(graph, tied_matrices):
     return Links(graph, tied_matrices, np.zeros(max(graph.n_edges, 1), np.int64), merge=False)
 
 
+ctypedef fused ChainView:
+    ProductView
+    TrpView
+
+
+cdef inline void _chain_fields(ChainView* v, Links links) noexcept:
+    """The fields every view over ``links`` has: the chains, their label counts, label offsets
+    and in-chain links, and the largest link matrix."""
+    v.C = links.n_chains
+    v.nl = &links.n_labels[0]
+    v.loff = &links.label_offset[0]
+    v.inlink = &links.inlink[0]
+    v.maxsz = links.max_size
+
+
 cdef class ProductSpace:
     """Mixed-radix product-state tables of exact multi-chain inference (see module doc).
 
@@ -311,18 +326,14 @@ cdef class ProductSpace:
         cdef ProductView pd
         cdef Links lk = self.links
         cdef int k
-        pd.C = self.n_chains
+        _chain_fields(&pd, lk)
         pd.S = self.n_states
-        pd.nl = &lk.n_labels[0]
-        pd.loff = &lk.label_offset[0]
-        pd.inlink = &lk.inlink[0]
         pd.lab = &self.lab[0]
         pd.stride = &self.stride[0]
         pd.cpl = &self.cpl[0]
         pd.n_cpl = 0
         for k in range(lk.n_links):
             pd.n_cpl += lk.kind[k] == COUPLING
-        pd.maxsz = lk.max_size
         return pd
 
 
@@ -362,16 +373,12 @@ cdef class TrpLayout:
     cdef TrpView view(self) noexcept:
         cdef TrpView tp
         cdef Links lk = self.links
-        tp.C = lk.n_chains
+        _chain_fields(&tp, lk)
         tp.Ltot = lk.total_labels
         tp.K = lk.n_links
         tp.MS = self.message_size
         tp.PS = self.potential_size
         tp.maxL = lk.max_labels
-        tp.maxsz = lk.max_size
-        tp.nl = &lk.n_labels[0]
-        tp.loff = &lk.label_offset[0]
-        tp.inlink = &lk.inlink[0]
         tp.cpl_ptr = &self.cpl_ptr[0]
         tp.cpl_k = &self.cpl_k[0]
         tp.moff = &self.moff[0]

@@ -501,26 +501,28 @@ cdef void _bfs_order(Work* wk, int V, unsigned long long* rng) noexcept nogil:
                     n_ord += 1
 
 
+cdef inline double _send_parent_edge(const TrpView* tp, const LinkView* lk, Work* wk,
+                                     Py_ssize_t T, int v, bint collect) noexcept nogil:
+    """Recompute the message on the edge from ``v`` to its parent in the forest: towards the
+    parent (``collect``) or towards ``v``; returns its max change (0 at a root)."""
+    cdef int e = wk.pare[v]
+    if e < 0:
+        return 0.0
+    return _send(tp, lk, wk, T, wk.ek[e], wk.et[e], (wk.eu[e] if collect else wk.ev[e]) == v)
+
+
 cdef double _tree_sweeps(const TrpView* tp, const LinkView* lk, Work* wk, Py_ssize_t T,
                          int V) noexcept nogil:
     """Collect (leaves to roots) then distribute (roots to leaves) along ``wk.order``;
     returns the largest change of a message sent."""
-    cdef int i, v, e
+    cdef int i
     cdef double mx, delta = 0.0
     for i in range(V - 1, -1, -1):
-        v = wk.order[i]
-        e = wk.pare[v]
-        if e < 0:
-            continue
-        mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.eu[e] == v)
+        mx = _send_parent_edge(tp, lk, wk, T, wk.order[i], True)
         if mx > delta:
             delta = mx
     for i in range(V):
-        v = wk.order[i]
-        e = wk.pare[v]
-        if e < 0:
-            continue
-        mx = _send(tp, lk, wk, T, wk.ek[e], wk.et[e], wk.ev[e] == v)
+        mx = _send_parent_edge(tp, lk, wk, T, wk.order[i], False)
         if mx > delta:
             delta = mx
     return delta
@@ -768,49 +770,15 @@ cdef class _Workspace:
                    <int*> self.ibuf.ptr + tid * ni, Tmax, Emax, Vmax, &tp)
 
 
-def trp_marginals(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
-                  const unsigned long long[::1] seeds, int max_iter, double tol,
-                  double[:, ::1] node, double[::1] pout, double[::1] logz,
-                  unsigned char[::1] conv, int[::1] niter, int n_threads):
-    """TRP sum-product for every sequence; fills the outputs (``node``, ``pout``: zero on
-    entry).  Tied templates receive their expected counts summed over all positions."""
+cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
+          const unsigned long long[::1] seeds, int max_iter, double tol, unsigned char[::1] conv,
+          int[::1] niter, int n_threads, bint maxprod, double[:, ::1] node, double[::1] pout,
+          double[::1] logz, int[:, ::1] labels):
+    """TRP on every sequence, read out as :func:`trp_marginals` (sum-product: ``node``,
+    ``pout``, ``logz``) or :func:`trp_map` (``maxprod``: ``labels``) says; the other mode's
+    outputs are None."""
     cdef Links links = layout.links
     cdef LinkView lk = links.view()
-    cdef TrpView tp = layout.view()
-    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t ldu = unary.shape[1]
-    cdef Py_ssize_t s, T, g0
-    cdef int tid
-    cdef _Workspace ws = _Workspace(layout, longest_sequence(seq_ptr), n_threads)
-    cdef Work* works = <Work*> ws.works.ptr
-    cdef Work* wk
-    cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
-    cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
-    cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
-    tacc_arr = np.zeros((n_threads, max(links.tacc_size, 1)), np.float64)
-    cdef double[:, ::1] tacc = tacc_arr
-    tp.maxprod = 0
-    tp.max_iter = max_iter
-    tp.tol = tol
-    with nogil:
-        for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
-            tid = threadid()
-            g0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - g0
-            wk = &works[tid]
-            if _propagate(&tp, &lk, wk, unary_p, ldu, g0, T, seeds[s], &conv[s], &niter[s]):
-                logz[s] = _beliefs(&tp, &lk, wk, unary_p, ldu, g0, T, node_p, pout_p,
-                                   &tacc[tid, 0])
-            else:
-                logz[s] = 0.0
-    links.scatter_tied(tacc_arr.sum(axis=0), pout)
-
-
-def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
-            const unsigned long long[::1] seeds, int max_iter, double tol, int[:, ::1] labels,
-            unsigned char[::1] conv, int[::1] niter, int n_threads):
-    """TRP max-product and decoding for every sequence; fills ``labels`` (N, C)."""
-    cdef LinkView lk = layout.links.view()
     cdef TrpView tp = layout.view()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t ldu = unary.shape[1]
@@ -820,7 +788,12 @@ def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1]
     cdef Work* works = <Work*> ws.works.ptr
     cdef Work* wk
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
-    tp.maxprod = 1
+    cdef double* node_p = &node[0, 0] if not maxprod and node.shape[0] > 0 else NULL
+    cdef double* pout_p = &pout[0] if not maxprod and pout.shape[0] > 0 else NULL
+    # per thread: the tied templates' expected counts (sum-product only)
+    tacc_arr = np.zeros((n_threads, 1 if maxprod else max(links.tacc_size, 1)), np.float64)
+    cdef double[:, ::1] tacc = tacc_arr
+    tp.maxprod = maxprod
     tp.max_iter = max_iter
     tp.tol = tol
     with nogil:
@@ -829,8 +802,34 @@ def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1]
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             wk = &works[tid]
-            if _propagate(&tp, &lk, wk, unary_p, ldu, g0, T, seeds[s], &conv[s], &niter[s]):
+            if not _propagate(&tp, &lk, wk, unary_p, ldu, g0, T, seeds[s], &conv[s], &niter[s]):
+                if not maxprod:
+                    logz[s] = 0.0
+            elif maxprod:
                 _decode(&tp, &lk, wk, unary_p, ldu, g0, T)
                 for t in range(T):
                     for c in range(tp.C):
                         labels[g0 + t, c] = wk.dec[t * tp.C + c]
+            else:
+                logz[s] = _beliefs(&tp, &lk, wk, unary_p, ldu, g0, T, node_p, pout_p,
+                                   &tacc[tid, 0])
+    if not maxprod:
+        links.scatter_tied(tacc_arr.sum(axis=0), pout)
+
+
+def trp_marginals(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  const unsigned long long[::1] seeds, int max_iter, double tol,
+                  double[:, ::1] node, double[::1] pout, double[::1] logz,
+                  unsigned char[::1] conv, int[::1] niter, int n_threads):
+    """TRP sum-product for every sequence; fills the outputs (``node``, ``pout``: zero on
+    entry).  Tied templates receive their expected counts summed over all positions."""
+    _run(layout, seq_ptr, unary, seeds, max_iter, tol, conv, niter, n_threads, False, node, pout,
+         logz, None)
+
+
+def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
+            const unsigned long long[::1] seeds, int max_iter, double tol, int[:, ::1] labels,
+            unsigned char[::1] conv, int[::1] niter, int n_threads):
+    """TRP max-product and decoding for every sequence; fills ``labels`` (N, C)."""
+    _run(layout, seq_ptr, unary, seeds, max_iter, tol, conv, niter, n_threads, True, None, None,
+         None, labels)

@@ -48,8 +48,10 @@ def add_repair_option(parser, what):
                         f"(algorithm 8 in full); {what}")
 
 
-def add_model_input(parser):
-    """The ``--model PATH`` option of the commands that read a model (``evaluate``, ``tag``)."""
+def add_data_and_model(parser, data_help="labelled file (the model's attribute and label columns)"):
+    """The ``DATA`` argument (described by ``data_help``) and ``--model PATH`` option of the
+    commands that apply a model to a column file (``tag``, ``evaluate``, ``view``)."""
+    parser.add_argument("data", metavar="DATA", help=data_help)
     parser.add_argument("--model", required=True, metavar="PATH", help="model written by 'skfcrf train'")
 
 

@@ -1,26 +1,23 @@
 """``skfcrf evaluate DATA --model PATH [--repair PRESET]``: scores of a model on a labelled
 column file, without and with post-processing (the sequences are decoded once)."""
 from skfcrf.cli._common import (
-    add_model_input,
+    add_data_and_model,
     add_quiet,
     add_repair_option,
     as_2d,
     chain_names,
     convergence_summary,
     has_boundaries,
-    progress,
 )
-from skfcrf.cli._files import features_from_config, load_model, read_data
-from skfcrf.cli._progress import decode_with_progress
+from skfcrf.cli._files import load_model, read_data
+from skfcrf.cli._progress import decode_data
 
 
 def add_parser(sub):
     e = sub.add_parser("evaluate", help="score a model on a labelled column file",
                        description="Per-chain and joint accuracy, segment F1, WindowDiff and a "
                        "per-label report for every chain.")
-    e.add_argument("data", metavar="DATA", help="labelled file (the model's attribute and "
-                   "label columns)")
-    add_model_input(e)
+    add_data_and_model(e)
     add_repair_option(e, "the scores are then given without and with it, and the per-label "
                       "reports are those of the repaired labels")
     add_quiet(e)
@@ -35,9 +32,7 @@ def run(args):
     crf, config = load_model(args.model)
     n_chains = crf.n_chains_
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
-    progress(f"tagging {len(X)} sequences...", args.quiet)
-    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
-                                     quiet=args.quiet)
+    decodings = decode_data(crf, config, X, quiet=args.quiet)
     yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
     names = chain_names(n_chains)
     width = max(len(n) for n in names + ["joint"])

@@ -10,7 +10,8 @@ afterwards stay the record of what happened.
   bar per fit, counting solver iterations against the at most
   ``max_iter + finetune_iter`` (the bar ends early when the solver converges).
 * :func:`decode_with_progress`: :meth:`skfcrf.FactorialCRF.decode` over
-  batches of sequences, the bar counting sequences.
+  batches of sequences, the bar counting sequences; :func:`decode_data`, the
+  same on the tokens of a data file, after a one-line message.
 """
 import math
 import sys
@@ -133,3 +134,14 @@ def decode_with_progress(crf, X, *, quiet=False, desc="decoding", file=None, for
     finally:
         b.close()
     return out
+
+
+def decode_data(crf, config, X, *, quiet=False, what="tagging"):
+    """The decodings of the tokens ``X`` read from a data file by a model of ``skfcrf train``
+    (observations from its feature ``config``): a message ("``what`` N sequences..."), then
+    :func:`decode_with_progress`."""
+    from skfcrf.cli._common import progress
+    from skfcrf.cli._files import features_from_config
+
+    progress(f"{what} {len(X)} sequences...", quiet)
+    return decode_with_progress(crf, features_from_config(config).transform(X), quiet=quiet)

@@ -4,14 +4,14 @@ import os
 import sys
 
 from skfcrf.cli._common import (
-    add_model_input,
+    add_data_and_model,
     add_quiet,
     add_repair_option,
     html_document,
     progress,
 )
-from skfcrf.cli._files import count_columns, features_from_config, load_model, read_data
-from skfcrf.cli._progress import decode_with_progress
+from skfcrf.cli._files import count_columns, load_model, read_data
+from skfcrf.cli._progress import decode_data
 
 
 def add_parser(sub):
@@ -19,8 +19,7 @@ def add_parser(sub):
                        description="Tag a column file with a model written by 'skfcrf train'. "
                        "The file has the model's attribute columns; gold label columns, if "
                        "present, are ignored.")
-    g.add_argument("data", metavar="DATA", help="file to tag")
-    add_model_input(g)
+    add_data_and_model(g, "file to tag")
     g.add_argument("--format", choices=("columns", "html", "markdown"), default="columns",
                    help="attribute + predicted label columns, or the sequences rendered as "
                    "structured documents (default: %(default)s)")
@@ -44,9 +43,7 @@ def run(args):
     # gold label columns, if present, are read and ignored
     n_label_columns = n_chains if n_cols == n_attr + n_chains else 0
     X, _ = read_data(args.data, attributes, n_label_columns, sep)
-    progress(f"tagging {len(X)} sequences...", args.quiet)
-    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
-                                     quiet=args.quiet)
+    decodings = decode_data(crf, config, X, quiet=args.quiet)
     y_pred = [d.labels for d in decodings]
     if args.repair:
         from skfcrf.structure import repair_sequences

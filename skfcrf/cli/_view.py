@@ -8,9 +8,9 @@ page (a file ending in ``.html``) for ``--sequence N`` or a file of one sequence
 """
 import os
 
-from skfcrf.cli._common import CLIError, add_model_input, add_quiet, positive_int, progress
-from skfcrf.cli._files import features_from_config, load_model, read_data
-from skfcrf.cli._progress import decode_with_progress
+from skfcrf.cli._common import CLIError, add_data_and_model, add_quiet, positive_int
+from skfcrf.cli._files import load_model, read_data
+from skfcrf.cli._progress import decode_data
 
 
 def add_parser(sub):
@@ -19,9 +19,7 @@ def add_parser(sub):
                        "a self-contained HTML page showing the gold and predicted segments of "
                        "every chain as nested boxes, the disagreements, the scores and the "
                        "decoding status, plus an index page.")
-    v.add_argument("data", metavar="DATA", help="labelled file (the model's attribute and "
-                   "label columns)")
-    add_model_input(v)
+    add_data_and_model(v)
     v.add_argument("--output", required=True, metavar="OUT",
                    help="directory to write (index.html and one page per sequence), or an "
                    ".html file for a single sequence")
@@ -68,9 +66,7 @@ def run(args):
     parent = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(parent):
         raise CLIError(f"cannot write {args.output}: directory does not exist: {parent}")
-    progress(f"decoding {len(X)} sequences...", args.quiet)
-    decodings = decode_with_progress(crf, features_from_config(config).transform(X),
-                                     quiet=args.quiet)
+    decodings = decode_data(crf, config, X, quiet=args.quiet, what="decoding")
     tokens = [_display_tokens(s) for s in X]
     preds = [d.labels for d in decodings]
     if args.repair:
