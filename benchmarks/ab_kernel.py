@@ -5,6 +5,7 @@ in a temporary directory, then times the two on the same inputs, alternating
 A and B, in one process.  Prints medians and the ratio.
 
     python benchmarks/ab_kernel.py pseudolikelihood --rev b0c27e5 --workload conll2 --repeat 5
+    python benchmarks/ab_kernel.py joint --rev 7de5f1b --n-reports 300 --repeat 5
 
 ``objective`` times the fused training objective (``pseudolikelihood_objective``
 of the same module: feature products, pseudolikelihood and gradient mapping)
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import numpy as np
 
@@ -140,18 +142,66 @@ def ab_objective(args):
           f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}")
 
 
+def old_joint_wrapper(rev):
+    """``rev``'s ``skfcrf._bp.joint`` (the Python wrapper) over ``rev``'s compiled kernel."""
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/joint.py"],
+                         check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType("joint_old")
+    exec(compile(src, "joint_old.py", "exec"), module.__dict__)
+    kernel = build_old("joint", rev)
+    module._kernel = lambda: kernel
+    return module
+
+
+def ab_joint(args):
+    """A/B of exact joint-state inference (wrapper and kernel of ``--rev`` against the
+    working tree's) on the dictation FCRF's potentials, with random joint-state
+    transition weights as the default model has; checks bit-identical results."""
+    import skfcrf._bp.joint as new
+    from skfcrf._bp.joint import joint_states_from_labels
+    old = old_joint_wrapper(args.rev)
+    graph, seq_ptr, unary, pair, eo, gold = dictations_workload(args.n_jobs, args.n_reports)
+    states = joint_states_from_labels(gold)
+    V = np.random.default_rng(1).normal(scale=0.1, size=(len(states), len(states)))
+    calls = {
+        "joint_marginals": lambda m: m.joint_marginals(
+            graph, states, seq_ptr, unary, pair, args.n_jobs, pair_marginals=True,
+            state_trans=V, state_pairs=True),
+        "joint_map": lambda m: m.joint_map(graph, states, seq_ptr, unary, pair, args.n_jobs,
+                                           state_trans=V)}
+    for name, call in calls.items():
+        a, b = call(old), call(new)
+        same = all(np.array_equal(x, y) for x, y in zip(a, b))
+        worst = max(float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1e-300), initial=0.0))
+                    for x, y in zip(a, b) if np.asarray(x).dtype.kind == "f")
+        times = {"old": [], "new": []}
+        for _ in range(args.repeat):
+            for label, module in (("old", old), ("new", new)):
+                t = time.perf_counter()
+                call(module)
+                times[label].append(time.perf_counter() - t)
+        mo, mn = np.median(times["old"]), np.median(times["new"])
+        verdict = "bit-identical" if same else f"differ (largest relative {worst:.1e})"
+        print(f"{name} on dictations {args.n_reports}, n_jobs={args.n_jobs}: results "
+              f"{verdict}; old ({args.rev}) median {mo:.3f} s, "
+              f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=["pseudolikelihood", "objective"])
+    ap.add_argument("kernel", choices=["pseudolikelihood", "objective", "joint"])
     ap.add_argument("--rev", required=True)
     ap.add_argument("--workload", default="conll2", choices=["conll2", "dictations"])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--n-reports", type=int, default=300, help="dictation reports (joint)")
     args = ap.parse_args()
     from threadpoolctl import threadpool_limits
     threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
     if args.kernel == "objective":
         return ab_objective(args)
+    if args.kernel == "joint":
+        return ab_joint(args)
     old = build_old(args.kernel, args.rev)
     new = importlib.import_module(f"skfcrf._bp._{args.kernel}")
     work = (conll2_workload if args.workload == "conll2" else dictations_workload)(args.n_jobs)

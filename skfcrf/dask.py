@@ -62,6 +62,7 @@ from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._decoding import resolve_method
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
+from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory
 from skfcrf.estimators._model import (
     ParameterLayout,
@@ -70,7 +71,7 @@ from skfcrf.estimators._model import (
     seen_state_pairs,
     unique_int,
 )
-from skfcrf.estimators._objectives import OBJECTIVES, TrainingBatch
+from skfcrf.estimators._objectives import OBJECTIVES, Restricted, TrainingBatch
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
 from skfcrf.estimators._structure import (
     edge_name,
@@ -613,6 +614,10 @@ class DaskFactorialCRF(FactorialCRF):
             return None
         cluster = self._cluster
         return cluster.objective(template, cluster.first_stage, self.n_jobs)
+
+    def _state_transitions_alone(self, likelihood, coef):
+        # the cluster evaluates the whole likelihood; its gradient is restricted here
+        return Restricted(likelihood, weight_mask(self.layout_, "state_transition", None), coef)
 
     # ------------------------------------------------------------------ prediction
     def to_local(self):

@@ -340,3 +340,22 @@ def test_state_transition_stage_needs_those_weights():
         FactorialCRF(**(_params(2) | {"state_transitions": False})), X, y)
     with pytest.raises(ValueError, match="joint-state transition"):
         StateTransitionStage(objective, theta0)
+
+
+def test_restricted_objective():
+    """The generic restriction (the Dask model's stage): the objective's loss at the full
+    weights and its gradient on the free ones."""
+    from skfcrf.estimators._objectives import Restricted
+
+    X, y = synthetic(n_seq=6, n_chains=2, length=(2, 5), noise=0.3)
+    objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)
+    theta = np.random.default_rng(0).normal(size=theta0.shape)
+    free = np.zeros(theta.size, bool)
+    free[::3] = True
+    stage = Restricted(objective, free, theta)
+    np.testing.assert_array_equal(stage.start, theta[free])
+    u = stage.start + 0.1
+    loss, grad = stage.loss_gradient(u)
+    full_loss, full_grad = objective.loss_gradient(stage.full(u))
+    assert loss == full_loss and np.array_equal(grad, full_grad[free])
+    assert np.array_equal(stage.full(u)[~free], theta[~free])

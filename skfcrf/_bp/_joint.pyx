@@ -26,7 +26,11 @@ sparse transitions
 Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
 (``L_b``), ``cpl_off`` (offset of the edge in the flat ``pair`` array),
 ``cpl_tied`` (1: one matrix at ``cpl_off``; 0: token ``g``'s matrix at
-``cpl_off + g * L_a * L_b``), as in :mod:`skfcrf._bp.graph`.
+``cpl_off + g * L_a * L_b``), as in :mod:`skfcrf._bp.graph`.  Index tables
+of the states: ``unary_index`` int32 ``(S, C)``, the column of state ``s``'s
+label of chain ``c`` in a row of ``unary`` (``label_offset[c] + states[s, c]``);
+``cpl_index`` int32 ``(K, S)``, the entry of state ``s``'s label pair in
+coupling ``k``'s matrix (``states[s, a] * L_b + states[s, b]``).
 
 :func:`joint_viterbi` is exact max-sum over the states (forward pass with the
 vectorised max-plus product of :mod:`skfcrf._bp._common`; the back-pointers are
@@ -62,6 +66,8 @@ cdef struct Tables:
     const int* cpl_la
     const long long* cpl_off
     const int* cpl_tied
+    const int* unary_index      # S x C: label_offset[c] + states[s, c]
+    const int* cpl_index        # K x S: states[s, a_k] * L_b + states[s, b_k]
 
 
 cdef struct Trans:
@@ -109,6 +115,35 @@ cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
         out[j] = m
 
 
+cdef inline double _row_dot(const double* val, const int* idx, const double* x,
+                            long long lo, long long hi, double a, double* counts) noexcept nogil:
+    """``sum_k val[k] * x[idx[k]]`` over ``k`` in ``lo .. hi``, in four interleaved partial
+    sums (the additions of one do not wait for the others'; a sparse row is a latency
+    chain otherwise).  With ``counts`` (or NULL) also adds ``a * x[idx[k]]`` to
+    ``counts[k]``."""
+    cdef double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0, x0, x1, x2, x3
+    cdef long long k = lo
+    while k + 4 <= hi:
+        x0, x1, x2, x3 = x[idx[k]], x[idx[k + 1]], x[idx[k + 2]], x[idx[k + 3]]
+        v0 += val[k] * x0
+        v1 += val[k + 1] * x1
+        v2 += val[k + 2] * x2
+        v3 += val[k + 3] * x3
+        if counts != NULL:
+            counts[k] += a * x0
+            counts[k + 1] += a * x1
+            counts[k + 2] += a * x2
+            counts[k + 3] += a * x3
+        k += 4
+    while k < hi:
+        x0 = x[idx[k]]
+        v0 += val[k] * x0
+        if counts != NULL:
+            counts[k] += a * x0
+        k += 1
+    return (v0 + v1) + (v2 + v3)
+
+
 cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
                    bint transpose, const double* a_prev, double* counts) noexcept nogil:
     """``out = E^T x`` (``transpose``: ``out[j] = sum_i x[i] E[i, j]``, the forward
@@ -119,9 +154,8 @@ cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
     """
     cdef char tn = b"N" if transpose else b"T"      # row-major E is E^T for BLAS
     cdef int n = <int> S, one = 1
-    cdef double a1 = 1.0, b0 = 0.0, v, a
+    cdef double a1 = 1.0, b0 = 0.0
     cdef Py_ssize_t i
-    cdef long long k
     cdef const long long* ptr = tr.in_ptr if transpose else tr.out_ptr
     cdef const int* idx = tr.in_idx if transpose else tr.out_idx
     cdef const double* val = tr.in_val if transpose else tr.out_val
@@ -129,16 +163,10 @@ cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
         dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
         return
     for i in range(S):
-        v = 0.0
         if counts != NULL and a_prev[i] != 0.0:
-            a = a_prev[i]
-            for k in range(ptr[i], ptr[i + 1]):
-                v += val[k] * x[idx[k]]
-                counts[k] += a * x[idx[k]]
+            out[i] = _row_dot(val, idx, x, ptr[i], ptr[i + 1], a_prev[i], counts)
         else:
-            for k in range(ptr[i], ptr[i + 1]):
-                v += val[k] * x[idx[k]]
-        out[i] = v
+            out[i] = _row_dot(val, idx, x, ptr[i], ptr[i + 1], 0.0, NULL)
 
 
 cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t T, const double* alpha,
@@ -156,22 +184,31 @@ cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t T, const double* alp
 
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
     """``phi[s]``: the score of every state at global token ``g``."""
-    cdef Py_ssize_t s, c, k
-    cdef const int* st
+    cdef Py_ssize_t s, c, k, C = tb.C
+    cdef const int* ui
+    cdef const int* ci
     cdef const double* u = tb.unary + g * tb.ldu
     cdef const double* P
     cdef double v
     for s in range(tb.S):
-        st = tb.states + s * tb.C
+        ui = tb.unary_index + s * C
         v = 0.0
-        for c in range(tb.C):
-            v += u[tb.label_offset[c] + st[c]]
-        for k in range(tb.K):
-            P = tb.pair + tb.cpl_off[k]
-            if not tb.cpl_tied[k]:
-                P = P + g * tb.cpl_la[k] * tb.cpl_lb[k]
-            v += P[st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]]
+        for c in range(C):
+            v += u[ui[c]]
         phi[s] = v
+    for k in range(tb.K):
+        P = _coupling_matrix(tb, k, g)
+        ci = tb.cpl_index + k * tb.S
+        for s in range(tb.S):
+            phi[s] += P[ci[s]]
+
+
+cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
+                                           Py_ssize_t g) noexcept nogil:
+    """Coupling ``k``'s potentials at token ``g`` (its one matrix when tied)."""
+    if tb.cpl_tied[k]:
+        return tb.pair + tb.cpl_off[k]
+    return tb.pair + tb.cpl_off[k] + g * tb.cpl_la[k] * tb.cpl_lb[k]
 
 
 cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, Py_ssize_t T,
@@ -219,7 +256,8 @@ cdef Tables _tables(const double[:, ::1] unary, const double[::1] pair,
                     const int[:, ::1] states, const int[::1] label_offset,
                     const int[::1] cpl_a, const int[::1] cpl_b, const int[::1] cpl_la,
                     const int[::1] cpl_lb, const long long[::1] cpl_off,
-                    const int[::1] cpl_tied):
+                    const int[::1] cpl_tied, const int[:, ::1] unary_index,
+                    const int[:, ::1] cpl_index):
     cdef Tables tb
     tb.S, tb.C, tb.K = states.shape[0], states.shape[1], cpl_a.shape[0]
     tb.ldu = unary.shape[1]
@@ -233,6 +271,8 @@ cdef Tables _tables(const double[:, ::1] unary, const double[::1] pair,
     tb.cpl_lb = first_or_null(cpl_lb)
     tb.cpl_off = first_or_null(cpl_off)
     tb.cpl_tied = first_or_null(cpl_tied)
+    tb.unary_index = &unary_index[0, 0]
+    tb.cpl_index = &cpl_index[0, 0] if tb.K else NULL
     return tb
 
 
@@ -240,7 +280,8 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
                   const double[::1] pair, const int[:, ::1] states,
                   const int[::1] label_offset, const int[::1] cpl_a, const int[::1] cpl_b,
                   const int[::1] cpl_la, const int[::1] cpl_lb, const long long[::1] cpl_off,
-                  const int[::1] cpl_tied, const double[::1] trans, const double[::1] trans_t,
+                  const int[::1] cpl_tied, const int[:, ::1] unary_index,
+                  const int[:, ::1] cpl_index, const double[::1] trans, const double[::1] trans_t,
                   const long long[::1] out_ptr, const int[::1] out_idx,
                   const double[::1] out_val, const long long[::1] in_ptr,
                   const int[::1] in_idx, const double[::1] in_val,
@@ -253,7 +294,7 @@ def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
     Empty sequences get score 0.
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
-                             cpl_off, cpl_tied)
+                             cpl_off, cpl_tied, unary_index, cpl_index)
     cdef Trans tr = _trans(trans, trans_t, out_ptr, out_idx, out_val, in_ptr, in_idx, in_val)
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1, per
@@ -352,7 +393,7 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
     ``node``), the untied coupling marginals (per token, in ``pmarg``'s pair layout) and
     the tied coupling counts (``tied_acc`` at ``tied_off[k]``)."""
     cdef Py_ssize_t S = tb.S, t, s, c, k, g
-    cdef const int* st
+    cdef const int* ui
     cdef double m
     cdef double* row
     for t in range(T):
@@ -362,15 +403,15 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
             m = alpha[t * S + s] * beta[t * S + s]
             if m == 0.0:
                 continue
-            st = tb.states + s * tb.C
+            ui = tb.unary_index + s * tb.C
             for c in range(tb.C):
-                row[tb.label_offset[c] + st[c]] += m
+                row[ui[c]] += m
             for k in range(tb.K):
                 if tb.cpl_tied[k]:
-                    tied_acc[tied_off[k] + st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]] += m
+                    tied_acc[tied_off[k] + tb.cpl_index[k * S + s]] += m
                 else:
                     pmarg[tb.cpl_off[k] + g * tb.cpl_la[k] * tb.cpl_lb[k]
-                          + st[tb.cpl_a[k]] * tb.cpl_lb[k] + st[tb.cpl_b[k]]] += m
+                          + tb.cpl_index[k * S + s]] += m
 
 
 def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] unary,
@@ -378,6 +419,7 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
                            const int[::1] label_offset, const int[::1] cpl_a,
                            const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
                            const long long[::1] cpl_off, const int[::1] cpl_tied,
+                           const int[:, ::1] unary_index, const int[:, ::1] cpl_index,
                            const double[::1] trans_exp, const long long[::1] out_ptr,
                            const int[::1] out_idx, const double[::1] out_val,
                            const long long[::1] in_ptr, const int[::1] in_idx,
@@ -396,10 +438,11 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
     ``tied_off[j]``).  A sequence with no allowed labelling gets ``log Z = -inf``
     and contributes nothing.  With ``want_counts``, thread ``k`` adds its
     sequences' ``sum_t alpha_{t-1} (x) w_t`` to ``counts[k]`` (``n_threads x
-    S*S``, or ``n_threads x nnz`` in the sparse form; see :func:`_fb_sequence`).
+    S*S``, or ``n_threads x nnz`` in the sparse form, in the ``out`` CSR's order;
+    see :func:`_fb_sequence`).
     """
     cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
-                             cpl_off, cpl_tied)
+                             cpl_off, cpl_tied, unary_index, cpl_index)
     cdef Trans tr = _trans(trans_exp, trans_exp, out_ptr, out_idx, out_val, in_ptr, in_idx,
                            in_val)
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1

@@ -108,6 +108,11 @@ def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None):
         cpl_la=np.asarray(cols[2], np.int32), cpl_lb=np.asarray(cols[3], np.int32),
         cpl_off=np.asarray(cols[4], np.int64), cpl_tied=np.asarray(cols[5], np.int32))
     label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
+    tables["unary_index"] = np.ascontiguousarray(label_offset[:graph.n_chains] + states,
+                                                 dtype=np.int32)
+    tables["cpl_index"] = np.ascontiguousarray(
+        [states[:, a] * lb + states[:, b] for a, b, _, lb, _, _ in cpl]
+        if cpl else np.zeros((0, len(states))), dtype=np.int32).reshape(len(cpl), len(states))
     return states, seq_ptr, unary, pair, label_offset, tables, trans
 
 
@@ -172,6 +177,7 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
     tr = transition_tables(trans, np.isfinite(trans), sparse)
     _kernel().joint_viterbi(seq_ptr, unary, pair, states, loff, t["cpl_a"], t["cpl_b"],
                             t["cpl_la"], t["cpl_lb"], t["cpl_off"], t["cpl_tied"],
+                            t["unary_index"], t["cpl_index"],
                             tr["dense"], tr["dense_t"], *_csr_args(tr), labels, score,
                             max(1, int(n_threads)))
     return labels, score
@@ -224,7 +230,8 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     counts = np.zeros((n_threads if pair_marginals else 1, max(width, 1)))
     _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
                                      t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
-                                     t["cpl_tied"], tr["dense"], *_csr_args(tr), shift, node,
+                                     t["cpl_tied"], t["unary_index"], t["cpl_index"],
+                                     tr["dense"], *_csr_args(tr), shift, node,
                                      pmarg, tied_acc, tied_off, log_z, counts,
                                      int(pair_marginals), n_threads)
     if not pair_marginals:

@@ -475,6 +475,10 @@ class FactorialCRF(BaseEstimator):
                 or not isinstance(likelihood, Likelihood) or monitor.stopped_by_callback
                 or (stopper is not None and stopper.triggered)):
             return None
+        return self._state_transitions_alone(likelihood, coef)
+
+    def _state_transitions_alone(self, likelihood, coef):
+        """``likelihood`` over the joint-state transition weights alone, the others at ``coef``."""
         return StateTransitionStage(likelihood, coef)
 
     def _keep_interrupted(self, monitor, theta0):

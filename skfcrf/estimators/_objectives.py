@@ -45,7 +45,7 @@ from skfcrf.estimators._model import GoldStatistics
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
            "IndependentChains",
-           "Likelihood", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states"]
+           "Likelihood", "Restricted", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states"]
 
 
 class TrainingBatch:
@@ -571,17 +571,58 @@ class IndependentChains(ChainPseudoLikelihood):
         return losses, grad
 
 
-class StateTransitionStage:
+class Restricted:
+    """An objective over some of the weights, the others held where ``theta`` has them.
+
+    ``loss_gradient(u)`` is the objective's at ``full(u)``, with the gradient
+    restricted to the free weights: what a solver minimises to move only them.
+    Any objective, including one evaluated on a cluster
+    (:class:`skfcrf.dask.DaskFactorialCRF`'s joint-state transition stage).
+
+    Parameters
+    ----------
+    objective : Objective
+    free : bool ndarray of shape (n_params,)
+        The weights that move.
+    theta : ndarray of shape (n_params,)
+        Values of all the weights; the free ones are the starting point.
+    """
+
+    def __init__(self, objective, free, theta):
+        self.objective = objective
+        self.free = np.asarray(free, dtype=bool)
+        self.theta = np.array(theta, dtype=np.float64)
+
+    @property
+    def start(self):
+        return self.theta[self.free].copy()
+
+    def full(self, u):
+        """All the weights, with ``u`` in place of the free ones."""
+        theta = self.theta.copy()
+        theta[self.free] = u
+        return theta
+
+    def loss_gradient(self, u):
+        loss, grad = self.objective.loss_gradient(self.full(u))
+        return loss, grad[self.free]
+
+    def inference_stats(self):
+        return self.objective.inference_stats()
+
+
+class StateTransitionStage(Restricted):
     """The likelihood as a function of the joint-state transition weights alone.
 
     The other weights are held where ``theta`` has them: ``loss_gradient(v)`` is
     the likelihood's penalised loss at ``full(v)`` and its gradient with respect
     to the joint-state transition weights ``v`` -- what a solver minimises to
     move only them (the stage of ``FactorialCRF`` after the fine-tuning,
-    ``state_transition_iter``).  The log-potentials of the held weights are
-    computed once, so an evaluation is one joint-state forward-backward: no
-    observation scores and no feature gradient.  With partial labels the
-    clamped part (module docstring) is held the same way.
+    ``state_transition_iter``).  A :class:`Restricted` likelihood that computes
+    the log-potentials of the held weights once, so an evaluation is one
+    joint-state forward-backward: no observation scores and no feature
+    gradient.  With partial labels the clamped part (module docstring) is held
+    the same way.  The likelihood must compute on this process's batch.
 
     Parameters
     ----------
@@ -596,9 +637,9 @@ class StateTransitionStage:
         if likelihood.method != "joint" or not likelihood.layout.n_state_pairs:
             raise ValueError("the joint-state transition stage needs a likelihood over the "
                              "joint label states with joint-state transition weights")
-        self.likelihood = likelihood
-        self.theta = np.array(theta, dtype=np.float64)
-        self.first = likelihood.layout.bias_state
+        layout = likelihood.layout
+        super().__init__(likelihood, np.arange(layout.n_params) >= layout.bias_state, theta)
+        self.first = layout.bias_state
         held = self.theta[:self.first]
         self._held_penalty = 0.5 * likelihood.inv_var * float(held @ held)
         self._parts = []
@@ -608,16 +649,6 @@ class StateTransitionStage:
             unary, pair, edge_offset = part._potentials(self.theta)
             stats = part.batch.gold_stats(edge_offset)
             self._parts.append((sign, part, unary, pair, stats, stats.score(unary, pair)))
-
-    @property
-    def start(self):
-        return self.theta[self.first:].copy()
-
-    def full(self, v):
-        """All the weights, with ``v`` in place of the joint-state transition weights."""
-        theta = self.theta.copy()
-        theta[self.first:] = v
-        return theta
 
     def loss_gradient(self, v):
         v = np.asarray(v, dtype=np.float64)
@@ -630,12 +661,9 @@ class StateTransitionStage:
             state_loss, state_grad = part._state_loss_gradient(gold_path, counts)
             loss += sign * (float(log_z.sum()) - gold_score + state_loss)
             grad += sign * state_grad
-        lik = self.likelihood
+        lik = self.objective
         return (lik.scale * loss + self._held_penalty + 0.5 * lik.inv_var * float(v @ v),
                 lik.scale * grad + lik.inv_var * v)
-
-    def inference_stats(self):
-        return self.likelihood.inference_stats()
 
 
 #: ``objective=`` name -> objective class.
