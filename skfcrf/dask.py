@@ -395,7 +395,7 @@ class DaskFactorialCRF(FactorialCRF):
     }
 
     def __init__(self, *, client=None, npartitions=None, sigma=10.0, objective="independent",
-                 solver="lbfgs", max_iter=150, tol=1e-5, lbfgs_memory=3, min_instance_freq=1,
+                 solver="lbfgs", max_iter=100, tol=1e-5, lbfgs_memory=3, min_instance_freq=1,
                  unary_features="supported", transition_features="default",
                  coupling_features="default", coupling="adjacent", inference="auto",
                  bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions="auto",

@@ -107,7 +107,7 @@ class FactorialCRF(BaseEstimator):
         Batch L-BFGS (scipy) or online L-BFGS over mini-batches.  With
         ``"lbfgs"`` the ``"independent"`` objective runs one L-BFGS per chain
         (``BlockLBFGS``), all chains evaluated together.
-    max_iter : int, default=150
+    max_iter : int, default=100
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
         of the ``objective``.
     finetune_iter : int, default=10
@@ -316,7 +316,7 @@ class FactorialCRF(BaseEstimator):
         "state_transition_iter": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=150,
+    def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=100,
                  tol=1e-5, lbfgs_memory=3, min_instance_freq=1, unary_features="supported",
                  transition_features="default", coupling_features="default", coupling="adjacent",
                  inference="auto", bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions="auto",

@@ -1,0 +1,115 @@
+"""A/B timing of the inference and chain-wise kernels: ``--rev``'s against the working tree's.
+
+The old kernel is compiled by :func:`ab_kernel.build_old` and swapped in for A; both run
+alternately in one process on the same inputs (the dictation FCRF's potentials with
+random weights, one thread, BLAS on one thread); prints wall and CPU medians and
+whether the results are bit-identical.  Modes: ``trp`` (TRP marginals and MAP),
+``nbest`` (state n-best, max-marginals, the k-best kernels) and ``chainwise`` (the
+fused chain-wise objective).  The pseudolikelihood objective and the joint-state
+kernels (whose wrapper changes with them) are timed by ``ab_kernel.py``.
+
+    python benchmarks/ab_kernel_swap.py trp a6d2966 5
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_kernel import build_old, dictations_workload  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+import skfcrf._bp as bp  # noqa: E402
+
+
+def same(a, b):
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dict__") and not isinstance(a, np.ndarray):
+        return same(sorted(vars(a).items()), sorted(vars(b).items()))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b or (isinstance(a, float) and np.isnan(a) and np.isnan(b))
+
+
+def ab(name, swap, call, repeat):
+    """swap(label) installs that kernel; call() runs the work and returns its results."""
+    out = {}
+    for label in ("old", "new"):
+        swap(label)
+        out[label] = call()
+    print(f"{name}: results {'bit-identical' if same(out['old'], out['new']) else 'DIFFER'}")
+    wall = {"old": [], "new": []}
+    cpu = {"old": [], "new": []}
+    for _ in range(repeat):
+        for label in ("old", "new"):
+            swap(label)
+            t, c = time.perf_counter(), time.process_time()
+            call()
+            wall[label].append(time.perf_counter() - t)
+            cpu[label].append(time.process_time() - c)
+    swap("new")
+    for kind, d in (("wall", wall), ("cpu", cpu)):
+        mo, mn = np.median(d["old"]), np.median(d["new"])
+        print(f"  {kind}: old median {mo:.4f} s, new median {mn:.4f} s, old/new x{mo / mn:.3f}")
+
+
+def main():
+    mode, rev, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    threadpool_limits(1, user_api="blas")
+    graph, seq_ptr, unary, pair, eo, gold = dictations_workload(1, {"trp": 30, "nbest": 100}.get(mode, 300))
+    from skfcrf._bp.joint import joint_states_from_labels
+    states = joint_states_from_labels(gold)
+    if mode in ("nbest", "trp"):
+        kname = "_" + mode
+        import importlib
+        mods = {"old": build_old(mode, rev), "new": importlib.import_module(f"skfcrf._bp.{kname}")}
+
+        def swap(label):
+            setattr(bp, kname, mods[label])
+            sys.modules[f"skfcrf._bp.{kname}"] = mods[label]
+    if mode == "nbest":
+        from skfcrf._bp.nbest import state_max_marginals, state_nbest
+        sp = seq_ptr
+        ab("state_nbest k=5", swap, lambda: state_nbest(graph, states, sp, unary, pair, 5), repeat)
+        ab("state_max_marginals", swap,
+           lambda: state_max_marginals(graph, states, sp, unary, pair), repeat)
+        old, new = mods["old"], mods["new"]
+        rng = np.random.default_rng(0)
+        phi = rng.normal(size=(200, 60))
+        trans = rng.normal(size=(1, 60, 60))
+        trans[0][rng.random((60, 60)) < 0.3] = -np.inf
+        tindex = np.zeros(200, np.int64)
+        for fn in ("kbest_viterbi", "kbest_astar"):
+            fo, fnw = getattr(old, fn), getattr(new, fn)
+            cur = {}
+            ab(f"{fn} T=200 S=60 k=5",
+               lambda label, cur=cur, fo=fo, fnw=fnw: cur.update(f=fo if label == "old" else fnw),
+               lambda cur=cur: cur["f"](phi, trans, tindex, 5), repeat)
+    elif mode == "trp":
+        from skfcrf._bp.inference import map_assign, marginals
+        sp = seq_ptr
+        kw = dict(method="trp", max_iter=40, n_threads=1)
+        ab("trp marginals", swap, lambda: marginals(graph, sp, unary, pair, **kw), repeat)
+        ab("trp map_assign", swap, lambda: map_assign(graph, sp, unary, pair, **kw), repeat)
+    elif mode == "chainwise":
+        import skfcrf.estimators._objectives as obj
+        from skfcrf import FactorialCRF
+        from skfcrf.datasets import make_dictations
+        from skfcrf.estimators import training_problem
+
+        from _dictations import standard_features
+        X, y = make_dictations(n_reports=300, style="rcg", random_state=0)
+        F = standard_features().fit_transform(X)
+        est = FactorialCRF(objective="chainwise", min_instance_freq=2, n_jobs=1)
+        objective, theta0, _ = training_problem(est, F, y)
+        theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+        fns = {"old": build_old("chainwise", rev).chainwise_objective,
+               "new": obj.chainwise_objective}
+        ab("chainwise data_loss_gradient", lambda label: setattr(obj, "chainwise_objective", fns[label]),
+           lambda: objective.data_loss_gradient(theta), repeat)
+
+
+if __name__ == "__main__":
+    main()
