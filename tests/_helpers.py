@@ -50,13 +50,18 @@ def check_gradient(est, X, y, rel=1e-4):
     theta = rng.normal(scale=0.5, size=theta0.shape)
     loss, grad = objective.loss_gradient(theta)
     assert np.isfinite(loss)
-    eps = 1e-5
     idx = rng.choice(len(theta), size=min(len(theta), 40), replace=False)
-    for i in idx:
-        tp, tm = theta.copy(), theta.copy()
-        tp[i] += eps
-        tm[i] -= eps
-        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
+    assert_central_differences(objective.loss_gradient, theta, grad, idx, rel=rel)
+
+
+def assert_central_differences(loss_gradient, x, grad, indices, eps=1e-5, rel=1e-4):
+    """``grad[i]`` equals the central difference of ``loss_gradient(x)[0]`` along every
+    coordinate ``i`` of ``indices`` (relative to ``max(1, |difference|)``)."""
+    for i in indices:
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        num = (loss_gradient(xp)[0] - loss_gradient(xm)[0]) / (2 * eps)
         assert abs(num - grad[i]) <= rel * max(1.0, abs(num)), (i, num, grad[i])
 
 

@@ -46,14 +46,18 @@ CASES = [([3], [], 1), ([2, 3], [(0, 1)], 1), ([2, 3], [(0, 1)], 0), ([2, 2, 3],
          ([2, 2, 2], [(0, 1), (0, 2), (1, 2)], 0)]
 
 
+def case_problem(case, seed, lengths, forbid=False):
+    """:func:`problem` for the label sets and couplings of ``CASES[case]``."""
+    n_labels, couplings, tied = CASES[case]
+    return problem(seed, n_labels, lengths, couplings, tied, forbid)
+
+
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("forbid", [False, True])
 @pytest.mark.parametrize("sparse", [None, True])
 def test_map_and_marginals_equal_enumeration(case, forbid, sparse):
-    n_labels, couplings, tied = CASES[case]
     lengths = [0, 1, 3, 2, 4]
-    graph, seq_ptr, unary, pair, states, _ = problem(case, n_labels, lengths, couplings, tied,
-                                                     forbid)
+    graph, seq_ptr, unary, pair, states, _ = case_problem(case, case, lengths, forbid)
     labels, score = joint_map(graph, states, seq_ptr, unary, pair, sparse=sparse)
     node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair, sparse=sparse)
     for s, T in enumerate(lengths):
@@ -84,10 +88,8 @@ def test_map_and_marginals_equal_enumeration(case, forbid, sparse):
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_full_product_space_equals_exact_inference(case):
-    n_labels, couplings, tied = CASES[case]
     lengths = [1, 5, 3]
-    graph, seq_ptr, unary, pair, _, product = problem(10 + case, n_labels, lengths, couplings,
-                                                      tied)
+    graph, seq_ptr, unary, pair, _, product = case_problem(case, 10 + case, lengths)
     labels, _ = joint_map(graph, product, seq_ptr, unary, pair)
     ref_labels, _, _ = map_assign(graph, seq_ptr, unary, pair, method="exact")
     np.testing.assert_array_equal(labels, ref_labels)
@@ -132,9 +134,8 @@ def test_states_from_labels_and_bad_input():
 @pytest.mark.parametrize("case", range(1, len(CASES)))
 @pytest.mark.parametrize("sparse", [False, True])
 def test_pair_marginals_equal_exact_inference_on_full_space(case, sparse):
-    n_labels, couplings, tied = CASES[case]
-    graph, seq_ptr, unary, pair, _, product = problem(20 + case, n_labels, [1, 4, 3], couplings,
-                                                      tied, forbid=True)
+    graph, seq_ptr, unary, pair, _, product = case_problem(case, 20 + case, [1, 4, 3],
+                                                           forbid=True)
     node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair, n_threads=2,
                                          pair_marginals=True, sparse=sparse)
     ref_node, ref_pmarg, ref_log_z, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact")
@@ -205,9 +206,8 @@ def test_rescued_sequences_equal_exact_inference(case):
     exact (tied and untied couplings, forbidden pairs)."""
     from skfcrf._bp.joint import rescue_sequence
 
-    n_labels, couplings, tied = CASES[case]
-    graph, seq_ptr, unary, pair, _, product = problem(40 + case, n_labels, [1, 4, 3],
-                                                      couplings, tied, forbid=True)
+    graph, seq_ptr, unary, pair, _, product = case_problem(case, 40 + case, [1, 4, 3],
+                                                           forbid=True)
     node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair,
                                          pair_marginals=True)
     for s in range(len(seq_ptr) - 1):

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 from scipy.special import logsumexp
-from test_joint import CASES, problem
+from test_joint import case_problem
 
 from skfcrf import FactorialCRF
 from skfcrf._bp.graph import pair_layout
@@ -18,7 +18,7 @@ from skfcrf._bp.nbest import (
 )
 from skfcrf.estimators import training_problem
 
-from _helpers import short_fit, synthetic
+from _helpers import assert_central_differences, short_fit, synthetic
 from brute import full_score
 
 
@@ -41,10 +41,8 @@ def enumerate_with_transitions(graph, unary, pair, start, T, states, V):
 @pytest.mark.parametrize("forbid", [False, True])
 @pytest.mark.parametrize("sparse", [None, True])
 def test_inference_with_state_transitions_equals_enumeration(case, forbid, sparse):
-    n_labels, couplings, tied = CASES[case]
     lengths = [0, 1, 3, 2, 4]
-    graph, seq_ptr, unary, pair, states, _ = problem(case, n_labels, lengths, couplings, tied,
-                                                     forbid)
+    graph, seq_ptr, unary, pair, states, _ = case_problem(case, case, lengths, forbid)
     S = len(states)
     V = np.random.default_rng(case).normal(scale=1.5, size=(S, S))
     labels, _ = joint_map(graph, states, seq_ptr, unary, pair, sparse=sparse, state_trans=V)
@@ -128,13 +126,7 @@ def test_likelihood_gradient_and_value_with_state_transitions(n_chains, coupling
     idx = np.concatenate([np.arange(layout.bias_state, layout.n_params),
                           rng.choice(layout.bias_state, size=min(20, layout.bias_state),
                                      replace=False)])
-    eps = 1e-5
-    for i in idx:
-        tp, tm = theta.copy(), theta.copy()
-        tp[i] += eps
-        tm[i] -= eps
-        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
-        assert abs(num - grad[i]) <= 1e-4 * max(1.0, abs(num)), (i, num, grad[i])
+    assert_central_differences(objective.loss_gradient, theta, grad, idx)
     # the value, without the prior, by enumeration
     plain = FactorialCRF(**{**est.get_params(), "sigma": np.inf})
     objective, _, _ = training_problem(plain, X, y)
@@ -164,13 +156,8 @@ def test_partial_labels_gradient_with_state_transitions():
     assert est.layout_.n_state_pairs > 0 and objective.batch.known is not None
     theta = np.random.default_rng(0).normal(scale=0.5, size=theta0.shape)
     loss, grad = objective.loss_gradient(theta)
-    eps = 1e-5
-    for i in range(est.layout_.bias_state - 5, est.layout_.n_params):
-        tp, tm = theta.copy(), theta.copy()
-        tp[i] += eps
-        tm[i] -= eps
-        num = (objective.loss_gradient(tp)[0] - objective.loss_gradient(tm)[0]) / (2 * eps)
-        assert abs(num - grad[i]) <= 1e-4 * max(1.0, abs(num)), (i, num, grad[i])
+    assert_central_differences(objective.loss_gradient, theta, grad,
+                               range(est.layout_.bias_state - 5, est.layout_.n_params))
 
 
 def test_other_objectives_leave_state_transitions_alone():
@@ -323,13 +310,7 @@ def test_state_transition_stage_equals_the_likelihood(partial, n_chains):
     assert loss == pytest.approx(full_loss, rel=1e-12)
     np.testing.assert_allclose(grad, full_grad[first:], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(stage.full(v)[:first], theta[:first])
-    eps = 1e-6
-    for i in range(v.size):
-        vp, vm = v.copy(), v.copy()
-        vp[i] += eps
-        vm[i] -= eps
-        num = (stage.loss_gradient(vp)[0] - stage.loss_gradient(vm)[0]) / (2 * eps)
-        assert abs(num - grad[i]) <= 1e-5 * max(1.0, abs(num)), (i, num, grad[i])
+    assert_central_differences(stage.loss_gradient, v, grad, range(v.size), eps=1e-6, rel=1e-5)
 
 
 def test_state_transition_stage_needs_those_weights():
