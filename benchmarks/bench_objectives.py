@@ -11,6 +11,8 @@ Rows (``--rows``, default all but the slow TRP likelihood):
 ``pl``           the old default: factor pseudolikelihood, ``max_iter=800``, TRP decoding
 ``likelihood``   likelihood with TRP marginals, ``max_iter=100, bp_max_iter=30`` (~15 min)
 ``default-150``  the defaults with ``max_iter=150`` (the default before the tenth session)
+``stage1``       the defaults' first stage alone (``finetune_iter=0``), decoded jointly
+``no-state-stage``  the defaults without the joint-state transition stage
 ``independent``  three one-chain models (exact likelihood, ``max_iter=150``), one per chain
 
 Each row: fit seconds (features excluded, extracted once), decoding seconds, joint
@@ -39,6 +41,8 @@ from _dictations import standard_features  # noqa: E402
 ROWS = {
     "default": dict(),
     "default-150": dict(max_iter=150),
+    "stage1": dict(finetune_iter=0),
+    "no-state-stage": dict(state_transition_iter=0),
     "previous": dict(objective="chainwise", forbidden_transitions=None),
     "chainwise": dict(objective="chainwise", max_iter=200, finetune_iter=0),
     "pl": dict(objective="pseudolikelihood", inference="trp", max_iter=800, finetune_iter=0),
