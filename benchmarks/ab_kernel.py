@@ -142,6 +142,51 @@ def ab_objective(args):
           f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}")
 
 
+def same(a, b):
+    """Whether two results (arrays, numbers, tuples or lists of them) are bit-identical."""
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dict__") and not isinstance(a, np.ndarray):
+        return same(sorted(vars(a).items()), sorted(vars(b).items()))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b or (isinstance(a, float) and np.isnan(a) and np.isnan(b))
+
+
+def largest_relative(out):
+    """Largest relative difference between the float arrays of ``out["old"]`` and ``out["new"]``."""
+    pairs = zip(out["old"], out["new"]) if isinstance(out["old"], (tuple, list)) else [
+        (out["old"], out["new"])]
+    return max((float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1e-300), initial=0.0))
+                for x, y in pairs if isinstance(x, np.ndarray) and x.dtype.kind == "f"),
+               default=0.0)
+
+
+def ab(name, swap, call, repeat):
+    """A/B of ``call()`` (which returns its results) with ``swap(label)`` installing the
+    ``"old"`` or ``"new"`` code, alternating ``repeat`` times: whether the results agree,
+    and wall and CPU medians."""
+    out = {}
+    for label in ("old", "new"):
+        swap(label)
+        out[label] = call()
+    print(f"{name}: results " + ("bit-identical" if same(out["old"], out["new"]) else
+                                 f"differ (largest relative {largest_relative(out):.1e})"))
+    wall = {"old": [], "new": []}
+    cpu = {"old": [], "new": []}
+    for _ in range(repeat):
+        for label in ("old", "new"):
+            swap(label)
+            t, c = time.perf_counter(), time.process_time()
+            call()
+            wall[label].append(time.perf_counter() - t)
+            cpu[label].append(time.process_time() - c)
+    swap("new")
+    for kind, d in (("wall", wall), ("cpu", cpu)):
+        mo, mn = np.median(d["old"]), np.median(d["new"])
+        print(f"  {kind}: old median {mo:.4f} s, new median {mn:.4f} s, old/new x{mo / mn:.3f}")
+
+
 def old_joint_wrapper(rev):
     """``rev``'s ``skfcrf._bp.joint`` (the Python wrapper) over ``rev``'s compiled kernel."""
     src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/joint.py"],
@@ -156,35 +201,24 @@ def old_joint_wrapper(rev):
 def ab_joint(args):
     """A/B of exact joint-state inference (wrapper and kernel of ``--rev`` against the
     working tree's) on the dictation FCRF's potentials, with random joint-state
-    transition weights as the default model has; checks bit-identical results."""
+    transition weights as the default model has."""
     import skfcrf._bp.joint as new
     from skfcrf._bp.joint import joint_states_from_labels
-    old = old_joint_wrapper(args.rev)
+    modules = {"old": old_joint_wrapper(args.rev), "new": new}
     graph, seq_ptr, unary, pair, eo, gold = dictations_workload(args.n_jobs, args.n_reports)
     states = joint_states_from_labels(gold)
     V = np.random.default_rng(1).normal(scale=0.1, size=(len(states), len(states)))
-    calls = {
-        "joint_marginals": lambda m: m.joint_marginals(
-            graph, states, seq_ptr, unary, pair, args.n_jobs, pair_marginals=True,
-            state_trans=V, state_pairs=True),
-        "joint_map": lambda m: m.joint_map(graph, states, seq_ptr, unary, pair, args.n_jobs,
-                                           state_trans=V)}
-    for name, call in calls.items():
-        a, b = call(old), call(new)
-        same = all(np.array_equal(x, y) for x, y in zip(a, b))
-        worst = max(float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1e-300), initial=0.0))
-                    for x, y in zip(a, b) if np.asarray(x).dtype.kind == "f")
-        times = {"old": [], "new": []}
-        for _ in range(args.repeat):
-            for label, module in (("old", old), ("new", new)):
-                t = time.perf_counter()
-                call(module)
-                times[label].append(time.perf_counter() - t)
-        mo, mn = np.median(times["old"]), np.median(times["new"])
-        verdict = "bit-identical" if same else f"differ (largest relative {worst:.1e})"
-        print(f"{name} on dictations {args.n_reports}, n_jobs={args.n_jobs}: results "
-              f"{verdict}; old ({args.rev}) median {mo:.3f} s, "
-              f"new median {mn:.3f} s, speed-up x{mo / mn:.2f}", flush=True)
+    current = {}
+
+    def swap(label):
+        current["m"] = modules[label]
+
+    print(f"dictations {args.n_reports}, n_jobs={args.n_jobs}, old = {args.rev}")
+    ab("joint_marginals", swap, lambda: current["m"].joint_marginals(
+        graph, states, seq_ptr, unary, pair, args.n_jobs, pair_marginals=True,
+        state_trans=V, state_pairs=True), args.repeat)
+    ab("joint_map", swap, lambda: current["m"].joint_map(
+        graph, states, seq_ptr, unary, pair, args.n_jobs, state_trans=V), args.repeat)
 
 
 def main():

@@ -12,47 +12,14 @@ kernels (whose wrapper changes with them) are timed by ``ab_kernel.py``.
 """
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ab_kernel import build_old, dictations_workload  # noqa: E402
+from ab_kernel import ab, build_old, dictations_workload  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import skfcrf._bp as bp  # noqa: E402
-
-
-def same(a, b):
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if hasattr(a, "__dict__") and not isinstance(a, np.ndarray):
-        return same(sorted(vars(a).items()), sorted(vars(b).items()))
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    return a == b or (isinstance(a, float) and np.isnan(a) and np.isnan(b))
-
-
-def ab(name, swap, call, repeat):
-    """swap(label) installs that kernel; call() runs the work and returns its results."""
-    out = {}
-    for label in ("old", "new"):
-        swap(label)
-        out[label] = call()
-    print(f"{name}: results {'bit-identical' if same(out['old'], out['new']) else 'DIFFER'}")
-    wall = {"old": [], "new": []}
-    cpu = {"old": [], "new": []}
-    for _ in range(repeat):
-        for label in ("old", "new"):
-            swap(label)
-            t, c = time.perf_counter(), time.process_time()
-            call()
-            wall[label].append(time.perf_counter() - t)
-            cpu[label].append(time.process_time() - c)
-    swap("new")
-    for kind, d in (("wall", wall), ("cpu", cpu)):
-        mo, mn = np.median(d["old"]), np.median(d["new"])
-        print(f"  {kind}: old median {mo:.4f} s, new median {mn:.4f} s, old/new x{mo / mn:.3f}")
 
 
 def main():

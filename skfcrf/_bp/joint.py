@@ -110,9 +110,9 @@ def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None):
     label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
     tables["unary_index"] = np.ascontiguousarray(label_offset[:graph.n_chains] + states,
                                                  dtype=np.int32)
-    tables["cpl_index"] = np.ascontiguousarray(
-        [states[:, a] * lb + states[:, b] for a, b, _, lb, _, _ in cpl]
-        if cpl else np.zeros((0, len(states))), dtype=np.int32).reshape(len(cpl), len(states))
+    tables["cpl_index"] = np.array([states[:, a] * lb + states[:, b]
+                                    for a, b, _, lb, _, _ in cpl],
+                                   dtype=np.int32).reshape(len(cpl), len(states))
     return states, seq_ptr, unary, pair, label_offset, tables, trans
 
 

@@ -42,7 +42,8 @@ from skfcrf._bp.joint import state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
-           "logdomain_state_marginals", "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "logdomain_state_marginals", "state_index", "state_path_scores", "state_steps",
+           "following_tokens", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -94,6 +95,25 @@ def labelling_scores(graph, seq_ptr, unary, pair, labels):
     return out
 
 
+def following_tokens(seq_ptr, n):
+    """Rows of the ``n`` stacked tokens whose predecessor (the row before) is in the
+    same sequence, ascending."""
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    starts = np.zeros(n, bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    return np.flatnonzero(~starts)
+
+
+def state_steps(states, seq_ptr, labels):
+    """The steps of the labelling ``labels`` ``(N, C)`` between consecutive tokens of a
+    sequence whose label combinations are both among ``states``: the later tokens'
+    rows and the two state indices, ``(rows, prev, cur)``."""
+    index = state_index(states, labels)
+    rows = following_tokens(seq_ptr, len(index))
+    rows = rows[(index[rows] >= 0) & (index[rows - 1] >= 0)]
+    return rows, index[rows - 1], index[rows]
+
+
 def state_path_scores(states, seq_ptr, labels, state_trans):
     """Per sequence the joint-state transition weights ``state_trans`` ``(S, S)`` along
     the labelling ``labels`` ``(N, C)``, ``(n_seq,)``; a token whose label
@@ -103,13 +123,9 @@ def state_path_scores(states, seq_ptr, labels, state_trans):
     out = np.zeros(len(seq_ptr) - 1)
     if state_trans is None or len(labels) == 0:
         return out
-    index = state_index(states, labels)
-    n = len(index)
-    starts = np.zeros(n, bool)
-    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
-    r = np.flatnonzero(~starts & (index >= 0) & (np.roll(index, 1) >= 0))
+    rows, prev, cur = state_steps(states, seq_ptr, labels)
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
-    np.add.at(out, seq_of[r], state_trans[index[r - 1], index[r]])
+    np.add.at(out, seq_of[rows], state_trans[prev, cur])
     return out
 
 

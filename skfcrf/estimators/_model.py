@@ -36,7 +36,7 @@ import numpy as np
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._bp.nbest import state_index
+from skfcrf._bp.nbest import following_tokens, state_index
 from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
@@ -367,10 +367,8 @@ def seen_state_pairs(gold, seq_ptr):
     labellings ``gold`` ``(N, C)`` (tokens with a missing label, ``-1``, left
     out): two int32 arrays ``(P, C)``, sorted."""
     gold = np.asarray(gold, np.int32)
-    n, C = gold.shape
-    starts = np.zeros(n, bool)
-    starts[np.asarray(seq_ptr)[:-1][np.asarray(seq_ptr)[:-1] < n]] = True
-    rows = np.flatnonzero(~starts)
+    C = gold.shape[1]
+    rows = following_tokens(seq_ptr, len(gold))
     rows = rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
     pairs = np.unique(np.hstack([gold[rows - 1], gold[rows]]), axis=0).reshape(-1, 2 * C)
     return (np.ascontiguousarray(pairs[:, :C], np.int32),

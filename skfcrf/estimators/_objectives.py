@@ -38,7 +38,7 @@ from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
 from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._bp.joint import joint_marginals, rescue_sequence, underflowed
-from skfcrf._bp.nbest import state_index, state_path_scores
+from skfcrf._bp.nbest import state_path_scores, state_steps
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
@@ -107,14 +107,9 @@ class TrainingBatch:
         (built once per ``states``)."""
         cached = getattr(self, "_gold_state_counts", None)
         if cached is None or cached[0] is not states:
-            index = state_index(states, self.gold)
-            n, S = len(index), len(states)
-            starts = np.zeros(n, bool)
-            starts[self.seq_ptr[:-1][self.seq_ptr[:-1] < n]] = True
-            r = np.flatnonzero(~starts)
-            r = r[(index[r] >= 0) & (index[r - 1] >= 0)]
-            counts = np.zeros((S, S))
-            np.add.at(counts, (index[r - 1], index[r]), 1.0)
+            _, prev, cur = state_steps(states, self.seq_ptr, self.gold)
+            counts = np.zeros((len(states), len(states)))
+            np.add.at(counts, (prev, cur), 1.0)
             cached = self._gold_state_counts = (states, counts)
         return cached[1]
 

@@ -41,7 +41,7 @@ class ConvergenceMonitor:
         self.last_coef = None           # a copy of the weights of the last iteration reported
         self.stopped_by_callback = False
         #: maps what the solver reports to all the weights (a restricted stage's
-        #: ``StateTransitionStage.full``), or None
+        #: ``Restricted.full``), or None
         self.expand = None
         self._start = time.perf_counter()
 
