@@ -173,14 +173,15 @@ def _worker_options(options, forbidden, n_jobs):
     return dict(options, sigma=np.inf, forbidden=forbidden, n_threads=kernel_threads(n_jobs))
 
 
-def _evaluate(objective, theta):
+def _evaluate(objective, theta, chains=None):
     """One partition's unpenalised data term: ``(loss or per-chain losses, gradient, trp)``.
 
+    ``chains``: the chains of a chain-wise objective to evaluate (None: all).
     ``trp`` is ``(converged sequences, TRP iterations, sequences)`` of this
     evaluation, or None when it ran no loopy inference.
     """
     if hasattr(objective, "chain_losses_gradient"):
-        loss, grad = objective.chain_losses_gradient(theta)
+        loss, grad = objective.chain_losses_gradient(theta, chains)
     else:
         loss, grad = objective.data_loss_gradient(theta)
     trp = None
@@ -191,6 +192,10 @@ def _evaluate(objective, theta):
         converged.clear()
         objective._n_iter.clear()
     return loss, grad, trp
+
+
+def _block_costs(objective):
+    return objective.block_costs()
 
 
 def _all_built(*objectives):
@@ -240,10 +245,11 @@ class _Cluster:
         holding it is lost, the scheduler can make it again."""
         return self.client.submit(_identity, value, pure=False)
 
-    def evaluate(self, objectives, theta):
+    def evaluate(self, objectives, theta, chains=None):
         """The data term summed over the partitions: ``(loss, grad, trp)``."""
         theta_f = self.put(np.ascontiguousarray(theta, dtype=np.float64))
-        level = [self.client.submit(_evaluate, obj, theta_f, pure=False) for obj in objectives]
+        level = [self.client.submit(_evaluate, obj, theta_f, chains, pure=False)
+                 for obj in objectives]
         while len(level) > 1:   # a fixed tree over the partition indices
             level = [self.client.submit(_add, *level[i:i + FANIN], pure=False)
                      for i in range(0, len(level), FANIN)]
@@ -282,14 +288,21 @@ class _ClusterData:
         self._trp = None
         return self
 
-    def _sum(self, theta):
-        loss, grad, trp = self._cluster.evaluate(self._partitions, theta)
+    def _sum(self, theta, chains=None):
+        loss, grad, trp = self._cluster.evaluate(self._partitions, theta, chains)
         if trp is not None:
             self._trp = trp if self._trp is None else [a + b for a, b in zip(self._trp, trp)]
         return loss, grad
 
-    def chain_losses_gradient(self, theta):
-        return self._sum(theta)
+    def chain_losses_gradient(self, theta, chains=None):
+        return self._sum(theta, chains)
+
+    def block_costs(self):
+        """The partitions' estimated block costs, summed (every term is a sum over
+        tokens)."""
+        client = self._cluster.client
+        return np.sum(client.gather([client.submit(_block_costs, obj, pure=False)
+                                     for obj in self._partitions]), axis=0)
 
     def data_loss_gradient(self, theta):
         loss, grad = self._sum(theta)   # per-chain losses for the chain-wise objectives

@@ -51,22 +51,73 @@ def test_gradient_finite_differences(n_chains):
     check_gradient(est, X, y)
 
 
-class _Separable:
-    """sum_b 0.5 * a_b * |theta_b - c_b|^2 with very different curvatures a_b."""
+@pytest.mark.parametrize("n_chains", [2, 3])
+@pytest.mark.parametrize("support", SUPPORTS)
+@pytest.mark.parametrize("forbid", [None, "unseen"])
+@pytest.mark.parametrize("partial", [False, True])
+def test_some_blocks_alone_equal_the_full_evaluation(n_chains, support, forbid, partial):
+    # evaluating some chains alone (a reduced feature table, the others skipped by the
+    # kernel) gives their losses and gradient bit for bit; the others' are NaN / zero
+    X, y = synthetic(n_seq=8, n_chains=n_chains, length=(1, 6))
+    if partial:
+        y = [[tuple(None if (i + c) % 3 == 0 and s % 2 else lab for c, lab in enumerate(tok))
+              for i, tok in enumerate(seq)] for s, seq in enumerate(y)]
+        forbid = None       # "unseen" transitions need every label
+    kw = dict(unary_features=support[0], transition_features=support[1],
+              coupling_features=support[2], sigma=2.0, forbidden_transitions=forbid,
+              state_transitions=False)
+    indep, theta0, _ = training_problem(FactorialCRF(objective="independent", **kw), X, y)
+    theta = np.random.default_rng(1).normal(scale=0.7, size=theta0.shape)
+    losses, grad = indep.block_losses_gradient(theta)
+    for pattern in range(1, 2 ** n_chains - 1):
+        active = np.array([(pattern >> c) & 1 for c in range(n_chains)], dtype=bool)
+        some, some_grad = indep.block_losses_gradient(theta, active)
+        np.testing.assert_array_equal(some[active], losses[active])
+        assert np.isnan(some[~active]).all()
+        on = np.concatenate([indep.blocks[c] for c in np.flatnonzero(active)])
+        np.testing.assert_array_equal(some_grad[on], grad[on])
+        off = np.setdiff1d(np.arange(len(theta)), on)
+        assert not some_grad[off].any()
 
-    def __init__(self, scales, size=4, seed=0):
+
+def test_block_costs_follow_the_work():
+    # one evaluation's estimated work per chain: positive, and the chain with three
+    # labels and more feature-table entries costs more than the two-label one
+    X, y = synthetic(n_seq=20, n_chains=2)
+    indep, _, _ = training_problem(
+        FactorialCRF(objective="independent", unary_features="all"), X, y)
+    costs = indep.block_costs()
+    assert costs.shape == (2,) and (costs > 0).all() and costs[0] > costs[1]
+
+
+def test_kernel_rejects_a_chain_mask_of_the_wrong_length():
+    X, y = synthetic(n_seq=4, n_chains=2)
+    indep, theta0, _ = training_problem(FactorialCRF(objective="independent"), X, y)
+    with pytest.raises(ValueError, match="chain_on has 3 entries for 2 chains"):
+        indep._chain_losses_gradient(theta0, np.array([True, False, True]))
+
+
+class _Separable:
+    """sum_b 0.5 * a_b * |theta_b - c_b|^2 with very different curvatures a_b; with
+    ``costs``, the work of evaluating each block (``block_costs``)."""
+
+    def __init__(self, scales, size=4, seed=0, costs=None):
         rng = np.random.default_rng(seed)
         self.blocks = [np.arange(b * size, (b + 1) * size) for b in range(len(scales))]
         self.scales = np.asarray(scales, dtype=float)
         self.center = rng.normal(size=len(scales) * size)
-        self.evaluations = 0
+        self.evaluations = np.zeros(len(scales), dtype=int)
+        if costs is not None:
+            self.block_costs = lambda: np.asarray(costs, dtype=float)
 
-    def block_losses_gradient(self, theta):
-        self.evaluations += 1
+    def block_losses_gradient(self, theta, active=None):
+        active = np.ones(len(self.blocks), bool) if active is None else active
+        self.evaluations += active
         diff = theta - self.center
-        losses = np.array([0.5 * a * diff[blk] @ diff[blk]
-                           for a, blk in zip(self.scales, self.blocks)])
-        grad = np.concatenate([a * diff[blk] for a, blk in zip(self.scales, self.blocks)])
+        losses = np.array([0.5 * a * diff[blk] @ diff[blk] if on else np.nan
+                           for a, blk, on in zip(self.scales, self.blocks, active)])
+        grad = np.concatenate([a * diff[blk] * on
+                               for a, blk, on in zip(self.scales, self.blocks, active)])
         return losses, grad
 
 
@@ -87,6 +138,59 @@ def test_block_lbfgs_stops_at_max_iter_and_on_callback():
     result = BlockLBFGS(max_iter=50, tol=1e-12).solve(_Separable([1.0, 10.0]), np.zeros(8),
                                                       monitor)
     assert result.n_iter == 2 and not result.converged and monitor.n_iter == 2
+
+
+def _slow_problem(costs=None):
+    # ill-conditioned blocks: L-BFGS needs many iterations on each
+    rng = np.random.default_rng(5)
+    problem = _Separable([1.0, 1.0], size=30, costs=costs)
+    problem.scales = None
+    curv = [np.logspace(0, 4, 30), np.logspace(0, 4, 30)[::-1]]
+    problem.block_losses_gradient = _quadratic(problem, curv, rng.normal(size=60))
+    return problem
+
+
+def _quadratic(problem, curvatures, center):
+    def evaluate(theta, active=None):
+        active = np.ones(2, bool) if active is None else active
+        problem.evaluations += active
+        losses, grad = np.full(2, np.nan), np.zeros_like(theta)
+        for b in np.flatnonzero(active):
+            blk = problem.blocks[b]
+            d = theta[blk] - center[blk]
+            losses[b] = 0.5 * (curvatures[b] * d) @ d
+            grad[blk] = curvatures[b] * d
+        return losses, grad
+    return evaluate
+
+
+def test_block_lbfgs_gives_a_cheap_block_the_same_work():
+    # the block that costs a quarter per evaluation may run four times the
+    # iterations; the costly one stops at max_iter, and its evaluations with it
+    problem = _slow_problem(costs=[4.0, 1.0])
+    seen = {}
+    monitor = ConvergenceMonitor(
+        callback=lambda it, loss, coef: seen.setdefault(it, problem.evaluations.copy()) is None)
+    result = BlockLBFGS(max_iter=10, tol=1e-14).solve(problem, np.zeros(60), monitor)
+    assert BlockLBFGS(max_iter=10).block_iterations(problem).tolist() == [10, 40]
+    assert result.n_iter == monitor.n_iter == 40 and not result.converged
+    assert "blocks [0, 1] at their budgets [10, 40]" in result.message
+    # after its 10 iterations the costly block is no longer evaluated
+    assert problem.evaluations[0] == seen[10][0] < problem.evaluations[1]
+    # whole multiples: a block that costs more than half the costliest runs max_iter
+    assert BlockLBFGS(max_iter=10).block_iterations(
+        _slow_problem(costs=[3.0, 1.6])).tolist() == [10, 10]
+    assert BlockLBFGS(max_iter=10).block_iterations(
+        _slow_problem(costs=[3.0, 1.0])).tolist() == [10, 30]
+    # without equal_work, every block stops at max_iter
+    plain = _slow_problem(costs=[4.0, 1.0])
+    result = BlockLBFGS(max_iter=10, tol=1e-14, equal_work=False).solve(
+        plain, np.zeros(60), ConvergenceMonitor())
+    assert result.n_iter == 10 and plain.evaluations[0] == plain.evaluations[1]
+    # a block that converges stops early; the message then names the capped one only
+    easy = _Separable([1.0, 1.0], costs=[4.0, 1.0])
+    result = BlockLBFGS(max_iter=10, tol=1e-10).solve(easy, np.zeros(8), ConvergenceMonitor())
+    assert result.converged and result.n_iter <= 10
 
 
 def test_estimator_trains_each_chain_like_a_one_chain_model():

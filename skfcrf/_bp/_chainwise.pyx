@@ -79,6 +79,7 @@ cdef struct Model:
     const int* gold
     const unsigned char* allowed
     int has_allowed
+    const unsigned char* chain_on   # NULL, or per chain whether its term is computed
 
 
 cdef struct Scratch:
@@ -403,6 +404,8 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
                         m.width, s.scores, s.acc)
     _add_biases(m, s.scores, T)
     for c in range(m.n_chains):
+        if m.chain_on != NULL and not m.chain_on[c]:
+            continue
         part = _chain_term(m, s, c, g0, T, grad)
         chain_loss[c] = part
         if not isfinite(part):
@@ -436,12 +439,14 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
                         const unsigned char[::1] forbid, const int[:, ::1] gold,
                         const unsigned char[:, ::1] allowed, int has_allowed,
                         const long long[::1] block_ptr, double[:, ::1] block_grad,
-                        double[:, ::1] losses, int n_threads=1):
+                        double[:, ::1] losses, int n_threads=1,
+                        const unsigned char[::1] chain_on=None):
     """Per-sequence and chain losses into ``losses`` ``(n_seq, n_chains)``; per-block
     gradients into ``block_grad``.
 
     See the module docstring for the inputs.  ``losses`` and ``block_grad`` must be
-    zero.
+    zero.  ``chain_on`` (optional, per chain): only the chains where it is
+    non-zero get their term; the others' losses stay zero and add no gradient.
     """
     cdef Model m
     cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
@@ -476,6 +481,9 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = has_allowed
     m.allowed = &allowed[0, 0] if has_allowed else NULL
+    if chain_on is not None and chain_on.shape[0] != m.n_chains:
+        raise ValueError(f"chain_on has {chain_on.shape[0]} entries for {m.n_chains} chains")
+    m.chain_on = NULL if chain_on is None else &chain_on[0]
     n_threads = max(1, n_threads)
     per = _scratch_size(t_max, width, L_max)
     scratch = allocate(n_threads * per, sizeof(double))     # MemoryError if it cannot

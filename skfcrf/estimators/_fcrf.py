@@ -106,10 +106,14 @@ class FactorialCRF(BaseEstimator):
     solver : {"lbfgs", "olbfgs"}, default="lbfgs"
         Batch L-BFGS (scipy) or online L-BFGS over mini-batches.  With
         ``"lbfgs"`` the ``"independent"`` objective runs one L-BFGS per chain
-        (``BlockLBFGS``), all chains evaluated together.
+        (``BlockLBFGS``), the chains evaluated together.
     max_iter : int, default=100
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
-        of the ``objective``.
+        of the ``objective``.  With ``objective="independent"`` and
+        ``"lbfgs"``, iterations of the chain that costs most per evaluation:
+        a chain that costs at most ``1/k`` as much runs up to ``k * max_iter``
+        iterations, no more work (evaluated alone once the others have
+        stopped), so ``n_iter_`` can exceed ``max_iter``.
     finetune_iter : int, default=10
         After an ``"independent"``, ``"chainwise"`` or ``"pseudolikelihood"``
         fit, this many L-BFGS iterations of the likelihood, started from its

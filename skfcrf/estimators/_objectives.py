@@ -348,6 +348,14 @@ class Likelihood(Objective):
                 "mean_iterations": float(np.concatenate(self._n_iter).mean())}
 
 
+def _summed_rows(block_grad):
+    """The rows of ``block_grad`` added in order (the same sum for every thread count)."""
+    grad = block_grad[0].copy()
+    for row in block_grad[1:]:
+        grad += row
+    return grad
+
+
 def sequence_blocks(seq_ptr, max_blocks=8):
     """Contiguous blocks of sequences with about equal token counts: ``block_ptr``.
 
@@ -438,6 +446,7 @@ class ChainPseudoLikelihood(Objective):
             pos += mask.size
         self._forbid = np.concatenate(parts)
         self._blocks = sequence_blocks(batch.seq_ptr)
+        self._table_cache = None
         if joint_states is None:
             self._allowed, self._has_allowed = np.zeros((1, 1), np.uint8), 0
         else:
@@ -482,39 +491,98 @@ class ChainPseudoLikelihood(Objective):
             tied_exp = np.concatenate([np.exp(w - m) for w, m in zip(logs, shifts)])
         return tied_log, tied_exp, shifts
 
-    def chain_losses_gradient(self, theta):
+    def chain_losses_gradient(self, theta, chains=None):
         """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
-        the batch (``(n_chains,)``), and the gradient of their sum."""
-        return self._minus_given(lambda objective: objective._chain_losses_gradient(theta))
+        the batch (``(n_chains,)``), and the gradient of their sum.
+
+        ``chains`` (bool per chain, optional): only these chains' terms, the
+        others' losses zero; the feature-table work is then that of their
+        entries alone (:meth:`_table_of`).
+        """
+        return self._minus_given(
+            lambda objective: objective._chain_losses_gradient(theta, chains))
 
     def _data_loss_gradient(self, theta):
         chain_losses, grad = self._chain_losses_gradient(theta)
         return float(chain_losses.sum()), grad
 
-    def _chain_losses_gradient(self, theta):
+    def _chain_losses_gradient(self, theta, chains=None):
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         tied_log, tied_exp, shifts = self._tied_transitions(theta)
-        block_grad = np.zeros((len(self._blocks) - 1, layout.n_params))
         losses = np.zeros((b.n_sequences, layout.graph.n_chains))
-        # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
-        # would only oversubscribe the cores
+        if chains is None or np.all(chains):
+            block_grad = np.zeros((len(self._blocks) - 1, layout.n_params))
+            # the kernel calls BLAS on L x L matrices from every thread: BLAS's own
+            # threads would only oversubscribe the cores
+            with threadpool_limits(limits=1, user_api="blas"):
+                self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses)
+            return losses.sum(axis=0), _summed_rows(block_grad)
+        entries, feat_ptr, ent_col = self._table_of(chains)
+        n_table, kept = layout.n_table, len(entries)
+        shift = n_table - kept
+        # the kernel's theta: the kept table entries, then everything after the table
+        theta_k = np.concatenate([theta[entries], theta[n_table:]])
+        block_grad = np.zeros((len(self._blocks) - 1, len(theta_k)))
         with threadpool_limits(limits=1, user_api="blas"):
-            self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses)
-        grad = block_grad[0].copy()
-        for row in block_grad[1:]:
-            grad += row
+            self._run_kernel(theta_k, tied_log, tied_exp, shifts, block_grad, losses,
+                             table=(feat_ptr, ent_col, layout.bias_unary - shift,
+                                    self._e_bias - shift),
+                             chain_on=np.asarray(chains, dtype=np.uint8))
+        grad_k = _summed_rows(block_grad)
+        grad = np.zeros(layout.n_params)
+        grad[entries] = grad_k[:kept]
+        grad[n_table:] = grad_k[kept:]
         return losses.sum(axis=0), grad
 
-    def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses):
+    def _table_of(self, chains):
+        """``(entries, feat_ptr, ent_col)``: the feature table reduced to the entries
+        of ``chains`` (bool per chain: their unary and untied in-chain columns) and
+        of the couplings, kept for the last ``chains`` asked."""
+        key = tuple(np.flatnonzero(chains))
+        if self._table_cache is None or self._table_cache[0] != key:
+            layout = self.layout
+            owner = self._column_chain()[layout.ent_col]
+            entries = np.flatnonzero(np.isin(owner, key + (-1,)))
+            n_per_feature = np.bincount(self._entry_feature()[entries],
+                                        minlength=layout.n_features)
+            feat_ptr = np.zeros(layout.n_features + 1, dtype=np.int64)
+            np.cumsum(n_per_feature, out=feat_ptr[1:])
+            self._table_cache = (key, (entries, feat_ptr,
+                                       np.ascontiguousarray(layout.ent_col[entries])))
+        return self._table_cache[1]
+
+    def _column_chain(self):
+        """Per score column the chain of its unary or in-chain template; -1 for a
+        coupling's column."""
+        graph, layout = self.layout.graph, self.layout
+        owner = np.full(layout.score_width, -1, dtype=np.int64)
+        owner[:graph.total_labels] = np.repeat(np.arange(graph.n_chains), graph.n_labels)
+        for e in range(graph.n_edges):
+            if layout.edge_col[e] >= 0 and graph.edge_kind[e] == IN_CHAIN:
+                owner[layout.edge_col[e]:layout.edge_col[e] + graph.edge_size(e)] = graph.edge_a[e]
+        return owner
+
+    def _entry_feature(self):
+        """Per feature-table entry its observation (feature) index."""
+        return np.repeat(np.arange(self.layout.n_features), np.diff(self.layout.feat_ptr))
+
+    def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses, table=None,
+                    chain_on=None):
+        """The fused kernel over the batch; ``table``: ``(feat_ptr, ent_col, bias_unary,
+        e_bias)`` of a reduced feature table (:meth:`_table_of`) that ``theta`` is
+        laid out for, ``chain_on``: the chains computed (bool per chain)."""
         b, layout = self.batch, self.layout
+        feat_ptr, ent_col, bias_unary, e_bias = table or (
+            layout.feat_ptr, layout.ent_col, layout.bias_unary, self._e_bias)
+        extra = {} if chain_on is None else {"chain_on": chain_on}
         chainwise_objective(
-            b.seq_ptr, b.obs.direct, b.obs.diff, layout.feat_ptr, layout.ent_col, theta,
-            layout.score_width, layout.bias_unary, self._n_labels, self._label_offset,
+            b.seq_ptr, b.obs.direct, b.obs.diff, feat_ptr, ent_col, theta,
+            layout.score_width, bias_unary, self._n_labels, self._label_offset,
             self._chain_tied, shifts, tied_log, tied_exp, self._chain_untied_ptr,
-            self._chain_untied, self._e_kind, self._e_a, self._e_b, self._e_col, self._e_bias,
+            self._chain_untied, self._e_kind, self._e_a, self._e_b, self._e_col, e_bias,
             self._e_forbid, self._forbid, b.gold, self._allowed, self._has_allowed,
-            self._blocks, block_grad, losses, self.n_threads)
+            self._blocks, block_grad, losses, self.n_threads, **extra)
 
 
 class IndependentChains(ChainPseudoLikelihood):
@@ -552,18 +620,51 @@ class IndependentChains(ChainPseudoLikelihood):
         grad[self._coupling] = 0.0
         return loss, grad
 
-    def block_losses_gradient(self, theta):
-        """Per block (chain) its penalised loss, and the gradient (zero on couplings)."""
+    def block_losses_gradient(self, theta, active=None):
+        """Per block (chain) its penalised loss, and the gradient (zero on couplings).
+
+        ``active`` (bool per block, optional): only those blocks are evaluated,
+        at the cost of their chains alone; the others' losses are NaN and their
+        gradient zero.
+        """
         theta = np.array(theta, dtype=np.float64)
         theta[self._coupling] = 0.0
-        chain_losses, grad = self.chain_losses_gradient(theta)
+        active = np.ones(len(self.blocks), dtype=bool) if active is None else np.asarray(active)
+        chain_losses, grad = self.chain_losses_gradient(theta, active)
         inv_var = self.inv_var
         losses = np.array([self.scale * chain_losses[c]
-                           + 0.5 * inv_var * (theta[blk] @ theta[blk])
-                           for c, blk in enumerate(self.blocks)])
-        grad = self.scale * grad + inv_var * theta
+                           + 0.5 * inv_var * (theta[blk] @ theta[blk]) if on else np.nan
+                           for c, (blk, on) in enumerate(zip(self.blocks, active))])
+        grad = self.scale * grad
+        for blk, on in zip(self.blocks, active):
+            if on:
+                grad[blk] += inv_var * theta[blk]
         grad[self._coupling] = 0.0
         return losses, grad
+
+    def block_costs(self):
+        """Estimated time of one evaluation of each block (chain) alone, in units of
+        a feature-table update.
+
+        The chain's feature-table work (every non-zero observation times the
+        chain's entries of it, for the scores and again for the gradient), the
+        pass over every non-zero and over the per-token score matrix that any
+        evaluation makes, and forward-backward (``L_c x L_c`` products per
+        token).  The weights of the three terms (1 per table update and
+        non-zero, 1.8 per score-matrix cell, 0.12 per product term) are timings
+        of the kernel on the dictation benchmark; the estimate of every chain
+        alone came within 10% of its measured time there.
+        """
+        layout, obs = self.layout, self.batch.obs
+        nnz = np.bincount(obs.direct[1], minlength=layout.n_features).astype(np.float64)
+        if obs.diff is not None:
+            nnz += np.bincount(obs.diff[1], minlength=layout.n_features)
+        table = 2.0 * nnz[self._entry_feature()]
+        n_tokens = len(self.batch.gold)
+        shared = 2.0 * nnz.sum() + 1.8 * n_tokens * layout.score_width
+        return np.array([table[blk[blk < layout.n_table]].sum() + shared
+                         + 0.12 * n_tokens * float(layout.graph.n_labels[c]) ** 2
+                         for c, blk in enumerate(self.blocks)])
 
 
 class Restricted:

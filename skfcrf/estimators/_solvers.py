@@ -256,6 +256,19 @@ class BlockLBFGS:
     sum leave the 7-label sentence chain at WindowDiff .026, where 150 on that
     chain alone reach .018.
 
+    Budget: ``max_iter`` iterations for a block that costs more than half as
+    much per evaluation as the costliest (``objective.block_costs()``, when
+    the objective has it); a block that costs at most ``1/k`` of the costliest
+    may run ``k * max_iter``, no more work than the costliest block's
+    ``max_iter`` (whole multiples: a block is not run on for a fraction of
+    the stage).  Once the costlier blocks have stopped, the evaluations are
+    of the remaining blocks alone (``block_losses_gradient(theta, active)``).
+    On the dictation benchmark the 7-label sentence chain, evaluated alone,
+    costs a quarter of the 72-label subsection chain; 100 iterations leave
+    its loss at 15 times its optimum and its WindowDiff at .019, where
+    convergence reaches .017.  ``equal_work=False``: ``max_iter`` for every
+    block.
+
     Line search: backtracking from the unit step (the first iteration from
     ``1 / |g|``) under the Armijo condition, each time to the minimiser of the
     quadratic that fits the loss, its slope and the failed trial (kept within a
@@ -267,23 +280,37 @@ class BlockLBFGS:
 
     name = "block-lbfgs"
 
-    def __init__(self, memory=3, max_iter=800, tol=1e-5, max_backtracks=20):
+    def __init__(self, memory=3, max_iter=800, tol=1e-5, max_backtracks=20, equal_work=True):
         self.memory = memory
         self.max_iter = max_iter
         self.tol = tol
         self.max_backtracks = max_backtracks
+        self.equal_work = equal_work
+
+    def block_iterations(self, objective):
+        """Iterations each block may run (see the class docstring)."""
+        n_blocks = len(objective.blocks)
+        if not self.equal_work or not hasattr(objective, "block_costs"):
+            return np.full(n_blocks, self.max_iter, dtype=np.int64)
+        costs = np.maximum(np.asarray(objective.block_costs(), dtype=np.float64), 1e-300)
+        return self.max_iter * np.floor(costs.max() / costs).astype(np.int64)
 
     def solve(self, objective, theta0, monitor):
         blocks = objective.blocks
         n_blocks = len(blocks)
+        caps = self.block_iterations(objective)
         theta = np.array(theta0, dtype=np.float64)
         f, g = objective.block_losses_gradient(theta)
         pairs = [([], []) for _ in range(n_blocks)]
         active = np.array([np.abs(g[blk]).max(initial=0.0) > self.tol for blk in blocks])
         failed = np.zeros(n_blocks, dtype=bool)
-        for it in range(1, self.max_iter + 1):
+        capped = np.zeros(n_blocks, dtype=bool)
+        n_iter = 0
+        for it in range(1, int(caps.max(initial=0)) + 1):
+            capped |= active & (caps < it)
+            active &= caps >= it
             if not active.any():
-                return SolverResult(theta, it - 1, not failed.any(), self._message(failed))
+                break
             directions, steps, slopes = {}, np.zeros(n_blocks), np.zeros(n_blocks)
             for b in np.flatnonzero(active):
                 gb = g[blocks[b]]
@@ -306,7 +333,8 @@ class BlockLBFGS:
             for _ in range(self.max_backtracks + 1):
                 for b in np.flatnonzero(pending):
                     trial[blocks[b]] = theta[blocks[b]] + steps[b] * directions[b]
-                f_eval, g_eval = objective.block_losses_gradient(trial)
+                f_eval, g_eval = objective.block_losses_gradient(
+                    trial, None if pending.all() else pending)
                 ok = pending & np.isfinite(f_eval) & (f_eval <= f + 1e-4 * steps * slopes)
                 for b in np.flatnonzero(ok):
                     f_new[b], g_new[blocks[b]] = f_eval[b], g_eval[blocks[b]]
@@ -335,12 +363,16 @@ class BlockLBFGS:
                 if reduction <= self.tol or np.abs(g_new[blk]).max(initial=0.0) <= self.tol:
                     active[b] = False
             theta, f, g = trial, f_new, g_new
+            n_iter = it
             if monitor.report(theta, f.sum()):
                 return SolverResult(theta, it, False, "stopped by the callback")
-        if active.any():
-            return SolverResult(theta, self.max_iter, False,
-                                f"stopped at max_iter={self.max_iter} iterations")
-        return SolverResult(theta, self.max_iter, not failed.any(), self._message(failed))
+        capped |= active        # still active after the last iteration
+        if capped.any():
+            return SolverResult(theta, n_iter, False,
+                                f"stopped at max_iter={self.max_iter} iterations (blocks "
+                                f"{np.flatnonzero(capped).tolist()} at their budgets "
+                                f"{caps[capped].tolist()})")
+        return SolverResult(theta, n_iter, not failed.any(), self._message(failed))
 
     @staticmethod
     def _message(failed):
