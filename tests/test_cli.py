@@ -443,3 +443,18 @@ def test_train_forbidden_unknown_label_is_one_line(trained, tmp_path):
     res = run("train", d / "train.txt", "--model", tmp_path / "m", "--label-columns", 2,
               "--forbidden-couplings", couple)
     assert_one_line_error(res, "couple.txt", "CHAIN_I < CHAIN_J", status=2)
+
+
+def test_train_defaults_are_the_estimators():
+    # `skfcrf train` without model or solver options fits FactorialCRF's defaults (its
+    # --max-iter stayed at 800 when the estimator's went to 100)
+    from skfcrf import FactorialCRF
+    from skfcrf.cli import build_parser
+    from skfcrf.cli._train import model_params
+
+    args = build_parser().parse_args(["train", "data.txt", "--model", "m.npz"])
+    defaults = FactorialCRF().get_params()
+    for key, value in model_params(args).items():
+        if key in ("forbidden_transitions", "forbidden_couplings"):
+            continue    # given as names on the command line
+        assert value == defaults[key], key

@@ -262,8 +262,9 @@ def run(args):
         crfs = [est.named_steps["crf"] for est in cv["estimator"]]
         n_hit = sum(not crf.converged_ for crf in crfs)
         print(f"{style}: training {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS "
-              "iterations per fold"
-              + (f" ({n_hit} of {N_FOLDS} stopped at --max-iter {args.max_iter})" if n_hit else "")
+              "iterations per fold (all stages)"
+              + (f" ({n_hit} of {N_FOLDS} stopped at the --max-iter {args.max_iter} budget)"
+                 if n_hit else "")
               + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
     example = runs.get("rcg", next(iter(runs.values())))
     idx = int(example["cv"]["indices"]["test"][0][0])

@@ -121,7 +121,7 @@ def run(args):
             fh.write("\n")
     except OSError as exc:
         raise CLIError(f"cannot write model {args.model}: {exc.strerror or exc}") from None
-    note = ("" if crf.converged_ else f" (stopped at --max-iter {args.max_iter})"
+    note = ("" if crf.converged_ else f" (stopped at the --max-iter {args.max_iter} budget)"
             if crf.n_iter_ >= args.max_iter else " (not converged)")
     progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} iterations{note}, "
              f"{crf.n_features_in_} observations, {crf.coef_.size} weights", args.quiet)
@@ -178,7 +178,7 @@ def add_model_options(t):
     s = t.add_argument_group("solver")
     s.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
                    help="optimiser: batch or online L-BFGS (default: %(default)s)")
-    s.add_argument("--max-iter", type=positive_int, metavar="N", default=800,
+    s.add_argument("--max-iter", type=positive_int, metavar="N", default=100,
                    help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
     s.add_argument("--tol", type=positive_float, metavar="T", default=1e-5,
                    help="stopping tolerance (default: %(default)s)")
