@@ -78,12 +78,11 @@ def labelling_scores(graph, seq_ptr, unary, pair, labels):
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
     rows = np.arange(n)
     per_token = unary[rows[:, None], graph.label_offset[:-1][None, :] + labels].sum(axis=1)
-    starts = np.zeros(n, bool)
-    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    inner = following_tokens(seq_ptr, n)
     for e in range(graph.n_edges):
         a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
         if graph.edge_kind[e] == IN_CHAIN:
-            r = rows[~starts]
+            r = inner
             per_token[r] += _edge_values(graph, pair, edge_offset, e, r, labels[r - 1, a],
                                          labels[r, a])
         else:

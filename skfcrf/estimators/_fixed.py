@@ -21,6 +21,7 @@ located by :func:`skfcrf.estimators._decoding.locate_conflict`.
 import numpy as np
 
 from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._bp.nbest import following_tokens
 from skfcrf.estimators._structure import label_index
 
 __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
@@ -153,13 +154,11 @@ def check_fixed(fixed, graph, forbidden, joint_states=None):
     n = idx.shape[0]
     if joint_states is not None:
         _check_joint(fixed, joint_states)
-    starts = np.zeros(n, bool)
-    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    inner = following_tokens(seq_ptr, n)
     for e, mask in (forbidden or {}).items():
         a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
         if graph.edge_kind[e] == IN_CHAIN:
-            rows = np.flatnonzero(~starts & (idx[:, a] >= 0)
-                                  & (np.roll(idx[:, a], 1) >= 0))
+            rows = inner[(idx[inner, a] >= 0) & (idx[inner - 1, a] >= 0)]
             bad = rows[mask[idx[rows - 1, a], idx[rows, a]]]
             if bad.size:
                 s, t = _row_position(seq_ptr, bad[0])

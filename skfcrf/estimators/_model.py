@@ -66,12 +66,9 @@ def build_graph(n_labels, couplings, transition_features, coupling_features):
 
 def _valid_edge_rows(graph, e, seq_ptr, n_tokens):
     """Global token rows at which edge ``e`` has a factor."""
-    rows = np.arange(n_tokens)
     if graph.edge_kind[e] == IN_CHAIN:
-        is_start = np.zeros(n_tokens, dtype=bool)
-        is_start[seq_ptr[:-1][seq_ptr[:-1] < n_tokens]] = True
-        rows = rows[~is_start]
-    return rows
+        return following_tokens(seq_ptr, n_tokens)
+    return np.arange(n_tokens)
 
 
 def gold_assignment(graph, e, rows, gold):

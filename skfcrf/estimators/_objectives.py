@@ -511,39 +511,40 @@ class ChainPseudoLikelihood(Objective):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         tied_log, tied_exp, shifts = self._tied_transitions(theta)
         losses = np.zeros((b.n_sequences, layout.graph.n_chains))
-        if chains is None or np.all(chains):
-            block_grad = np.zeros((len(self._blocks) - 1, layout.n_params))
-            # the kernel calls BLAS on L x L matrices from every thread: BLAS's own
-            # threads would only oversubscribe the cores
-            with threadpool_limits(limits=1, user_api="blas"):
-                self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses)
-            return losses.sum(axis=0), _summed_rows(block_grad)
-        entries, feat_ptr, ent_col = self._table_of(chains)
-        n_table, kept = layout.n_table, len(entries)
-        shift = n_table - kept
-        # the kernel's theta: the kept table entries, then everything after the table
-        theta_k = np.concatenate([theta[entries], theta[n_table:]])
-        block_grad = np.zeros((len(self._blocks) - 1, len(theta_k)))
+        table = chain_on = None
+        reduced = chains is not None and not np.all(chains)
+        if reduced:
+            entries, feat_ptr, ent_col = self._table_of(chains)
+            shift = layout.n_table - len(entries)
+            # the kernel's theta: the kept table entries, then everything after the table
+            theta = np.concatenate([theta[entries], theta[layout.n_table:]])
+            table = (feat_ptr, ent_col, layout.bias_unary - shift, self._e_bias - shift)
+            chain_on = np.asarray(chains, dtype=np.uint8)
+        block_grad = np.zeros((len(self._blocks) - 1, len(theta)))
+        # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
+        # would only oversubscribe the cores
         with threadpool_limits(limits=1, user_api="blas"):
-            self._run_kernel(theta_k, tied_log, tied_exp, shifts, block_grad, losses,
-                             table=(feat_ptr, ent_col, layout.bias_unary - shift,
-                                    self._e_bias - shift),
-                             chain_on=np.asarray(chains, dtype=np.uint8))
-        grad_k = _summed_rows(block_grad)
-        grad = np.zeros(layout.n_params)
-        grad[entries] = grad_k[:kept]
-        grad[n_table:] = grad_k[kept:]
+            self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses,
+                             table=table, chain_on=chain_on)
+        grad = _summed_rows(block_grad)
+        if reduced:
+            full = np.zeros(layout.n_params)
+            full[entries] = grad[:len(entries)]
+            full[layout.n_table:] = grad[len(entries):]
+            grad = full
         return losses.sum(axis=0), grad
 
     def _table_of(self, chains):
         """``(entries, feat_ptr, ent_col)``: the feature table reduced to the entries
-        of ``chains`` (bool per chain: their unary and untied in-chain columns) and
-        of the couplings, kept for the last ``chains`` asked."""
+        of ``chains`` (bool per chain) and of the couplings, kept for the last
+        ``chains`` asked."""
         key = tuple(np.flatnonzero(chains))
         if self._table_cache is None or self._table_cache[0] != key:
             layout = self.layout
-            owner = self._column_chain()[layout.ent_col]
-            entries = np.flatnonzero(np.isin(owner, key + (-1,)))
+            keep = weight_mask(layout, "coupling", None)
+            for c in key:
+                keep |= weight_mask(layout, None, c)
+            entries = np.flatnonzero(keep[:layout.n_table])
             n_per_feature = np.bincount(self._entry_feature()[entries],
                                         minlength=layout.n_features)
             feat_ptr = np.zeros(layout.n_features + 1, dtype=np.int64)
@@ -551,17 +552,6 @@ class ChainPseudoLikelihood(Objective):
             self._table_cache = (key, (entries, feat_ptr,
                                        np.ascontiguousarray(layout.ent_col[entries])))
         return self._table_cache[1]
-
-    def _column_chain(self):
-        """Per score column the chain of its unary or in-chain template; -1 for a
-        coupling's column."""
-        graph, layout = self.layout.graph, self.layout
-        owner = np.full(layout.score_width, -1, dtype=np.int64)
-        owner[:graph.total_labels] = np.repeat(np.arange(graph.n_chains), graph.n_labels)
-        for e in range(graph.n_edges):
-            if layout.edge_col[e] >= 0 and graph.edge_kind[e] == IN_CHAIN:
-                owner[layout.edge_col[e]:layout.edge_col[e] + graph.edge_size(e)] = graph.edge_a[e]
-        return owner
 
     def _entry_feature(self):
         """Per feature-table entry its observation (feature) index."""

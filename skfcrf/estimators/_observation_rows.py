@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from skfcrf._bp._features import add_gradient, add_scores
+from skfcrf._bp.nbest import following_tokens
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.
@@ -39,10 +40,7 @@ def _kernel_csr(M):
 def token_differences(X, seq_ptr):
     """``D`` with ``D[t] = X[t] - X[t-1]`` inside each sequence, ``D[start] = X[start]``."""
     n = X.shape[0]
-    rows = np.arange(n)
-    starts = np.zeros(n, dtype=bool)
-    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
-    inner = rows[~starts]
+    inner = following_tokens(seq_ptr, n)
     shift = sp.csr_matrix((np.ones(inner.size), (inner, inner - 1)), shape=(n, n))
     D = (X - shift @ X).tocsr()
     D.eliminate_zeros()
