@@ -1,5 +1,9 @@
 """Render a recognised report structure as Markdown or HTML.
 
+:func:`render_text` writes the plain-text layout of a typed report, which
+:func:`skfcrf.structure.parse_report` reads back (headings ``HEADING:`` on their own
+line, ``1.  item`` lists, ``Subheading:  text`` subsections, one paragraph per line).
+
 The layout follows the three dictation chains (see
 :func:`skfcrf.datasets.make_dictations`): chain 2 segments are sections with a
 heading, chain 1 segments are paragraphs, enumeration elements (numbered lists),
@@ -13,7 +17,7 @@ import re
 
 from skfcrf.structure._segments import LabelScheme, Segment, chains_to_segments
 
-__all__ = ["render_markdown", "render_html", "heading_for", "DICTATED_PUNCTUATION_WORDS"]
+__all__ = ["render_markdown", "render_html", "render_text", "heading_for", "DICTATED_PUNCTUATION_WORDS"]
 
 #: Dictated punctuation (recognizer tokens) -> written mark; ``""`` drops the words
 #: (paragraph breaks come from the structure).
@@ -32,6 +36,7 @@ DICTATED_PUNCTUATION_WORDS = {
 
 _ATTACH_LEFT = frozenset(".,:;?!)%")
 _ATTACH_RIGHT = frozenset("(")
+_TYPED_MARKER = re.compile(r"^(?:\d{1,2}|[A-Z])[.)]$")  # a typed list marker, kept as typed
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -127,12 +132,27 @@ def _sentence_text(seg, opts):
     return _join(words)
 
 
-def _title_text(segs, opts):
+def _title_text(segs, opts, upper=True):
     words = [_word(t) for s in segs for t in s.tokens]
     words = _clean(words, opts.punct, opts.drop)
     while words and words[-1] in (":", "colon"):
         words.pop()
-    return _join(words).upper()
+    text = _join(words)
+    return text.upper() if upper else text
+
+
+def _subheading_text(text):
+    """A subheading for the text layout that :func:`parse_report` reads back as one:
+    kept as written unless it is in capitals and not a known subheading (a capitalised
+    phrase with a colon is a section heading there), then in sentence case."""
+    from skfcrf.structure._parse import DEFAULT_SUBSECTION_TYPES
+
+    letters = [c for c in text if c.isalpha()]
+    if not letters or not all(c.isupper() for c in letters):
+        return text[:1].upper() + text[1:]
+    if any(re.search(p, text, re.IGNORECASE) for p, _ in DEFAULT_SUBSECTION_TYPES):
+        return text
+    return text[:1] + text[1:].lower()
 
 
 def _structure(tokens, labels, scheme):
@@ -173,6 +193,9 @@ def _render(tokens, labels, opts, scheme, fmt):
             out.append(f"<section{attr}>")
             if title:
                 out.append(f"<h2>{esc(title)}</h2>")
+        elif fmt == "text":
+            if title:
+                out.append(f"{title}:")
         elif title:
             out.append(f"## {esc(title)}\n")
         k = 0
@@ -186,12 +209,17 @@ def _render(tokens, labels, opts, scheme, fmt):
                     if not in_list:
                         out.append("<ol>")
                     out.append(f"<li>{esc(text)}</li>")
+                elif fmt == "text":
+                    marks = [_word(t) for c in b.children if c.label == "Enummarker" for t in c.tokens]
+                    mark = marks[0] if len(marks) == 1 and _TYPED_MARKER.match(marks[0]) else f"{k}."
+                    out.append(f"{mark}  {text}")
                 else:
                     out.append(f"{k}. {esc(text)}")
                 in_list = True
                 continue
             if in_list:
-                out.append("</ol>" if fmt == "html" else "")
+                if fmt != "text":
+                    out.append("</ol>" if fmt == "html" else "")
                 in_list = False
                 k = 0
             subs = [c for c in b.children if c.label == "Subheading"]
@@ -199,7 +227,7 @@ def _render(tokens, labels, opts, scheme, fmt):
             text = " ".join(t for t in (_sentence_text(c, opts) for c in leaves) if t)
             sub = None
             if subs:
-                sub = _title_text(subs, opts)
+                sub = _title_text(subs, opts, upper=fmt != "text")
             elif b.label not in ("Paragraph", "None", None) and opts.generate:
                 sub = heading_for(b.label, opts.subheadings, subsection=True)
             if b.label == "None" and not subs:  # a heading in the middle of a section
@@ -209,14 +237,23 @@ def _render(tokens, labels, opts, scheme, fmt):
                         else f' data-type="{html.escape(str(b.label), quote=True)}"')
                 lead = f"<strong>{esc(sub)}:</strong> " if sub else ""
                 out.append(f"<p{attr}>{lead}{esc(text)}</p>")
+            elif fmt == "text":
+                if b.label == "None" and not subs:
+                    out.append(f"{sub.upper()}:")
+                elif sub:
+                    out.append(f"{_subheading_text(sub)}:  {text}".rstrip())
+                elif text:
+                    out.append(text)
             else:
                 lead = f"**{esc(sub)}:** " if sub else ""
                 out.append(f"{lead}{esc(text)}".rstrip() + "\n")
-        if in_list:
+        if in_list and fmt != "text":
             out.append("</ol>" if fmt == "html" else "")
         if fmt == "html":
             out.append("</section>")
     if fmt == "html":
+        return "\n".join(out) + "\n"
+    if fmt == "text":
         return "\n".join(out) + "\n"
     text = "\n".join(out)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
@@ -272,6 +309,12 @@ def render_html(tokens, labels, *, headings=None, subheadings=None, dictated_pun
     return _render(tokens, labels, opts, scheme or LabelScheme(), "html")
 
 
+def render_text(tokens, labels, *, headings=None, subheadings=None, dictated_punctuation=False,
+                capitalize=False, drop_words=None, generate_headings=True, scheme=None):
+    opts = _Opts(headings, subheadings, dictated_punctuation, capitalize, drop_words, generate_headings)
+    return _render(tokens, labels, opts, scheme or LabelScheme(), "text")
+
+
 render_markdown.__doc__ = """Render one report as Markdown.
 
     Sections become ``## HEADING`` blocks (the dictated heading, or one generated from
@@ -307,4 +350,34 @@ render_html.__doc__ = """Render one report as an HTML fragment.
     Returns
     -------
     html : str
+"""
+
+render_text.__doc__ = """Render one report as the plain text a transcriptionist would type.
+
+    Section headings in capitals with a colon on a line of their own (dictated, or
+    generated from the section type), one paragraph per line, enumeration elements
+    ``1.  text`` (typed markers such as ``A.`` kept, spoken ones numbered afresh), typed subsections
+    ``Subheading:  text``.  :func:`skfcrf.structure.parse_report` reads this layout
+    back to the same structure (with ``section_types`` / ``subsection_types`` that map
+    the headings to the types).  For recognizer output pass
+    ``dictated_punctuation=True, capitalize=True`` (and hesitations in
+    ``drop_words``).
+""" + _DOC_PARAMS + """
+    Returns
+    -------
+    text : str
+
+    Examples
+    --------
+    >>> toks = ["plan", "colon", "number", "one", "cystoscopy", "period", "number", "two",
+    ...         "follow", "up", "in", "two", "weeks"]
+    >>> labs = [("BeginHeading", "BeginNone", "BeginPlan"), ("Heading", "None", "Plan")]
+    >>> labs += [("Enummarker", "BeginEnumelement", "Plan"), ("Enummarker", "Enumelement", "Plan")]
+    >>> labs += [("BeginSentence", "Enumelement", "Plan"), ("Sentence", "Enumelement", "Plan")]
+    >>> labs += [("Enummarker", "BeginEnumelement", "Plan"), ("Enummarker", "Enumelement", "Plan")]
+    >>> labs += [("BeginSentence", "Enumelement", "Plan")] + [("Sentence", "Enumelement", "Plan")] * 4
+    >>> print(render_text(toks, labs, dictated_punctuation=True, capitalize=True), end="")
+    PLAN:
+    1.  Cystoscopy.
+    2.  Follow up in two weeks.
 """
