@@ -14,13 +14,19 @@
   estimator (or pipeline) so that ``predict``/``decode`` return repaired labels.
 * :func:`to_bioes`, :func:`to_bme`, :func:`to_bio`: one chain between the BIO,
   BIOES and BME (Chou's begin/middle/end states) tagging schemes.
-* :func:`render_markdown` / :func:`render_html`: a recognised report as a formatted
-  document, with headings generated for sections whose heading was not dictated.
+* :func:`parse_report`: a formatted report (plain text: headings, subheadings,
+  numbered lists, paragraphs) -> tokens and the three dictation chains, with every
+  line it repaired or could not place reported (:class:`ReportProblem`).
+* :func:`render_markdown` / :func:`render_html` / :func:`render_text`: a recognised
+  report as a formatted document, with headings generated for sections whose
+  heading was not dictated; :func:`render_text` writes the layout
+  :func:`parse_report` reads.
 * :func:`render_comparison` / :func:`write_comparison_pages`: gold and predicted
   structure side by side as self-contained HTML pages, disagreements marked.
 """
-from skfcrf.structure import _compare, _postprocess, _render, _repair, _repaired, _segments, _tags
+from skfcrf.structure import _compare, _parse, _postprocess, _render, _repair, _repaired, _segments, _tags
 from skfcrf.structure._compare import *  # noqa: F403
+from skfcrf.structure._parse import *  # noqa: F403
 from skfcrf.structure._postprocess import *  # noqa: F403
 from skfcrf.structure._render import *  # noqa: F403
 from skfcrf.structure._repair import *  # noqa: F403
@@ -36,4 +42,5 @@ __all__ = [
     *_render.__all__,
     *_compare.__all__,
     *_tags.__all__,
+    *_parse.__all__,
 ]
