@@ -32,7 +32,8 @@ Line kinds (the layout the parser reads; blank lines are ignored):
 * **subheading** (inside a section): a phrase ending in ``:`` at the start of a
   line that matches a subsection pattern (``HEENT:``, ``ABDOMEN:``) or is not in
   capitals (``Vitals:``, ``General:``), alone (the next line is its text) or
-  followed by text.  In a line that started with a subheading, a capitalised
+  followed by text (a capitalised phrase alone on its line is a section heading).
+  In a line that started with a subheading, a capitalised
   phrase ending in ``:`` after the end of a sentence starts the next subsection
   (``HEENT:  No headaches.  Respiratory:  No cough.``).
 * **enumeration element**: ``1.  text``, ``2) text`` or ``A.  text``; the marker is
@@ -41,11 +42,11 @@ Line kinds (the layout the parser reads; blank lines are ignored):
 
 Sentences are split inside lines after ``.``, ``?`` or ``!`` when the next token
 starts with a capital letter, a digit or an opening quote or bracket.  Tokens are
-the whitespace-separated words with punctuation split off (``.``, ``,``, ``:``,
+the whitespace-separated words with punctuation split off (``.``, ``,``, ``:``, ``%``,
 ``;``, ``?``, ``!``, brackets and quotes), except that abbreviations keep their
 periods (``Dr.``, ``b.i.d.``, ``q.4h.``) and hyphenated words stay whole
 (``67-year-old``).  Every character of the text other than white space is in
-exactly one token.
+exactly one token, except the commas of repaired lines (below).
 
 What the parser could not place by the grammar, or repaired, it reports as
 :class:`ReportProblem` (a warning by default; ``errors="raise"`` or the list with
@@ -160,10 +161,11 @@ class ReportParseWarning(UserWarning):
 # ------------------------------------------------------------------------------------------
 
 _TITLE_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr st jr sr prof vs etc no approx fig dept inc ltd".split())
+    "mr mrs ms dr st jr sr prof vs etc approx dept inc ltd".split())
 _LEAD = "([\"'"
-_TRAIL = ")]\"',;:!?"
-_INNER_PERIOD = re.compile(r"\w\.\w")
+_TRAIL = ")]\"',;:!?%"
+# b.i.d. / q.4h. / p.r.n. / U.S.: short pieces joined by periods, with a letter (2.2. is a number)
+_ABBREVIATION = re.compile(r"^(?=.*[A-Za-z])[A-Za-z0-9]{1,4}(?:\.[A-Za-z0-9]{1,4})+\.$")
 
 
 def _split_chunk(chunk, out):
@@ -179,10 +181,13 @@ def _split_chunk(chunk, out):
             chunk = chunk[:-1]
         elif c == "." and len(chunk) > 1:
             core = chunk[:-1]
-            if chunk.endswith("...") and len(chunk) > 3:
+            if chunk.endswith("..") and not chunk.endswith("..."):
+                trail.append(".")  # "q.d.." : an abbreviation ending a sentence
+                chunk = core
+            elif chunk.endswith("...") and len(chunk) > 3:
                 trail.append("...")
                 chunk = chunk[:-3]
-            elif _INNER_PERIOD.search(chunk) or core.lower() in _TITLE_ABBREVIATIONS:
+            elif _ABBREVIATION.match(chunk) or core.lower() in _TITLE_ABBREVIATIONS:
                 break  # b.i.d. / q.4h. / Dr. keep their period
             else:
                 trail.append(".")
@@ -217,7 +222,7 @@ _SENTENCE_END = frozenset(".?!")
 def _ends_sentence(tok):
     if tok in _SENTENCE_END or tok == "...":
         return True
-    return (len(tok) > 2 and tok.endswith(".") and _INNER_PERIOD.search(tok) is not None)
+    return len(tok) > 2 and tok.endswith(".") and _ABBREVIATION.match(tok) is not None
 
 
 def _starts_sentence(tok):
@@ -490,7 +495,9 @@ def parse_report(text, *, section_types=None, default_section_type="Other", subs
         in_section = b.section is not None
         if m_head and len(m_head.group(1).split()) <= 15 and not m_enum:
             phrase, rest = m_head.group(1).strip(), m_head.group(2).strip()
-            sub_type = _lookup(phrase, subsections) if in_section else None
+            # a known subheading in capitals followed by its text; alone on its line,
+            # a capitalised phrase is a section heading (NEUROLOGIC: is both)
+            sub_type = _lookup(phrase, subsections) if in_section and rest else None
             if sub_type is None:
                 check_pending()
                 close_section()
