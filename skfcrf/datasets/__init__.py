@@ -1,4 +1,5 @@
-"""Data sets and file formats: synthetic medical dictations and CoNLL-style column files."""
+"""Data sets and file formats: synthetic medical dictations, a speech-recognizer noise model for
+formatted reports, and CoNLL-style column files."""
 from skfcrf.datasets._conll import read_conll, write_conll
 from skfcrf.datasets._dictations import (
     DICTATED_PUNCTUATION,
@@ -13,11 +14,21 @@ from skfcrf.datasets._dictations import (
     SUBSECTION_TYPES,
     make_dictations,
 )
+from skfcrf.datasets._transcripts import (
+    DictationPair,
+    dictate_report,
+    make_dictation_pairs,
+    word_edit_distance,
+)
 
 __all__ = [
     "read_conll",
     "write_conll",
     "make_dictations",
+    "dictate_report",
+    "make_dictation_pairs",
+    "DictationPair",
+    "word_edit_distance",
     "DICTATION_CHAINS",
     "DICTATION_LABELS",
     "SENTENCE_LABELS",
