@@ -184,7 +184,7 @@ def test_tag_renders_html_and_markdown(trained):
     res = run("tag", d / "train.txt", "--model", model, "--format", "markdown",
               "--output", d / "out.md")
     assert res.returncode == 0, res.stderr
-    assert "cat" in (d / "out.md").read_text(encoding="utf-8")
+    assert "cat" in (d / "out.md").read_text(encoding="utf-8").lower()  # sentence case
 
 
 def test_evaluate_prints_scores(trained):
@@ -326,6 +326,30 @@ def test_tag_repair_writes_repaired_columns(dictation_model):
     assert any(not np.array_equal(a, b) for a, b in zip(raw_y, fixed_y))
     res = run("tag", d / "test.txt", "--model", model, "--format", "markdown", "--repair", "cor")
     assert res.returncode == 0 and "## " in res.stdout, res.stderr
+
+
+def test_tag_text_writes_formatted_reports(dictation_model):
+    """--format text: one formatted report per sequence (render_text of the formally
+    repaired predictions), dictated punctuation turned into marks, commands dropped."""
+    from skfcrf.structure import render_text, repair_sequences
+
+    d, model, X, _ = dictation_model
+    res = run("tag", d / "test.txt", "--model", model, "--format", "text")
+    assert res.returncode == 0, res.stderr
+    reports = res.stdout.split("\n\n")
+    assert len(reports) == len(X)
+    words = res.stdout.split()
+    assert not {"period", "comma", "uh", "um"} & set(words)
+    assert any(w.endswith(":") and w[:-1].isupper() for w in words)  # headings
+    res = run("tag", d / "test.txt", "--model", model, "--output", d / "cols.txt", "-q")
+    y = repair_sequences(_tagged_labels(d / "cols.txt"), "formal", X)
+    for tokens, labels, text in zip(X, y, reports):
+        expected = render_text(tokens, labels, dictated_punctuation=True, capitalize=True,
+                               drop_words=("uh", "um", "ah", "er"))
+        assert text.rstrip("\n") + "\n" == expected
+    res = run("tag", d / "test.txt", "--model", model, "--format", "text", "--verbatim")
+    assert res.returncode == 0, res.stderr
+    assert {"period", "comma"} & set(res.stdout.split())
 
 
 def test_evaluate_repair_prints_both_tables(dictation_model):

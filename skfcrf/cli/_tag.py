@@ -20,9 +20,16 @@ def add_parser(sub):
                        "The file has the model's attribute columns; gold label columns, if "
                        "present, are ignored.")
     add_data_and_model(g, "file to tag")
-    g.add_argument("--format", choices=("columns", "html", "markdown"), default="columns",
+    g.add_argument("--format", choices=("columns", "text", "html", "markdown"), default="columns",
                    help="attribute + predicted label columns, or the sequences rendered as "
-                   "structured documents (default: %(default)s)")
+                   "formatted reports: plain text (headings in capitals with a colon, "
+                   "numbered lists, one paragraph per line), HTML or Markdown "
+                   "(default: %(default)s)")
+    g.add_argument("--verbatim", action="store_true",
+                   help="render the tokens as they are; by default dictated punctuation "
+                   "('period', 'comma', 'colon') becomes punctuation, dictated commands ('next "
+                   "paragraph') and hesitations ('uh', 'um') are dropped and sentences start "
+                   "with a capital")
     g.add_argument("--output", metavar="FILE", help="output file (default: standard output)")
     add_repair_option(g, "without it the label columns are the raw predictions and rendered "
                       "documents are repaired with formal")
@@ -54,7 +61,8 @@ def run(args):
         write_conll(out, X, y_pred, attributes=attributes,
                     sep="\t" if sep == "tab" else " ")
     else:
-        text = render_documents(X, y_pred, args.format, rules=args.repair or "formal")
+        text = render_documents(X, y_pred, args.format, rules=args.repair or "formal",
+                                verbatim=args.verbatim)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(text)
@@ -65,17 +73,24 @@ def run(args):
     return 0
 
 
-def render_documents(X, y_pred, fmt, title="skfcrf", rules="formal"):
+def render_documents(X, y_pred, fmt, title="skfcrf", rules="formal", verbatim=False):
     """The tagged sequences, repaired with ``rules`` (a preset name or rules), as one HTML
-    page or Markdown text."""
-    from skfcrf.structure import render_html, render_markdown, repair_sequences
+    page, Markdown or plain text; unless ``verbatim``, recognizer output is cleaned
+    (dictated punctuation -> marks, commands and hesitations dropped, sentence case)."""
+    from skfcrf.datasets._dictation_vocab import HESITATIONS
+    from skfcrf.structure import render_html, render_markdown, render_text, repair_sequences
 
+    opts = {} if verbatim else {"dictated_punctuation": True, "capitalize": True,
+                                "drop_words": HESITATIONS}
+    render = {"html": render_html, "markdown": render_markdown, "text": render_text}[fmt]
     parts = []
     for i, (tokens, fixed) in enumerate(zip(X, repair_sequences(y_pred, rules, X))):
         if fmt == "html":
-            parts.append(f"<article id=\"seq-{i + 1}\">\n{render_html(tokens, fixed)}</article>")
+            parts.append(f"<article id=\"seq-{i + 1}\">\n{render_html(tokens, fixed, **opts)}</article>")
         else:
-            parts.append(render_markdown(tokens, fixed))
+            parts.append(render(tokens, fixed, **opts))
     if fmt == "html":
         return html_document(title, "\n".join(parts))
+    if fmt == "text":
+        return "\n".join(parts)  # one report after the other, a blank line between
     return "\n---\n\n".join(parts)
