@@ -10,7 +10,7 @@ _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") e
 # _alloc (checked scratch memory) and _structure (links, product and TRP tables) are
 # cimported by the others
 _kernels = ["_alloc", "_structure", "_chain", "_trp", "_exact", "_features",
-            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest"]
+            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align"]
 
 extensions = [
     Extension(

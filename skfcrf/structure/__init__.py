@@ -23,8 +23,22 @@
   :func:`parse_report` reads.
 * :func:`render_comparison` / :func:`write_comparison_pages`: gold and predicted
   structure side by side as self-contained HTML pages, disagreements marked.
+* :func:`align_transcript`: carry a formatted report's labels over to the recognizer
+  transcript of its dictation (phonetic minimum-cost alignment, thesis section 3.3.3),
+  with :class:`AlignmentStats`.
 """
-from skfcrf.structure import _compare, _parse, _postprocess, _render, _repair, _repaired, _segments, _tags
+from skfcrf.structure import (
+    _align,
+    _compare,
+    _parse,
+    _postprocess,
+    _render,
+    _repair,
+    _repaired,
+    _segments,
+    _tags,
+)
+from skfcrf.structure._align import *  # noqa: F403
 from skfcrf.structure._compare import *  # noqa: F403
 from skfcrf.structure._parse import *  # noqa: F403
 from skfcrf.structure._postprocess import *  # noqa: F403
@@ -43,4 +57,5 @@ __all__ = [
     *_compare.__all__,
     *_tags.__all__,
     *_parse.__all__,
+    *_align.__all__,
 ]
