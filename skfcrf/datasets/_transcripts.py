@@ -566,7 +566,8 @@ def make_dictation_pairs(n_reports, word_error_rate=0.1, random_state=None):
     word_error_rate : float in [0, 1], default=0.1
         Recognition error rate, see :func:`dictate_report`.
     random_state : int, RandomState instance or None, default=None
-        Seed.
+        Seed.  The reports and speakers do not depend on ``word_error_rate``: with the
+        same seed, ``word_error_rate=0`` gives the spoken word sequences.
 
     Returns
     -------
