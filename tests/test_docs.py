@@ -29,3 +29,46 @@ def test_docs_build_without_warnings(tmp_path):
     for page in ("index.html", "concepts.html", "cli.html", "api/index.html",
                  "tutorials/dictations.html", "api/generated/skfcrf.FactorialCRF.html"):
         assert (tmp_path / "html" / page).is_file(), page
+
+
+REAL_REPORTS = ROOT.parent / "shared" / "data" / "mtsamples-urology"
+
+
+def python_blocks(rst):
+    """The ``.. code-block:: python`` blocks of an .rst page, dedented."""
+    import textwrap
+
+    blocks, lines, inside = [], rst.splitlines(), False
+    for line in lines + [""]:
+        if line.strip() == ".. code-block:: python":
+            inside, block = True, []
+            continue
+        if inside:
+            if line and not line.startswith(" "):
+                blocks.append(textwrap.dedent("\n".join(block)))
+                inside = False
+            else:
+                block.append(line)
+    if inside:
+        blocks.append(textwrap.dedent("\n".join(block)))
+    return blocks
+
+
+@pytest.mark.skipif(not REAL_REPORTS.is_dir(), reason="shared/data/mtsamples-urology not found")
+def test_real_reports_tutorial_runs(tmp_path, monkeypatch, capsys):
+    """The real-reports tutorial, run as a user would (the reports from shared/)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    code = "\n".join(python_blocks((DOCS / "tutorials" / "real_reports.rst").read_text(encoding="utf-8")))
+    code = code.replace('REPORTS = "shared/data/mtsamples-urology"', f"REPORTS = {str(REAL_REPORTS)!r}")
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        exec(compile(code, "real_reports.rst", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "PREOPERATIVE   BeginHeading   BeginNone        BeginDiagnosis" in out
+    assert len(namespace["X"]) == 136 and namespace["y_pred"]
+    assert ":\n" in out  # the rendered report's headings
