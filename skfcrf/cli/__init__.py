@@ -19,9 +19,13 @@ Subcommands
     (:func:`skfcrf.structure.write_comparison_pages`).
 ``skfcrf inspect MODEL``
     Prints the model's largest weights (:meth:`skfcrf.FactorialCRF.top_weights`).
+``skfcrf prepare REPORTS TRANSCRIPTS -o OUT``
+    Aligns recognizer transcripts with their formatted reports (paired by file name)
+    and writes the transcripts' tokens with the reports' structure as training data
+    (:func:`skfcrf.structure.parse_report`, :func:`skfcrf.structure.align_transcript`).
 
 Layout: one module per command (``_demo``, ``_train``, ``_tag``, ``_evaluate``,
-``_view``, ``_inspect``),
+``_view``, ``_inspect``, ``_prepare``),
 each with ``add_parser(subparsers)`` and ``run(args)``; ``_common`` holds the
 errors, option types and output helpers, ``_files`` the data files and the
 model + feature configuration files, ``_progress`` the progress bars (``tqdm``,
@@ -33,13 +37,13 @@ exit status (2 for usage errors, 1 otherwise).
 import os
 import sys
 
-from skfcrf.cli import _demo, _evaluate, _inspect, _tag, _train, _view
+from skfcrf.cli import _demo, _evaluate, _inspect, _prepare, _tag, _train, _view
 from skfcrf.cli._common import FEATURE_KINDS, PROG, CLIError, Parser
 
 __all__ = ["main", "build_parser", "FEATURE_KINDS"]
 
 #: the commands, in help order
-COMMANDS = (_demo, _train, _tag, _evaluate, _view, _inspect)
+COMMANDS = (_demo, _train, _tag, _evaluate, _view, _inspect, _prepare)
 
 
 def build_parser():
