@@ -16,7 +16,7 @@ from skfcrf.structure import AlignmentStats, align_transcript, chains_to_segment
 # ---------------------------------------------------------------------------------------
 
 
-def _brute_cost(rw, rk, dc, tw, tk, ic, sub):
+def _brute_cost(rw, rk, dc, rs, tw, tk, ic, sub):
     """Minimum-cost edit distance by plain recursion (memoised)."""
 
     @functools.cache
@@ -29,7 +29,7 @@ def _brute_cost(rw, rk, dc, tw, tk, ic, sub):
         if j > 0:
             options.append(best(i, j - 1) + ic[j - 1])
         if i > 0 and j > 0:
-            s = 0.0 if rw[i - 1] == tw[j - 1] else sub[rk[i - 1], tk[j - 1]]
+            s = 0.0 if rw[i - 1] == tw[j - 1] else sub[rk[i - 1], tk[j - 1]] + rs[i - 1]
             options.append(best(i - 1, j - 1) + s)
         return min(options)
 
@@ -51,28 +51,29 @@ def _problems(draw):
     dc = draw(st.lists(cost, min_size=n, max_size=n))
     ic = draw(st.lists(cost, min_size=m, max_size=m))
     late = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    rs = draw(st.lists(st.sampled_from([0.0, 0.3, 1.0]), min_size=n, max_size=n))
     sub = np.array(draw(st.lists(cost, min_size=n_rkeys * n_tkeys, max_size=n_rkeys * n_tkeys)),
                    dtype=np.float64).reshape(n_rkeys, n_tkeys)
-    return rw, rk, dc, late, tw, tk, ic, sub
+    return rw, rk, dc, late, rs, tw, tk, ic, sub
 
 
 @settings(max_examples=300, deadline=None)
 @given(_problems())
 def test_kernel_cost_is_the_brute_force_minimum(problem):
-    rw, rk, dc, late, tw, tk, ic, sub = problem
+    rw, rk, dc, late, rs, tw, tk, ic, sub = problem
     cost, r2t, t2r, ops = kernel.align(
         np.array(rw, np.int32), np.array(rk, np.int32), np.array(dc, np.float64),
-        np.array(late, np.int8), np.array(tw, np.int32), np.array(tk, np.int32),
-        np.array(ic, np.float64), sub)
-    assert cost == pytest.approx(_brute_cost(tuple(rw), tuple(rk), tuple(dc), tuple(tw), tuple(tk),
-                                             tuple(ic), sub), abs=1e-7)
+        np.array(late, np.int8), np.array(rs, np.float64), np.array(tw, np.int32),
+        np.array(tk, np.int32), np.array(ic, np.float64), sub)
+    assert cost == pytest.approx(_brute_cost(tuple(rw), tuple(rk), tuple(dc), tuple(rs), tuple(tw),
+                                             tuple(tk), tuple(ic), sub), abs=1e-7)
     # the back-trace's operations re-sum to the optimal cost and agree with r2t / t2r
     i = j = 0
     total = 0.0
     for op in ops:
         if op == 0:
             assert r2t[i] == j and t2r[j] == i
-            total += 0.0 if rw[i] == tw[j] else sub[rk[i], tk[j]]
+            total += 0.0 if rw[i] == tw[j] else sub[rk[i], tk[j]] + rs[i]
             i += 1
             j += 1
         elif op == 1:
@@ -279,3 +280,22 @@ def test_bad_input(args, match):
 def test_bad_cost():
     with pytest.raises(ValueError, match="word_deletion"):
         align_transcript(REPORT, LABELS, ["pain"], word_deletion=-1.0)
+
+
+def test_heading_substitution_surcharge():
+    """A dissimilar word next to an undictated heading: aligned with the heading word (a
+    new section starts at it) unless substituting into headings costs more."""
+    report = ["Pain", ".", "PLAN", ":", "Rest", "."]
+    labels = [("BeginSentence", "BeginParagraph", "BeginHistory"), ("Sentence", "Paragraph", "History"),
+              ("BeginHeading", "BeginNone", "BeginPlan"), ("Heading", "None", "Plan"),
+              ("BeginSentence", "BeginParagraph", "Plan"), ("Sentence", "Paragraph", "Plan")]
+    spoken = ["pain", "plenty", "rest"]
+    y, stats = align_transcript(report, labels, spoken, heading_substitution=0.0)
+    assert list(y[:, 2]) == ["BeginHistory", "BeginPlan", "Plan"]
+    assert stats.report_index[1] == 2
+    y, stats = align_transcript(report, labels, spoken, heading_substitution=5.0)
+    assert list(y[:, 2]) == ["BeginHistory", "History", "BeginPlan"]  # "plenty" is an insertion
+    assert stats.report_index[1] == -1
+    # equal words still align with a heading whatever the surcharge
+    y, _ = align_transcript(report, labels, ["pain", "plan", "rest"], heading_substitution=5.0)
+    assert list(y[:, 2]) == ["BeginHistory", "BeginPlan", "Plan"]

@@ -13,6 +13,9 @@ The thesis's Algorithm 1 (Hirschberg-free: full back-pointer matrix), for
     Cost of substituting units of different words: ``sub[rk[i], tk[j]]``.
 ``dcost``, ``icost`` : float64 ``(n,)``, ``(m,)``
     Cost of deleting report unit ``i`` / inserting transcript unit ``j``.
+``rsub`` : float64 ``(n,)``
+    Added to every substitution of report unit ``i`` by a different word (a surcharge
+    on units whose misalignment costs more, such as heading words).
 
 So a cell costs a handful of loads and comparisons: ``O(n m)`` time, two rows of
 float64 and an ``(n + 1) x (m + 1)`` int8 back-pointer matrix.  Ties (within
@@ -97,7 +100,8 @@ def key_distances(const int[::1] codes, const long long[::1] offsets, const int[
 
 
 cdef double _fill(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
-                  const signed char[::1] rlate, const int[::1] tw, const int[::1] tk, const double[::1] icost,
+                  const signed char[::1] rlate, const double[::1] rsub, const int[::1] tw,
+                  const int[::1] tk, const double[::1] icost,
                   const double[:, ::1] sub, double* row0, double* row1,
                   signed char* bp) noexcept nogil:
     """Forward pass: cost of the optimal alignment, back-pointers in ``bp`` (row-major, m + 1 wide)."""
@@ -105,7 +109,7 @@ cdef double _fill(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
     cdef double* prev = row0
     cdef double* cur = row1
     cdef double* tmp
-    cdef double best, cs, cd, d
+    cdef double best, cs, cd, d, extra
     cdef bint late
     cdef signed char op
     cdef int wi, ki
@@ -119,6 +123,7 @@ cdef double _fill(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
         wi = rw[i - 1]
         ki = rk[i - 1]
         late = rlate[i - 1]
+        extra = rsub[i - 1]
         cur[0] = prev[0] + d
         bp[i * w] = OP_DEL
         for j in range(1, m + 1):
@@ -127,7 +132,7 @@ cdef double _fill(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
             if wi == tw[j - 1]:
                 cs = prev[j - 1]
             else:
-                cs = prev[j - 1] + sub[ki, tk[j - 1]]
+                cs = prev[j - 1] + sub[ki, tk[j - 1]] + extra
             cd = prev[j] + d
             if late:
                 if cs < best - TIE:
@@ -152,7 +157,8 @@ cdef double _fill(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
 
 
 def align(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
-          const signed char[::1] rlate, const int[::1] tw, const int[::1] tk, const double[::1] icost,
+          const signed char[::1] rlate, const double[::1] rsub, const int[::1] tw,
+          const int[::1] tk, const double[::1] icost,
           const double[:, ::1] sub):
     """Optimal alignment of report units (rows) with transcript units (columns).
 
@@ -171,7 +177,8 @@ def align(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
         The path from the start: 0 substitution, 1 deletion, 2 insertion.
     """
     cdef Py_ssize_t n = rw.shape[0], m = tw.shape[0], w = m + 1
-    if (rk.shape[0] != n or dcost.shape[0] != n or rlate.shape[0] != n or tk.shape[0] != m
+    if (rk.shape[0] != n or dcost.shape[0] != n or rlate.shape[0] != n or rsub.shape[0] != n
+            or tk.shape[0] != m
             or icost.shape[0] != m):
         raise ValueError("align: id and cost arrays of one side must have equal lengths")
     if n > 0 and m > 0:
@@ -194,7 +201,7 @@ def align(const int[::1] rw, const int[::1] rk, const double[::1] dcost,
     cdef Py_ssize_t i = n, j = m, k = n + m
     cdef signed char op
     with nogil:
-        cost = _fill(rw, rk, dcost, rlate, tw, tk, icost, sub, row0, row0 + w, bp)
+        cost = _fill(rw, rk, dcost, rlate, rsub, tw, tk, icost, sub, row0, row0 + w, bp)
         while i > 0 or j > 0:
             op = bp[i * w + j]
             k -= 1

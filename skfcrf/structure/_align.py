@@ -321,7 +321,8 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
                      dissimilar_cost=2.5, key_smoothing=1.0, word_deletion=1.0, word_insertion=1.0,
                      punctuation_deletion=0.1, break_deletion=0.05, marker_deletion=0.2,
                      hesitation_insertion=0.1, command_insertion=0.2, punctuation_mismatch=0.5,
-                     marker_mismatch=0.5, bare_marker_cost=0.2, hesitations=HESITATIONS,
+                     marker_mismatch=0.5, bare_marker_cost=0.2, heading_substitution=0.3,
+                     heading_types=("Heading", "Subheading"), hesitations=HESITATIONS,
                      layout_chain=1, scheme=None, begin_prefixes=DEFAULT_BEGIN_PREFIXES,
                      inside_prefixes=DEFAULT_INSIDE_PREFIXES, outside_labels=DEFAULT_OUTSIDE_LABELS,
                      single_token_labels=DEFAULT_SINGLE_TOKEN_LABELS):
@@ -366,6 +367,16 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
         Substituting a dictated ``number <k>`` for a report marker of another number.
     bare_marker_cost : float, default=0.2
         Substituting a bare number word (``"two"``) for the report marker ``2.``.
+    heading_substitution : float, default=0.3
+        Added to the cost of substituting a different word for a word of a heading
+        (a chain-0 segment of one of ``heading_types``).  Speakers often leave headings
+        out, and a transcript word wrongly aligned with a heading word moves a section
+        boundary; with the surcharge fewer dissimilar words align there.  On
+        ``make_dictation_pairs`` at 10% word error rate (seeds 0, 1, 7; 60-100 reports)
+        it raised the section-boundary F1 from .965 / .965 / .957 to .974 / .983 / .970
+        and changed the other figures by at most .004 (0.6 and 1.0 did worse).
+    heading_types : collection of str, default=("Heading", "Subheading")
+        Chain-0 segment types (without prefix) that ``heading_substitution`` applies to.
     hesitations : collection of str, default=HESITATIONS
         Lowercase transcript words that are hesitations.
     layout_chain : int or None, default=1
@@ -419,7 +430,8 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
                  punctuation_deletion=punctuation_deletion, break_deletion=break_deletion,
                  marker_deletion=marker_deletion, hesitation_insertion=hesitation_insertion,
                  command_insertion=command_insertion, punctuation_mismatch=punctuation_mismatch,
-                 marker_mismatch=marker_mismatch, bare_marker_cost=bare_marker_cost)
+                 marker_mismatch=marker_mismatch, bare_marker_cost=bare_marker_cost,
+                 heading_substitution=heading_substitution)
     for name, v in costs.items():
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
@@ -480,7 +492,10 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
     _special_costs(sub, rkeys, tkeys, punctuation_mismatch, marker_mismatch, bare_marker_cost)
 
     late = (rkind == _WORD).astype(np.int8)  # ties: the later of two equal words, the earlier break
-    cost, r2t, t2r, _ops = _kernel.align(rw, np.ascontiguousarray(rk, dtype=np.int32), dcost, late, tw,
+    heads = frozenset(heading_types)
+    in_heading = np.array([info[0] in heads for info in kinds_lab[0]], dtype=bool)
+    rsub = np.where((rkind == _WORD) & in_heading[rtok], heading_substitution, 0.0)
+    cost, r2t, t2r, _ops = _kernel.align(rw, np.ascontiguousarray(rk, dtype=np.int32), dcost, late, rsub, tw,
                                          np.ascontiguousarray(tk, dtype=np.int32), icost, sub)
 
     # transcript token -> report token (first aligned unit of the token)
