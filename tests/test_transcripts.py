@@ -16,7 +16,7 @@ from skfcrf.datasets import (
     word_edit_distance,
 )
 from skfcrf.datasets import _dictation_vocab as V
-from skfcrf.datasets._dictations import _spoken
+from skfcrf.datasets._spoken import spoken_words
 from skfcrf.datasets._transcripts import _with_heading_colons
 from skfcrf.structure import chains_to_segments, find_violations
 
@@ -107,7 +107,7 @@ def test_sources_point_at_the_words_spelled(disfluencies):
                 assert w in MARKER_WORDS
                 assert y[list(source).index(s), 0] == "Enummarker"
             else:
-                assert w in _spoken(tok)
+                assert w in spoken_words(tok)
                 if re.fullmatch(r"[A-Za-z]+([-/][A-Za-z0-9]+)*", tok):
                     assert w in re.split(r"[-/]", tok.lower())
 
@@ -121,7 +121,7 @@ def test_no_errors_no_disfluencies_gives_the_report_words():
         assert {w for w, s in zip(words, source) if s < 0} <= COMMAND_WORDS
         content = [w for w, s in zip(words, source)
                    if s >= 0 and tokens[s] not in PUNCT_WORDS and s not in markers]
-        expected = [w for t, tok in enumerate(tokens) if t not in markers for w in _spoken(tok)]
+        expected = [w for t, tok in enumerate(tokens) if t not in markers for w in spoken_words(tok)]
         assert content == expected
         # the plain words in particular: lowercased, split at hyphens and slashes
         plain = [tok for tok in tokens if re.fullmatch(r"[A-Za-z]+(-[A-Za-z0-9]+)*", tok)]
@@ -332,3 +332,15 @@ def test_word_edit_distance():
             for j in range(1, len(b) + 1):
                 d[i, j] = min(d[i - 1, j] + 1, d[i, j - 1] + 1, d[i - 1, j - 1] + (a[i - 1] != b[j - 1]))
         assert word_edit_distance(a, b) == d[-1, -1]
+
+
+def test_real_dates_and_symbols_are_spoken():
+    """Day-first dates, '&' and accented words in real reports (the generator has none)."""
+    tokens = ["Seen", "on", "25/12/2008", "and", "12/25/2008", "for", "T&A", "at", "the", "café", "."]
+    labels = np.array([("BeginSentence", "BeginParagraph", "BeginOther")]
+                      + [("Sentence", "Paragraph", "Other")] * (len(tokens) - 1), dtype=object)
+    transcript, _, _ = dictate_report(tokens, labels, word_error_rate=0, disfluencies=False,
+                                      random_state=0)
+    words = [w for w in transcript if w not in ("period", "full", "stop")]
+    assert words == ["seen", "on", "25", "over", "12", "over", "2008", "and", "december", "25", "2008",
+                     "for", "t", "and", "a", "at", "the", "café"]

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from skfcrf.datasets import _dictation_vocab as V
+from skfcrf.datasets._spoken import spoken_words
 
 __all__ = [
     "make_dictations",
@@ -105,8 +106,6 @@ _GENERIC_T = [_compile(s) for s in V.GENERIC_SENTENCES]
 _HPI_INTRO = _SECTION_T["HistoryOfPresentIllness"][:2]  # the narrative's opening sentences
 _SECTION_T["HistoryOfPresentIllness"] = _SECTION_T["HistoryOfPresentIllness"][2:]
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
 
 
 def _dec(lo, hi, r):
@@ -498,31 +497,7 @@ def _render_cor(report):
     return toks, (c0, c1, c2)
 
 
-_SPOKEN_CACHE = {}
 _DATE_RE = re.compile(r"(\d\d)/(\d\d)/(\d{4})")
-_ABBREV = {"mr.": ("mister",), "mrs.": ("missus",), "dr.": ("doctor",), "%": ("percent",),
-           "b.i.d.": ("b", "i", "d"), "q.d.": ("q", "d"), "+": ("plus",)}
-
-
-def _spoken(tok):
-    """Formatted token -> tuple of recognizer tokens (lowercase, no punctuation chars)."""
-    out = _SPOKEN_CACHE.get(tok)
-    if out is not None:
-        return out
-    low = tok.lower()
-    if low in _ABBREV:
-        out = _ABBREV[low]
-    else:
-        m = _DATE_RE.fullmatch(low)
-        if m:
-            out = (_MONTHS[int(m.group(1)) - 1], str(int(m.group(2))), m.group(3))
-        else:
-            s = re.sub(r"(\d)\.(\d)", r"\1 point \2", low)
-            s = re.sub(r"(\d)/(\d)", r"\1 over \2", s)
-            s = s.replace("%", " percent").replace("+", " plus").replace("'", "")
-            out = tuple(re.sub(r"[^a-z0-9 ]", " ", s).split())
-    _SPOKEN_CACHE[tok] = out
-    return out
 
 
 _PUNCT = frozenset((".", ",", ":", ";"))
@@ -544,7 +519,7 @@ def _speak_sentence(sent, sp, rng):
         if "/" in tok and _DATE_RE.fullmatch(tok) and rng.random() < sp.p_date_meta:
             out.extend(rng.choice(V.META_DATE))
             continue
-        for w in _spoken(tok):
+        for w in spoken_words(tok):
             sub = _CONFUSABLE.get(w)
             if sub is not None and rng.random() < sp.p_subst:
                 out.extend(sub)
@@ -575,7 +550,7 @@ def _render_rcg(report, sp, rng):
         bs = _B[stype]
         sec_start = len(toks)
         if rng.random() < sp.p_heading:
-            words = [w for t in heading for w in _spoken(t)]
+            words = [w for t in heading for w in spoken_words(t)]
             if len(words) > 1 and rng.random() < 0.15:
                 words = words[1:]
             if rng.random() < sp.p_heading_colon:
@@ -591,7 +566,7 @@ def _render_rcg(report, sp, rng):
         for bi, (kind, btype, sub, sents) in enumerate(blocks):
             start = len(toks)
             if sub is not None and rng.random() < sp.p_subheading:
-                words = [w for t in sub for w in _spoken(t)]
+                words = [w for t in sub for w in spoken_words(t)]
                 if rng.random() < sp.p_heading_colon:
                     words.append("colon")
                 toks.extend(words)

@@ -93,7 +93,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from skfcrf.datasets import _dictation_vocab as V
-from skfcrf.datasets._dictations import _FILLER_WORDS, _Speaker, _spoken, make_dictations
+from skfcrf.datasets._dictations import _FILLER_WORDS, _Speaker, make_dictations
+from skfcrf.datasets._spoken import spoken_words
 from skfcrf.structure._segments import chains_to_segments
 
 __all__ = ["dictate_report", "make_dictation_pairs", "DictationPair", "word_edit_distance"]
@@ -214,7 +215,7 @@ def _speak(tokens, segs0, root, sp, rng, disfluencies):
                         if colon:
                             out.extend([w, t, t, _PUNCT_WORD] for w in V.PUNCT_WORDS[":"])
                     else:
-                        out.extend([w, t, t, _WORD] for w in _spoken(tok))
+                        out.extend([w, t, t, _WORD] for w in spoken_words(tok))
             continue
         if typ == "Enummarker":
             k_enum = _marker_number(tokens[s], k_enum + 1)
@@ -256,7 +257,7 @@ def _speak_sentence(tokens, s, e, sp, rng, disfluencies):
             if rng.random() < sp.p_comma:
                 out.extend([w, t, t, _PUNCT_WORD] for w in V.PUNCT_WORDS[tok])
             continue
-        out.extend([w, t, t, _WORD] for w in _spoken(tok))
+        out.extend([w, t, t, _WORD] for w in spoken_words(tok))
     n = len(out)
     if n > 2:  # disfluencies, drawn as the rcg renderer draws them, at positions of the plain words
         inserts = []

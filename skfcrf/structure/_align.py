@@ -10,9 +10,10 @@ Data layout
 -----------
 Both sides are turned into *units*, the symbols of the alignment:
 
-* report: a word token gives one unit per normalised piece (lowercase, letters and digits;
-  ``"67-year-old"`` -> ``67 year old``, ``"b.i.d."`` -> ``b i d``, ``"1.5"`` -> ``1 point 5``,
-  ``"%"`` -> ``percent``, dates spelled out), every piece mapping back to the one token; a
+* report: a word token gives one unit per word it is said as
+  (:func:`skfcrf.datasets._spoken.spoken_words`, the generator's and the noise model's
+  rule too: ``"67-year-old"`` -> ``67 year old``, ``"b.i.d."`` -> ``b i d``, ``"1.5"`` ->
+  ``1 point 5``, ``"%"`` -> ``percent``, dates spelled out), all mapping back to the one token; a
   punctuation token (``. , : ;``) is one punctuation unit; a token with a single-token label
   on chain 0 (``Enummarker``, e.g. ``"2."``) is one enumeration-marker unit; and after the
   last token of every segment of the layout chain (chain 1: paragraphs, enumeration
@@ -83,6 +84,7 @@ import jellyfish
 import numpy as np
 
 from skfcrf._bp import _align as _kernel
+from skfcrf.datasets._spoken import spoken_words
 from skfcrf.structure._segments import (
     DEFAULT_BEGIN_PREFIXES,
     DEFAULT_INSIDE_PREFIXES,
@@ -109,13 +111,7 @@ _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight",
                  "eighteen", "nineteen", "twenty")
 _NUMBERS = {w: i + 1 for i, w in enumerate(_NUMBER_WORDS)}
 _NUMBERS.update({str(i): i for i in range(1, 100)})
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
-_ABBREVIATIONS = {"mr.": ("mister",), "mrs.": ("missus",), "ms.": ("miss",), "dr.": ("doctor",),
-                  "&": ("and",), "+": ("plus",), "%": ("percent",)}
-_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{2,4})")
 _MARKER = re.compile(r"\(?([0-9]+|[a-zA-Z])[.)]?")
-_NONWORD = re.compile(r"[\W_]+")
 _WRITTEN_MARKER = re.compile(r"\(?[0-9]+[.)]")
 
 
@@ -158,36 +154,11 @@ class AlignmentStats:
 # per distinct string, cached
 # ---------------------------------------------------------------------------------------
 
-_PIECES = {}
 _WORD_IDS = {}
 _KEY_IDS = {}
 _KEY_CODES = []  # key id -> int32 codes
 _KEY_STR = []  # key id -> key
 _WORD_KEY = []  # word id -> key id
-_CACHE_LIMIT = 1_000_000
-
-
-def _pieces(tok):
-    """A word token -> tuple of normalised pieces (lowercase letters and digits)."""
-    out = _PIECES.get(tok)
-    if out is not None:
-        return out
-    low = tok.lower()
-    if low in _ABBREVIATIONS:
-        out = _ABBREVIATIONS[low]
-    else:
-        m = _DATE.fullmatch(low)
-        if m and 1 <= int(m.group(1)) <= 12:
-            out = (_MONTHS[int(m.group(1)) - 1], str(int(m.group(2))), m.group(3))
-        else:
-            s = re.sub(r"(\d)\.(\d)", r"\1 point \2", low)
-            s = re.sub(r"(\d)/(\d)", r"\1 over \2", s)
-            s = s.replace("%", " percent ").replace("+", " plus ").replace("&", " and ").replace("'", "")
-            out = tuple(p for p in _NONWORD.split(s) if p)
-    if len(_PIECES) > _CACHE_LIMIT:
-        _PIECES.clear()
-    _PIECES[tok] = out
-    return out
 
 
 def _key_id(key):
@@ -244,7 +215,7 @@ def _report_units(tokens, single, layout_ends):
             kinds.append(_PUNCT)
             toks.append(r)
         else:
-            pieces = _pieces(tok)
+            pieces = spoken_words(tok)
             if not pieces:  # a symbol such as "-" or "/": deleted like punctuation
                 pieces = ("\0" + tok,)
                 kind = _PUNCT
@@ -298,7 +269,7 @@ def _transcript_units(tokens, hesitations):
         elif _WRITTEN_MARKER.fullmatch(w):  # a written marker ("2.")
             pieces, kind = (_marker_word(str(int(w.strip("(.)")))),), _COMMAND
         else:
-            pieces = _pieces(tokens[t]) or ("\0" + w,)
+            pieces = spoken_words(tokens[t]) or ("\0" + w,)
             kind = _HESITATION if w in hesitations else _WORD if pieces[0][0] != "\0" else _COMMAND
         for p in pieces:
             words.append(_word_id(p))
