@@ -344,3 +344,14 @@ def test_real_dates_and_symbols_are_spoken():
     words = [w for w in transcript if w not in ("period", "full", "stop")]
     assert words == ["seen", "on", "25", "over", "12", "over", "2008", "and", "december", "25", "2008",
                      "for", "t", "and", "a", "at", "the", "café"]
+
+
+def test_make_dictations_with_a_word_error_rate():
+    X, y = make_dictations(4, style="rcg", random_state=3, word_error_rate=0.2)
+    pairs = make_dictation_pairs(4, word_error_rate=0.2, random_state=3)
+    assert X == [p.transcript for p in pairs]
+    assert all(np.array_equal(a, p.labels) for a, p in zip(y, pairs))
+    with pytest.raises(ValueError, match="rcg"):
+        make_dictations(2, style="cor", word_error_rate=0.1)
+    with pytest.raises(ValueError, match="word_error_rate"):
+        make_dictations(2, word_error_rate=1.5)

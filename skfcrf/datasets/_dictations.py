@@ -615,7 +615,7 @@ def _labels_array(chains):
     return arr
 
 
-def make_dictations(n_reports=200, style="rcg", random_state=None):
+def make_dictations(n_reports=200, style="rcg", random_state=None, word_error_rate=None):
     """Generate synthetic medical dictations annotated with three label chains.
 
     Each report is drawn for one of a pool of simulated speakers, each with its own
@@ -646,6 +646,14 @@ def make_dictations(n_reports=200, style="rcg", random_state=None):
     random_state : int, RandomState instance or None, default=None
         Seed.  With the same seed, ``"cor"`` and ``"rcg"`` yield parallel corpora (the
         same reports, formatted vs. recognized).
+    word_error_rate : float in [0, 1], optional
+        Only with ``style="rcg"``.  ``None`` (default): the generator's own recognizer
+        rendering described above.  A rate: the transcripts of
+        ``make_dictation_pairs(n_reports, word_error_rate, random_state)`` instead --
+        reports spoken by the noise model :func:`dictate_report`, with recognition
+        errors at this word error rate
+        (measured within about 0.01 of it) -- for experiments on accuracy as the
+        recognition errors grow (the thesis's tables 6.11 and 6.12).
 
     Returns
     -------
@@ -671,6 +679,14 @@ def make_dictations(n_reports=200, style="rcg", random_state=None):
         raise ValueError(f"n_reports must be a non-negative integer, got {n_reports!r}")
     if style not in ("rcg", "cor"):
         raise ValueError(f"style must be 'rcg' or 'cor', got {style!r}")
+    if word_error_rate is not None:
+        if style != "rcg":
+            raise ValueError("word_error_rate applies to style='rcg' only (the formatted reports "
+                             "have no recognition errors)")
+        from skfcrf.datasets._transcripts import make_dictation_pairs
+
+        pairs = make_dictation_pairs(n_reports, word_error_rate=word_error_rate, random_state=random_state)
+        return [p.transcript for p in pairs], [p.labels for p in pairs]
     rs = check_random_state(random_state)
     seed = int(rs.randint(0, 2**31 - 1))
     content = random.Random(seed)
