@@ -7,17 +7,22 @@ them are made with the generator's noise model (``dictate_report``, word error r
 
 1. ``skfcrf prepare REPORTS TRANSCRIPTS -o aligned.txt`` (parse every report, align its
    transcript, carry the labels over);
-2. train on the first 3/4 of the reports (sorted by name), tag the rest;
+2. k-fold cross-validation over the reports (sorted by name, fold ``k`` tests every
+   ``folds``-th report from the ``k``-th): train on the aligned labels, tag the test
+   transcripts;
 3. evaluate against the noise model's true transcript labels (per-chain accuracy, joint
    accuracy, WindowDiff, section segment F1) -- so the figures include the label
    transfer's own errors in the training data;
 4. render one tagged transcript as a formatted report (``render_text``).
 
+Per fold and as the mean over folds with the half-width of a 95% interval (Student's t
+over the folds); the joint-accuracy difference is paired by fold.
+
 The same observations (``make_dictation_features``) train the default ``FactorialCRF``
 and, as the baseline measured in the same run, three independent CRFsuite chains
 (``sklearn_crfsuite``, L-BFGS, ``c2 = 1 / (2 sigma^2)``, the same ``max_iter``).
 
-    python benchmarks/bench_real_reports.py [--wer 0.1] [--n-jobs 2] [--skip-crfsuite]
+    python benchmarks/bench_real_reports.py [--wer 0.1] [--folds 4] [--n-jobs 2] [--skip-crfsuite]
 """
 import argparse
 import glob
@@ -34,7 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from skfcrf import FactorialCRF
 from skfcrf.datasets import dictate_report, read_conll
 from skfcrf.datasets._dictation_vocab import HESITATIONS
-from skfcrf.metrics import chain_accuracy, joint_accuracy, segment_f1, windowdiff
+from skfcrf.metrics import chain_accuracy, confidence_interval, joint_accuracy, segment_f1, windowdiff
 from skfcrf.structure import parse_report, render_text
 from skfcrf.transformers import make_dictation_features
 
@@ -76,11 +81,18 @@ def crfsuite_chains(F_train, y_train, F_test, sigma, max_iter):
 
 
 def scores(y_true, y_pred):
+    """Accuracy per chain, joint accuracy, WindowDiff per chain, section segment F1."""
     acc = chain_accuracy(y_true, y_pred)
     wd = [windowdiff(y_true, y_pred, chain=c) for c in range(3)]
-    return (f"accuracy {' / '.join(f'{100 * a:.2f}' for a in acc)}; joint "
-            f"{100 * joint_accuracy(y_true, y_pred):.2f}%; WindowDiff {' / '.join(f'{w:.3f}' for w in wd)}; "
-            f"section F1 {segment_f1(y_true, y_pred, chain=2):.3f}")
+    return np.array([*acc, joint_accuracy(y_true, y_pred), *wd, segment_f1(y_true, y_pred, chain=2)])
+
+
+NAMES = ["acc0", "acc1", "acc2", "joint", "wd0", "wd1", "wd2", "secF1"]
+
+
+def line(label, values, seconds=None):
+    t = "" if seconds is None else f" fit {seconds:6.1f} s"
+    return f"  {label:28}{t} " + " ".join(f"{v:7.4f}" for v in values)
 
 
 def main():
@@ -90,6 +102,7 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--sigma", type=float, default=10.0)
     ap.add_argument("--max-iter", type=int, default=100)
+    ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--skip-crfsuite", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,28 +123,52 @@ def main():
     print(f"{len(names)} real reports, transcripts at WER {args.wer}: prepare {t_prep:.1f} s; "
           f"aligned labels agree with the truth on {100 * aligned_right / (3 * n_tok):.2f}% "
           f"of {n_tok} tokens x 3 chains")
-    n_train = int(round(0.75 * len(names)))
-    X_train, X_test = X[:n_train], X[n_train:]
-    y_train, gold_test = y[:n_train], gold[n_train:]
-    features = make_dictation_features()
-    F_train = features.fit_transform(X_train)
-    F_test = features.transform(X_test)
-    print(f"train {n_train} reports (aligned labels), test {len(X_test)} (true labels)")
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        crf = FactorialCRF(sigma=args.sigma, max_iter=args.max_iter, n_jobs=args.n_jobs,
-                           random_state=0).fit(F_train, y_train)
-    t_fit = time.perf_counter() - t0
-    pred = crf.predict(F_test)
-    print(f"FactorialCRF (default, n_jobs={args.n_jobs}): fit {t_fit:.1f} s; {scores(gold_test, pred)}")
-    if not args.skip_crfsuite:
+    print(f"{args.folds}-fold cross-validation; columns: " + " ".join(f"{n:>7}" for n in NAMES))
+    results = {"FactorialCRF": [], "CRFsuite x3": []}
+    times = {k: [] for k in results}
+    first = None
+    for k in range(args.folds):
+        test = list(range(k, len(names), args.folds))
+        train = [i for i in range(len(names)) if i % args.folds != k]
+        X_train, y_train = [X[i] for i in train], [y[i] for i in train]
+        X_test, gold_test = [X[i] for i in test], [gold[i] for i in test]
+        features = make_dictation_features()
+        F_train = features.fit_transform(X_train)
+        F_test = features.transform(X_test)
         t0 = time.perf_counter()
-        base = crfsuite_chains(F_train, y_train, F_test, args.sigma, args.max_iter)
-        t_base = time.perf_counter() - t0
-        print(f"3 independent CRFsuite chains (1 thread): fit {t_base:.1f} s; {scores(gold_test, base)}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            crf = FactorialCRF(sigma=args.sigma, max_iter=args.max_iter, n_jobs=args.n_jobs,
+                               random_state=0).fit(F_train, y_train)
+        times["FactorialCRF"].append(time.perf_counter() - t0)
+        pred = crf.predict(F_test)
+        results["FactorialCRF"].append(scores(gold_test, pred))
+        print(line(f"fold {k} FactorialCRF", results["FactorialCRF"][-1], times["FactorialCRF"][-1]),
+              flush=True)
+        if first is None:
+            first = (X_test[0], pred[0])
+        if not args.skip_crfsuite:
+            t0 = time.perf_counter()
+            base = crfsuite_chains(F_train, y_train, F_test, args.sigma, args.max_iter)
+            times["CRFsuite x3"].append(time.perf_counter() - t0)
+            results["CRFsuite x3"].append(scores(gold_test, base))
+            print(line(f"fold {k} CRFsuite x3", results["CRFsuite x3"][-1], times["CRFsuite x3"][-1]),
+                  flush=True)
+    print(f"mean over {args.folds} folds (+- 95% half-width)")
+    for name, rows in results.items():
+        if not rows:
+            continue
+        rows = np.array(rows)
+        ci = [confidence_interval(rows[:, j]) for j in range(rows.shape[1])]
+        print(line(name, [m for m, _ in ci], float(np.sum(times[name]))))
+        print("  " + " " * 28 + " " * 14 + " ".join(f"+-{h:5.4f}" for _, h in ci))
+    if results["CRFsuite x3"]:
+        diff = np.array(results["FactorialCRF"])[:, 3] - np.array(results["CRFsuite x3"])[:, 3]
+        m, h = confidence_interval(diff)
+        print(f"joint accuracy, FactorialCRF - CRFsuite x3, paired by fold: {100 * m:+.2f} +- {100 * h:.2f} "
+              f"points; fit time ratio {np.sum(times['FactorialCRF']) / np.sum(times['CRFsuite x3']):.2f}")
     print("\nThe first test transcript, tagged and rendered (first 25 lines):")
-    text = render_text(X_test[0], pred[0], dictated_punctuation=True, capitalize=True,
+    text = render_text(first[0], first[1], dictated_punctuation=True, capitalize=True,
                        drop_words=HESITATIONS)
     print("\n".join(text.splitlines()[:25]))
 
