@@ -135,7 +135,7 @@ def _sentence_text(seg, opts):
 def _title_text(segs, opts, upper=True):
     words = [_word(t) for s in segs for t in s.tokens]
     words = _clean(words, opts.punct, opts.drop)
-    while words and words[-1] in (":", "colon"):
+    while words and words[-1] in (":", "colon", ".", ",", ";"):  # a title ends with no mark
         words.pop()
     text = _join(words)
     return text.upper() if upper else text
