@@ -299,3 +299,21 @@ def test_heading_substitution_surcharge():
     # equal words still align with a heading whatever the surcharge
     y, _ = align_transcript(report, labels, ["pain", "plan", "rest"], heading_substitution=5.0)
     assert list(y[:, 2]) == ["BeginHistory", "BeginPlan", "Plan"]
+
+
+def test_misrecognised_command_words():
+    report = ["Pain", ".", "Rest", "."]
+    labels = [("BeginSentence", "BeginParagraph"), ("Sentence", "Paragraph"),
+              ("BeginSentence", "Paragraph"), ("Sentence", "Paragraph")]
+    spoken = ["pain", "full", "state", "rest"]
+    y, stats = align_transcript(report, labels, spoken)
+    assert list(stats.report_index) == [0, 1, 1, 2]  # "full state" is the dictated period
+    assert list(y[:, 0]) == ["BeginSentence", "Sentence", "Sentence", "BeginSentence"]
+    _, stats = align_transcript(report, labels, spoken, command_tolerance=None)
+    assert stats.report_index[2] != 1
+    # an exact spoken marker inside wins: "anxiety number two" is no "next number"
+    from skfcrf.structure._align import _fuzzy_command
+
+    assert _fuzzy_command(["anxiety", "number", "two"], 0, 0.25) is None
+    assert _fuzzy_command(["family", "stop"], 0, 0.25) == ("full", "stop")
+    assert _fuzzy_command(["full", "stomach"], 0, 0.25) is None

@@ -77,6 +77,7 @@ single-token segment (an enumeration marker).  Each run of one segment id then s
 the segment's Begin label, so a segment whose first words were not dictated starts at its
 first dictated word, and a segment of which nothing was dictated vanishes.
 """
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -239,7 +240,39 @@ for _v in _COMMAND_FIRST.values():
     _v.sort(key=len, reverse=True)
 
 
-def _transcript_units(tokens, hesitations):
+_LONG_COMMANDS = tuple(c for c in COMMANDS if len(c) > 1)
+
+
+@functools.lru_cache(maxsize=65536)
+def _sounds_like(word, command_word, tolerance):
+    """Whether ``word`` may be a misrecognised ``command_word``: their Metaphone keys differ by
+    at most ``tolerance`` (Levenshtein distance over the longer key's length plus one)."""
+    a, b = jellyfish.metaphone(word), jellyfish.metaphone(command_word)
+    return jellyfish.levenshtein_distance(a, b) <= tolerance * (max(len(a), len(b)) + 1)
+
+
+def _exact_command_at(low, i):
+    """Whether a dictated command or a spoken marker starts exactly at ``low[i]``."""
+    if low[i] == "number" and i + 1 < len(low) and low[i + 1] in _NUMBERS:
+        return True
+    return any(tuple(low[i:i + len(c)]) == c for c in _COMMAND_FIRST.get(low[i], ()))
+
+
+def _fuzzy_command(low, t, tolerance):
+    """A command of several words at ``t`` with one word misrecognised (``full state``), or None
+    (also when an exact command starts inside it: ``anxiety number two`` is a marker)."""
+    for cand in _LONG_COMMANDS:
+        k = len(cand)
+        if t + k > len(low) or any(_exact_command_at(low, i) for i in range(t + 1, t + k)):
+            continue
+        off = [i for i in range(k) if low[t + i] != cand[i]]
+        if len(off) == 1 and not any(c.isdigit() for c in low[t + off[0]]) \
+                and _sounds_like(low[t + off[0]], cand[off[0]], tolerance):
+            return cand
+    return None
+
+
+def _transcript_units(tokens, hesitations, command_tolerance=None):
     """Units of the transcript: (word ids, kinds, first token, number of tokens) per unit."""
     words, kinds, first, ntok = [], [], [], []
     low = [t.lower() for t in tokens]
@@ -257,6 +290,12 @@ def _transcript_units(tokens, hesitations):
                     word = _BREAK_WORD if sym == "\n" else _ANY_MARKER if sym == "#" else "\0" + sym
                     phrase = len(cand)
                     break
+            if phrase is None and command_tolerance is not None:
+                cand = _fuzzy_command(low, t, command_tolerance)
+                if cand is not None:
+                    sym = COMMANDS[cand]
+                    word = _BREAK_WORD if sym == "\n" else _ANY_MARKER if sym == "#" else "\0" + sym
+                    phrase = len(cand)
         if phrase is not None:
             words.append(_word_id(word))
             kinds.append(_COMMAND)
@@ -293,7 +332,8 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
                      punctuation_deletion=0.1, break_deletion=0.05, marker_deletion=0.2,
                      hesitation_insertion=0.1, command_insertion=0.2, punctuation_mismatch=0.5,
                      marker_mismatch=0.5, bare_marker_cost=0.2, heading_substitution=0.3,
-                     heading_types=("Heading", "Subheading"), hesitations=HESITATIONS,
+                     heading_types=("Heading", "Subheading"), command_tolerance=0.25,
+                     hesitations=HESITATIONS,
                      layout_chain=1, scheme=None, begin_prefixes=DEFAULT_BEGIN_PREFIXES,
                      inside_prefixes=DEFAULT_INSIDE_PREFIXES, outside_labels=DEFAULT_OUTSIDE_LABELS,
                      single_token_labels=DEFAULT_SINGLE_TOKEN_LABELS):
@@ -348,6 +388,14 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
         and changed the other figures by at most .004 (0.6 and 1.0 did worse).
     heading_types : collection of str, default=("Heading", "Subheading")
         Chain-0 segment types (without prefix) that ``heading_substitution`` applies to.
+    command_tolerance : float or None, default=0.25
+        A command of several words with one word misrecognised (``full state``,
+        ``family stop``, ``next paragraf``) still counts as the command when that word's
+        Metaphone key differs from the command word's by at most this share (edit
+        distance over the longer key's length plus one) and no exact command or spoken
+        marker starts inside it; None: exact commands only.  On ``make_dictation_pairs``
+        at 10% word error rate it raised the section-boundary F1 by .001-.005 (seeds 0,
+        1, 7) and changed nothing at 0%.
     hesitations : collection of str, default=HESITATIONS
         Lowercase transcript words that are hesitations.
     layout_chain : int or None, default=1
@@ -432,7 +480,7 @@ def align_transcript(report_tokens, report_labels, transcript_tokens, *, phoneti
 
     rw, rkind, rtok = _report_units(rtoks, single, layout_ends)
     hes = frozenset(hesitations)
-    tw, tkind, tfirst, tntok = _transcript_units(ttoks, hes)
+    tw, tkind, tfirst, tntok = _transcript_units(ttoks, hes, command_tolerance)
     rw = np.asarray(rw, dtype=np.int32)
     tw = np.asarray(tw, dtype=np.int32)
     rkind = np.asarray(rkind, dtype=np.int8)
