@@ -263,11 +263,12 @@ def _fuzzy_command(low, t, tolerance):
     (also when an exact command starts inside it: ``anxiety number two`` is a marker)."""
     for cand in _LONG_COMMANDS:
         k = len(cand)
-        if t + k > len(low) or any(_exact_command_at(low, i) for i in range(t + 1, t + k)):
+        if t + k > len(low):
             continue
         off = [i for i in range(k) if low[t + i] != cand[i]]
         if len(off) == 1 and not any(c.isdigit() for c in low[t + off[0]]) \
-                and _sounds_like(low[t + off[0]], cand[off[0]], tolerance):
+                and _sounds_like(low[t + off[0]], cand[off[0]], tolerance) \
+                and not any(_exact_command_at(low, i) for i in range(t + 1, t + k)):
             return cand
     return None
 
