@@ -648,3 +648,58 @@ def test_union_equals_prefixed_weighted_merge(X, w1, w2):
     for a, b in zip(out, expected):
         assert_obs_equal(a, b)
 
+
+
+# ----------------------------------------------------------------------------- fittedness
+
+
+def _every_transformer():
+    """One instance of every transformer class of skfcrf.transformers, and the unions."""
+    import inspect
+
+    import skfcrf.transformers as module
+    from skfcrf.transformers import Lexicon, make_dictation_features
+
+    out = []
+    for name in module.__all__:
+        cls = getattr(module, name)
+        if not inspect.isclass(cls) or cls in (module.SequenceTransformerMixin, SequenceFeatureUnion):
+            continue
+        out.append(cls(entries={"fever": "symptom"}) if cls is Lexicon else cls())
+    out.append(make_sequence_union(NGramWindow(), WordShape()))
+    out.append(make_dictation_features())
+    return out
+
+
+@pytest.mark.parametrize("est", _every_transformer(), ids=_ids)
+def test_check_is_fitted_follows_fit(est):
+    """scikit-learn's check_is_fitted fails before fit and passes after it, for every
+    transformer and for a pipeline of them (a fitted union once failed it, and with it
+    ``pipeline[:-1].transform``)."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.utils.validation import check_is_fitted
+
+    X = [["The", "patient", "has", "fever", "."], ["Pain"]]
+    e = clone(est)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(e)
+    check_is_fitted(e.fit(X))
+    pipe = Pipeline([("features", clone(est))])
+    with pytest.raises(NotFittedError):
+        pipe.transform(X)
+    assert pipe.fit(X).transform(X) == e.transform(X)
+    check_is_fitted(pipe)
+
+
+def test_fitted_pipeline_slice_transforms():
+    """The README's ``model[:-1].transform(X)`` on a fitted feature union + CRF pipeline."""
+    from sklearn.pipeline import Pipeline
+
+    from skfcrf import FactorialCRF
+
+    X = [["the", "patient", "is", "well"], ["no", "fever"]] * 3
+    y = [np.array([["A"], ["B"], ["B"], ["B"]], dtype=object), np.array([["A"], ["B"]], dtype=object)] * 3
+    model = Pipeline([("features", make_sequence_union(NGramWindow(), RelativePosition(n_bins=2))),
+                      ("crf", FactorialCRF(random_state=0))]).fit(X, y)
+    decoded = model[-1].decode(model[:-1].transform(X))
+    assert [list(d.labels[:, 0]) for d in decoded] == [list(s[:, 0]) for s in y]

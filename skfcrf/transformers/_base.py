@@ -390,6 +390,11 @@ class SequenceTransformerMixin(BaseEstimator):
     observation names it produced in ``feature_names_out_`` (nothing else is
     learned; ``transform`` does not depend on it).  ``fit_transform`` returns that
     same transformation, so fitting costs one pass.
+
+    ``transform`` works before ``fit``, but for scikit-learn a transformer is fitted
+    only once ``fit`` has run (``__sklearn_is_fitted__``, read by
+    :func:`~sklearn.utils.validation.check_is_fitted` and so by ``Pipeline.transform``),
+    as for every other step of a pipeline.
     """
 
     _param_kinds = {}
@@ -402,8 +407,11 @@ class SequenceTransformerMixin(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.input_tags.dict = True
-        tags.requires_fit = False
         return tags
+
+    def __sklearn_is_fitted__(self):
+        """Whether ``fit`` has run (it records ``feature_names_out_``)."""
+        return hasattr(self, "feature_names_out_")
 
     # -- public API ------------------------------------------------------------------
 

@@ -2,8 +2,10 @@
 from collections import Counter, deque
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import _BaseComposition
+from sklearn.utils.validation import check_is_fitted
 
 from skfcrf.transformers._base import check_sequences, check_weight
 
@@ -102,6 +104,20 @@ class SequenceFeatureUnion(_BaseComposition):
         tags.input_tags.string = True
         tags.input_tags.dict = True
         return tags
+
+    def __sklearn_is_fitted__(self):
+        """Whether every member is fitted (as scikit-learn's ``FeatureUnion`` decides).
+
+        The union itself learns nothing; without this, scikit-learn finds no fitted
+        attribute on it and a fitted pipeline ending in a union failed
+        ``check_is_fitted`` (so ``pipeline[:-1].transform``).
+        """
+        for _, trans, _ in self._members():
+            try:
+                check_is_fitted(trans)
+            except NotFittedError:
+                return False
+        return True
 
     # -- validation ------------------------------------------------------------------
 
