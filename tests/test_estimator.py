@@ -318,9 +318,30 @@ def test_warm_start_continues():
 
 
 def test_convergence_warning_at_max_iter():
+    """A max_iter the user set, reached: a warning in the parameters' words."""
     X, y = synthetic(n_seq=20, n_chains=2)
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(ConvergenceWarning, match=r"^stopped after \d+ iterations before "
+                      r"converging; raise max_iter \(now 2\) or tol") as record:
         FactorialCRF(max_iter=2).fit(X, y)
+    assert not any("block" in str(w.message) or "budget" in str(w.message) for w in record)
+    with pytest.warns(ConvergenceWarning, match=r"raise max_iter \(now 2\)"):
+        FactorialCRF(max_iter=2, objective="pseudolikelihood").fit(X, y)
+
+
+def test_designed_budget_gives_no_warning(monkeypatch, capsys):
+    """The staged default's first stage reaching the default max_iter is by design: no
+    warning; converged_ says it, and verbose prints why it stopped."""
+    import skfcrf.estimators._fcrf as fcrf
+
+    X, y = synthetic(n_seq=20, n_chains=2)
+    monkeypatch.setattr(fcrf, "DEFAULT_MAX_ITER", 2)     # a default budget the fit reaches
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = FactorialCRF(max_iter=2, verbose=1).fit(X, y)
+    assert est.converged_ is False
+    assert "stopped before converging: stopped at max_iter=2" in capsys.readouterr().out
+    with pytest.warns(ConvergenceWarning, match=r"now 2"):   # not the staged default
+        FactorialCRF(max_iter=2, objective="chainwise").fit(X, y)
 
 
 # ------------------------------------------------------------------ bad input

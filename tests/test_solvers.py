@@ -47,7 +47,7 @@ def test_callback_stop_matches_max_iter_weights():
     X, y = sequences()
     stopped = FactorialCRF(max_iter=100, random_state=0,
                            callback=lambda it, loss, coef: it >= 4).fit(X, y)
-    with pytest.warns(ConvergenceWarning, match="max_iter=4"):
+    with pytest.warns(ConvergenceWarning, match=r"raise max_iter \(now 4\)"):
         capped = FactorialCRF(max_iter=4, random_state=0, finetune_iter=0,
                               state_transitions=True).fit(X, y)
     assert np.array_equal(stopped.coef_, capped.coef_)

@@ -263,7 +263,8 @@ def run(args):
         n_hit = sum(not crf.converged_ for crf in crfs)
         print(f"{style}: training {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS "
               "iterations per fold (all stages)"
-              + (f" ({n_hit} of {N_FOLDS} stopped at the --max-iter {args.max_iter} budget)"
+              + (f" (in {n_hit} of {N_FOLDS} folds the first stage used all its --max-iter "
+                 f"{args.max_iter} iterations before converging)"
                  if n_hit else "")
               + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
     example = runs.get("rcg", next(iter(runs.values())))

@@ -121,10 +121,15 @@ def run(args):
             fh.write("\n")
     except OSError as exc:
         raise CLIError(f"cannot write model {args.model}: {exc.strerror or exc}") from None
-    note = ("" if crf.converged_ else f" (stopped at the --max-iter {args.max_iter} budget)"
-            if crf.n_iter_ >= args.max_iter else " (not converged)")
-    progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} iterations{note}, "
-             f"{crf.n_features_in_} observations, {crf.coef_.size} weights", args.quiet)
+    # n_iter_ counts every stage (and a cheap chain's longer budget); say which stopped
+    note = ("" if crf.converged_ else
+            f"; the first stage used all its --max-iter {args.max_iter} iterations before "
+            "converging (a larger --max-iter trains it further)"
+            if crf.n_iter_ >= args.max_iter else
+            "; the first stage stopped before converging (no step lowered the loss further)")
+    progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} iterations in all "
+             f"stages, {crf.n_features_in_} observations, {crf.coef_.size} weights{note}",
+             args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
 

@@ -71,6 +71,10 @@ from skfcrf.estimators._structure import (
 #: starting weights and the random state the solver draws from.
 TrainingProblem = namedtuple("TrainingProblem", ["objective", "theta0", "random_state"])
 
+#: ``max_iter``'s default: reaching it in the first stage of the staged default fit
+#: (``objective="independent"``, ``solver="lbfgs"``) is by design and gives no warning.
+DEFAULT_MAX_ITER = 100
+
 _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 _POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
 
@@ -113,7 +117,8 @@ class FactorialCRF(BaseEstimator):
         ``"lbfgs"``, iterations of the chain that costs most per evaluation:
         a chain that costs at most ``1/k`` as much runs up to ``k * max_iter``
         iterations, no more work (evaluated alone once the others have
-        stopped), so ``n_iter_`` can exceed ``max_iter``.
+        stopped), so ``n_iter_`` can exceed ``max_iter``.  See "Convergence
+        warnings" in the Notes for when reaching it warns.
     finetune_iter : int, default=10
         After an ``"independent"``, ``"chainwise"`` or ``"pseudolikelihood"``
         fit, this many L-BFGS iterations of the likelihood, started from its
@@ -257,9 +262,9 @@ class FactorialCRF(BaseEstimator):
     n_iter_ : int
         Solver iterations (epochs for ``"olbfgs"``) run by the last fit.
     converged_ : bool
-        Whether the solver's stopping criterion was met (False when it stopped
-        at ``max_iter``, on a failed line search, or by the callback; a
-        ``ConvergenceWarning`` names the reason in the first two cases).
+        Whether the first stage's stopping criterion (``tol``) was met: False
+        when it stopped at its iteration budget, on a failed line search, or by
+        the callback (see "Convergence warnings" in the Notes).
     inference_stats_ : dict
         Inference during training: ``method``, ``converged_fraction`` and
         ``mean_iterations`` of TRP over all likelihood evaluations (1.0 and
@@ -271,6 +276,25 @@ class FactorialCRF(BaseEstimator):
         With ``early_stopping``: the best of them; ``coef_`` holds its weights.
     best_iteration_ : int
         With ``early_stopping``: the iteration of the best weights.
+
+    Notes
+    -----
+    **Convergence warnings.**  A ``ConvergenceWarning`` is given when the user can
+    act on it, in the words of the parameters:
+
+    * a ``max_iter`` other than the default reached before ``tol`` was met:
+      "stopped after N iterations before converging; raise max_iter (now M) or tol";
+      so is the default ``max_iter`` for the other objectives and solvers;
+    * the line search finding no lower loss (the weights are the last that lowered
+      it; a larger ``tol`` accepts them).
+
+    The budgets the staged default fit is designed with give no warning: the
+    default ``max_iter`` of the first stage (``objective="independent"`` with
+    ``solver="lbfgs"``, the per-chain budgets included), ``finetune_iter`` and
+    ``state_transition_iter`` -- the later stages continue where the first
+    stopped.  ``converged_`` and ``n_iter_`` still tell how the first stage
+    ended, and ``verbose > 0`` prints why it stopped.  Stops by the ``callback``
+    or by early stopping never warn.
 
     Examples
     --------
@@ -427,7 +451,12 @@ class FactorialCRF(BaseEstimator):
             # their small matrix products only add contention
             with threadpool_limits(limits=1, user_api="blas"):
                 result = solver.solve(objective, theta0, monitor)
-                warn_if_not_converged(result, self.solver, monitor.stopped_by_callback)
+                warn_if_not_converged(
+                    result, monitor.stopped_by_callback, max_iter=self.max_iter, tol=self.tol,
+                    unit="epochs" if self.solver == "olbfgs" else "iterations",
+                    designed_budget=(isinstance(solver, BlockLBFGS)
+                                     and self.max_iter == DEFAULT_MAX_ITER),
+                    verbose=self.verbose)
                 finetune = self._finetuning(objective, monitor, stopper)
                 if finetune is not None:
                     tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,

@@ -82,12 +82,15 @@ class SolverResult:
         The solver's own stopping criterion was met.
     message : str
         Why it stopped.
+    at_max_iter : bool
+        It stopped because it reached its iteration budget (``max_iter``).
     """
 
     coef: np.ndarray
     n_iter: int
     converged: bool
     message: str
+    at_max_iter: bool = False
 
 
 def two_loop(g, s_list, y_list, scale):
@@ -137,7 +140,8 @@ class LBFGS:
             message = "stopped by the callback"
         elif res.status != 0:
             message = f"scipy L-BFGS-B status {res.status}: {message}"
-        return SolverResult(res.x, int(res.nit), res.status == 0, message)
+        return SolverResult(res.x, int(res.nit), res.status == 0, message,
+                            at_max_iter=res.status == 1 and not monitor.stopped_by_callback)
 
 
 class OnlineLBFGS:
@@ -239,7 +243,7 @@ class OnlineLBFGS:
                 stalls = 0
             best = min(best, epoch_loss)
         return SolverResult(theta, self.max_iter, False,
-                            f"stopped at max_iter={self.max_iter} epochs")
+                            f"stopped at max_iter={self.max_iter} epochs", at_max_iter=True)
 
 
 class BlockLBFGS:
@@ -371,7 +375,7 @@ class BlockLBFGS:
             return SolverResult(theta, n_iter, False,
                                 f"stopped at max_iter={self.max_iter} iterations (blocks "
                                 f"{np.flatnonzero(capped).tolist()} at their budgets "
-                                f"{caps[capped].tolist()})")
+                                f"{caps[capped].tolist()})", at_max_iter=True)
         return SolverResult(theta, n_iter, not failed.any(), self._message(failed))
 
     @staticmethod
@@ -385,9 +389,28 @@ class BlockLBFGS:
 SOLVERS = {"lbfgs": LBFGS, "olbfgs": OnlineLBFGS}
 
 
-def warn_if_not_converged(result, solver, stopped_by_user):
-    """A ConvergenceWarning naming why ``solver`` stopped, unless it converged or the user stopped it."""
+def warn_if_not_converged(result, stopped_by_user, *, max_iter, tol, unit="iterations",
+                          designed_budget=False, verbose=0):
+    """Warn, in the user's words, when a fit's solver stopped before converging.
+
+    No warning when it converged, when the user's callback (or early stopping) stopped
+    it, or when it reached a budget the estimator chose by design (``designed_budget``:
+    the default ``max_iter`` of the staged default fit, whose later stages continue).
+    Reaching a ``max_iter`` the user set warns with the iterations run and what to
+    change; a failed line search warns that the loss could not be lowered further.
+    With ``verbose`` the solver's own reason is printed in every case.
+    """
     if result.converged or stopped_by_user:
         return
-    warnings.warn(f"{solver} stopped before converging ({result.message}); increase max_iter, "
-                  "or tol", ConvergenceWarning, stacklevel=3)
+    if verbose:
+        print(f"stopped before converging: {result.message}", flush=True)
+    if result.at_max_iter:
+        if designed_budget:
+            return
+        message = (f"stopped after {result.n_iter} {unit} before converging; raise max_iter "
+                   f"(now {max_iter}) or tol (now {tol:g})")
+    else:
+        message = (f"stopped after {result.n_iter} {unit} before converging: no step lowered "
+                   "the loss any further (the weights are the last that did); a larger tol "
+                   f"(now {tol:g}) accepts them as converged")
+    warnings.warn(message, ConvergenceWarning, stacklevel=5)   # the caller of fit
