@@ -37,8 +37,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
+from skfcrf._dictation_vocab import HESITATIONS
 from skfcrf.datasets import dictate_report, read_conll
-from skfcrf.datasets._dictation_vocab import HESITATIONS
 from skfcrf.metrics import chain_accuracy, confidence_interval, joint_accuracy, segment_f1, windowdiff
 from skfcrf.structure import parse_report, render_text
 from skfcrf.transformers import make_dictation_features

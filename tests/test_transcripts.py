@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skfcrf.structure as structure
+from skfcrf import _dictation_vocab as V
 from skfcrf.datasets import (
     DictationPair,
     dictate_report,
@@ -15,10 +16,9 @@ from skfcrf.datasets import (
     make_dictations,
     word_edit_distance,
 )
-from skfcrf.datasets import _dictation_vocab as V
-from skfcrf.datasets._spoken import spoken_words
 from skfcrf.datasets._transcripts import _with_heading_colons
 from skfcrf.structure import chains_to_segments, find_violations
+from skfcrf.structure._spoken import spoken_words
 
 _X, _Y = make_dictations(8, style="cor", random_state=7)
 REPORTS = [_with_heading_colons(x, y) for x, y in zip(_X, _Y)]

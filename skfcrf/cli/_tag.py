@@ -77,7 +77,7 @@ def render_documents(X, y_pred, fmt, title="skfcrf", rules="formal", verbatim=Fa
     """The tagged sequences, repaired with ``rules`` (a preset name or rules), as one HTML
     page, Markdown or plain text; unless ``verbatim``, recognizer output is cleaned
     (dictated punctuation -> marks, commands and hesitations dropped, sentence case)."""
-    from skfcrf.datasets._dictation_vocab import HESITATIONS
+    from skfcrf._dictation_vocab import HESITATIONS
     from skfcrf.structure import render_html, render_markdown, render_text, repair_sequences
 
     opts = {} if verbatim else {"dictated_punctuation": True, "capitalize": True,

@@ -14,8 +14,8 @@ import re
 import numpy as np
 from sklearn.utils import check_random_state
 
-from skfcrf.datasets import _dictation_vocab as V
-from skfcrf.datasets._spoken import spoken_words
+from skfcrf import _dictation_vocab as V
+from skfcrf.structure._spoken import spoken_words
 
 __all__ = [
     "make_dictations",

@@ -92,10 +92,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from skfcrf.datasets import _dictation_vocab as V
+from skfcrf import _dictation_vocab as V
 from skfcrf.datasets._dictations import _FILLER_WORDS, _Speaker, make_dictations
-from skfcrf.datasets._spoken import spoken_words
 from skfcrf.structure._segments import chains_to_segments
+from skfcrf.structure._spoken import spoken_words
 
 __all__ = ["dictate_report", "make_dictation_pairs", "DictationPair", "word_edit_distance"]
 

@@ -11,7 +11,7 @@ Data layout
 Both sides are turned into *units*, the symbols of the alignment:
 
 * report: a word token gives one unit per word it is said as
-  (:func:`skfcrf.datasets._spoken.spoken_words`, the generator's and the noise model's
+  (:func:`skfcrf.structure._spoken.spoken_words`, the generator's and the noise model's
   rule too: ``"67-year-old"`` -> ``67 year old``, ``"b.i.d."`` -> ``b i d``, ``"1.5"`` ->
   ``1 point 5``, ``"%"`` -> ``percent``, dates spelled out), all mapping back to the one token; a
   punctuation token (``. , : ;``) is one punctuation unit; a token with a single-token label
@@ -85,7 +85,6 @@ import jellyfish
 import numpy as np
 
 from skfcrf._bp import _align as _kernel
-from skfcrf.datasets._spoken import spoken_words
 from skfcrf.structure._segments import (
     DEFAULT_BEGIN_PREFIXES,
     DEFAULT_INSIDE_PREFIXES,
@@ -93,6 +92,7 @@ from skfcrf.structure._segments import (
     DEFAULT_SINGLE_TOKEN_LABELS,
     _scheme,
 )
+from skfcrf.structure._spoken import spoken_words
 
 __all__ = ["AlignmentStats", "align_transcript"]
 

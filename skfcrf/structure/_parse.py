@@ -80,7 +80,7 @@ def _anchored(variants):
 
 
 def _default_types():
-    from skfcrf.datasets._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
+    from skfcrf._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
 
     sections = [(_anchored(v), k) for k, v in SECTION_HEADINGS.items()]
     # Keyword rules for headings outside the dictation vocabulary (real reports have

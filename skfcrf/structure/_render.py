@@ -42,7 +42,7 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 def _default_headings():
     try:
-        from skfcrf.datasets._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
+        from skfcrf._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
     except ImportError:  # pragma: no cover
         return {}, {}
     return ({k: v[0] for k, v in SECTION_HEADINGS.items()},
