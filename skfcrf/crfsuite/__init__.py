@@ -1,0 +1,808 @@
+"""A drop-in for ``sklearn_crfsuite``: its :class:`CRF` and :mod:`~skfcrf.crfsuite.metrics`.
+
+Change ``import sklearn_crfsuite`` to ``from skfcrf import crfsuite as sklearn_crfsuite``
+(or ``from sklearn_crfsuite import CRF, metrics`` to ``from skfcrf.crfsuite import CRF,
+metrics``); the rest of the code stays.  The model is CRFsuite's first-order
+linear-chain CRF (state features per (attribute, label), transition features per
+label pair, no bias unless the user gives an attribute for it) trained by L-BFGS
+on the penalised likelihood, computed by the kernels of
+:class:`~skfcrf.FactorialCRF` with one chain.  See the user guide page "Coming
+from sklearn-crfsuite" for the parameter mapping and what is not supported yet.
+"""
+import math
+import numbers
+import sys
+import time
+from collections import namedtuple
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import metadata_routing
+from threadpoolctl import threadpool_limits
+
+from skfcrf.crfsuite import metrics
+from skfcrf.estimators._decoding import map_labels
+from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
+from skfcrf.estimators._model import ParameterLayout, _valid_edge_rows, gold_assignment
+from skfcrf.estimators._objectives import Restricted, TrainingBatch
+
+__all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
+
+#: Per-label scores of the held-out evaluation, as ``pycrfsuite``'s log parser has them.
+LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
+
+#: CRFsuite's default number of L-BFGS corrections, stopping tests and line-search trials.
+_LBFGS_DEFAULTS = dict(num_memories=6, epsilon=1e-5, period=10, delta=1e-5, max_linesearch=20)
+
+#: Parameters of CRFsuite's other trainers, with the algorithm they belong to.
+_OTHER_TRAINER_PARAMS = {
+    "calibration_eta": "l2sgd", "calibration_rate": "l2sgd", "calibration_samples": "l2sgd",
+    "calibration_candidates": "l2sgd", "calibration_max_trials": "l2sgd",
+    "pa_type": "pa", "c": "pa", "error_sensitive": "pa", "averaging": "pa or ap",
+    "variance": "arow", "gamma": "arow",
+}
+_OTHER_ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
+
+
+class TrainingLog:
+    """What training reported, laid out as ``pycrfsuite``'s ``TrainLogParser``.
+
+    Attributes
+    ----------
+    iterations : list of dict
+        One dict per L-BFGS iteration: ``num`` (1, 2, ...), ``loss`` (the
+        penalised negative log-likelihood), ``feature_norm`` (``||w||``),
+        ``error_norm`` (``||gradient||``), ``active_features`` (non-zero
+        weights), ``linesearch_trials`` (loss evaluations of the iteration),
+        ``time`` (seconds) and ``scores`` (``{label: LabelScore}``, empty
+        without held-out data).  With held-out data (``fit(X_dev=, y_dev=)``)
+        also ``avg_precision``, ``avg_recall``, ``avg_f1`` (macro averages as
+        CRFsuite computes them: summed over the labels present in the held-out
+        labels, divided by the number of labels), ``item_accuracy`` and
+        ``instance_accuracy`` (:class:`~fractions.Fraction`) and their
+        ``*_float`` values.
+    last_iteration : dict or None
+        ``iterations[-1]``.
+    featgen_num_features : int
+        Number of features (weights) trained.
+    featgen_seconds, training_seconds : float
+        Time spent building the features and in the solver.
+    message : str
+        Why training stopped.
+    """
+
+    def __init__(self):
+        self.iterations = []
+        self.featgen_num_features = None
+        self.featgen_seconds = None
+        self.training_seconds = None
+        self.message = None
+
+    @property
+    def last_iteration(self):
+        return self.iterations[-1] if self.iterations else None
+
+    def __repr__(self):
+        return (f"<TrainingLog: {len(self.iterations)} iterations, "
+                f"{self.featgen_num_features} features, {self.message!r}>")
+
+
+# ---------------------------------------------------------------------- input format
+def _name(key):
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bytes):
+        return key.decode("utf-8")
+    raise ValueError(f"attribute names must be str, got {type(key).__name__} {key!r}")
+
+
+def _add_items(x, prefix, out):
+    """Add the attributes of ``x`` (a dict, or an iterable of names) to ``out``,
+    names prefixed by ``prefix``, summing repeated names (CRFsuite sums them)."""
+    if not isinstance(x, dict):
+        for key in x:
+            name = prefix + _name(key)
+            out[name] = out.get(name, 0.0) + 1.0
+        return
+    for key, value in x.items():
+        name = prefix + _name(key)
+        if isinstance(value, str):
+            name = name + ":" + value
+            out[name] = out.get(name, 0.0) + 1.0
+        elif isinstance(value, bytes):
+            name = name + ":" + value.decode("utf-8")
+            out[name] = out.get(name, 0.0) + 1.0
+        elif isinstance(value, (dict, list, tuple, set, frozenset)):
+            _add_items(value, name + ":", out)
+        elif isinstance(value, numbers.Real):
+            out[name] = out.get(name, 0.0) + float(value)
+        else:
+            raise ValueError(f"attribute {name!r}: values must be str, bool, numbers, dicts "
+                             f"or lists of str, got {type(value).__name__} {value!r}")
+
+
+def _token(token):
+    """One token in CRFsuite's format as ``{name: value}``."""
+    if isinstance(token, dict):
+        out = {}
+        get = out.get
+        for k, v in token.items():   # the common case: str keys, str / bool / float values
+            kind = type(v)
+            if type(k) is not str:
+                break
+            if kind is str:
+                name = k + ":" + v
+                out[name] = get(name, 0.0) + 1.0
+            elif kind is float or kind is bool or kind is int:
+                out[k] = get(k, 0.0) + v
+            else:
+                break
+        else:
+            return out
+        out = {}
+        _add_items(token, "", out)
+    elif isinstance(token, (list, tuple, set, frozenset)):
+        out = {}
+        _add_items(token, "", out)
+    else:
+        raise ValueError("each token must be a dict of attributes or a list of attribute "
+                         f"names, got {type(token).__name__} {token!r}")
+    return out
+
+
+def _sequence(xseq, zeros=None, row=0):
+    """The tokens of one sequence as ``{name: value}`` without zero values; with
+    ``zeros`` (a list), append ``(row, name)`` of every zero-valued attribute to it,
+    rows counted from ``row``."""
+    if isinstance(xseq, (str, bytes, dict)):
+        raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
+    out = []
+    for t, tok in enumerate(xseq):
+        obs = _token(tok)
+        if 0.0 in obs.values():
+            if zeros is not None:
+                zeros.extend((row + t, k) for k, v in obs.items() if v == 0)
+            obs = {k: v for k, v in obs.items() if v != 0}
+        out.append(obs)
+    return out
+
+
+def _sequences(X, name="X", zeros=None):
+    if X is None or isinstance(X, (str, bytes, dict)):
+        raise ValueError(f"{name} must be a list of sequences, got {type(X).__name__}")
+    out, row = [], 0
+    for xseq in X:
+        out.append(_sequence(xseq, zeros, row))
+        row += len(out[-1])
+    return out
+
+
+def _labels(y, name="y"):
+    if y is None or isinstance(y, (str, bytes)):
+        raise ValueError(f"{name} must be a list of label sequences, got {type(y).__name__}")
+    out = []
+    for i, seq in enumerate(y):
+        seq = list(seq)
+        if any(lab is None for lab in seq):
+            raise ValueError(f"{name}[{i}] has a label None: every label must be given")
+        out.append(seq)
+    return out
+
+
+def _object_array(items):
+    """A 1-D object array of the lists ``items`` (sklearn-crfsuite's ``np.array(...,
+    dtype=object)`` makes it 2-D when all the sequences have the same length)."""
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
+# ---------------------------------------------------------------------- the estimator
+class CRF(BaseEstimator):
+    """sklearn-crfsuite's ``CRF``: a linear-chain CRF trained by L-BFGS, on skfcrf's kernels.
+
+    Same constructor parameters, methods, fitted attributes and input format as
+    ``sklearn_crfsuite.CRF``.  ``None`` means CRFsuite's default.  Settings that
+    cannot be honoured raise ``ValueError`` naming them (at ``fit``); none is
+    silently ignored.
+
+    Parameters
+    ----------
+    algorithm : {"lbfgs"}, default="lbfgs"
+        Only L-BFGS (``None`` also means it).  CRFsuite's ``"l2sgd"``,
+        ``"ap"``, ``"pa"`` and ``"arow"`` trainers come with issue 30, item 7.
+    min_freq : float, default=0
+        A feature (an (attribute, label) pair, or a label pair) whose
+        frequency in the training data -- the sum of the attribute's values
+        at the tokens with the label, or the number of label pairs -- is less
+        than ``min_freq`` is not used, as in CRFsuite.
+    all_possible_states : bool, default=False
+        Features for every (attribute, label) pair, not only those seen in
+        training (``FactorialCRF(unary_features="all")``).
+    all_possible_transitions : bool, default=False
+        Transition features for every label pair, not only those seen in
+        training.
+    c1 : float, default=0
+        L1 coefficient: only 0 (L1 comes with issue 30, item 6).
+    c2 : float, default=1.0
+        L2 coefficient: the penalty is ``c2 * ||w||**2``, i.e.
+        ``FactorialCRF(sigma=1 / sqrt(2 * c2))`` (``c2=0``: no penalty).
+    max_iterations : int, default=None
+        Maximum L-BFGS iterations; ``None`` or 0: unlimited, as in CRFsuite.
+    num_memories : int, default=6
+        L-BFGS correction pairs (``FactorialCRF(lbfgs_memory=...)``).
+    epsilon : float, default=1e-5
+        Stop when ``||g|| / max(1, ||w||) <= epsilon`` (CRFsuite's test).
+    period : int, default=10
+        Iterations over which ``delta`` measures the improvement.
+    delta : float, default=1e-5
+        Stop when ``(f(k - period) - f(k)) / f(k) < delta`` (CRFsuite's test).
+    linesearch : {"MoreThuente"}, default="MoreThuente"
+        The line search: More and Thuente's, as scipy's L-BFGS-B has it.
+        ``"Backtracking"`` and ``"StrongBacktracking"`` are not supported.
+    max_linesearch : int, default=20
+        Maximum loss evaluations per line search.
+    calibration_eta, calibration_rate, calibration_samples, \
+calibration_candidates, calibration_max_trials, pa_type, c, error_sensitive, \
+averaging, variance, gamma : None
+        Parameters of CRFsuite's other trainers: must stay ``None`` (CRFsuite's
+        L-BFGS trainer refuses them too).
+    verbose : bool, default=False
+        Print one line per iteration (loss, norms, held-out scores).
+    model_filename : None
+        Reading CRFsuite model files is not supported: pickle the fitted
+        estimator instead.
+    keep_tempfiles : None or False
+        No temporary files are written; ``True`` is refused.
+    trainer_cls : None
+        ``pycrfsuite.Trainer`` subclasses are not supported.
+
+    Attributes
+    ----------
+    classes_ : list of str
+        The labels, in order of first appearance in the training labels.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` of the non-zero state weights.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}`` of the non-zero transition weights.
+    attributes_ : list of str
+        The attributes with a non-zero state weight.
+    num_attributes_ : int
+        Their number.
+    training_log_ : TrainingLog
+        Per-iteration loss, norms and, with held-out data, its scores.
+    crf_ : FactorialCRF
+        The fitted one-chain model (its ``coef_`` holds every weight).
+
+    Examples
+    --------
+    >>> from skfcrf.crfsuite import CRF, metrics
+    >>> X = [[{"word": "the"}, {"word": "cat", "title": False}],
+    ...      [{"word": "a"}, {"word": "dog", "len": 3.0}]]
+    >>> y = [["DT", "NN"], ["DT", "NN"]]
+    >>> crf = CRF(c2=0.1, max_iterations=50).fit(X, y)
+    >>> crf.predict(X)[0]
+    ['DT', 'NN']
+    >>> crf.classes_
+    ['DT', 'NN']
+    >>> marginals = crf.predict_marginals_single(X[0])
+    >>> sorted(marginals[0]), round(sum(marginals[0].values()), 6)
+    (['DT', 'NN'], 1.0)
+    >>> crf.state_features_[("word:cat", "NN")] > 0
+    True
+    >>> metrics.flat_accuracy_score(y, crf.predict(X))
+    1.0
+    """
+
+    # held-out data are an argument of fit, not metadata to route (no set_fit_request)
+    __metadata_request__fit = {"X_dev": metadata_routing.UNUSED,
+                               "y_dev": metadata_routing.UNUSED}
+
+    def __init__(self, algorithm="lbfgs", min_freq=None, all_possible_states=None,
+                 all_possible_transitions=None, c1=None, c2=None, max_iterations=None,
+                 num_memories=None, epsilon=None, period=None, delta=None, linesearch=None,
+                 max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None,
+                 calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
+                 averaging=None, variance=None, gamma=None, verbose=False, model_filename=None,
+                 keep_tempfiles=None, trainer_cls=None):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+
+    # ------------------------------------------------------------------ parameters
+    def _settings(self):
+        """The validated settings with CRFsuite's defaults filled in; ValueError naming
+        every setting that cannot be honoured."""
+        if self.model_filename is not None:
+            raise ValueError(
+                f"model_filename={self.model_filename!r} is not supported: skfcrf.crfsuite "
+                "does not read CRFsuite model files; train with fit() and save the fitted "
+                "estimator with pickle or joblib")
+        if self.trainer_cls is not None:
+            raise ValueError(
+                "trainer_cls is not supported: it customises a pycrfsuite.Trainer, which "
+                "skfcrf.crfsuite does not use; training_log_ holds what training reported "
+                "and verbose=True prints it")
+        if self.keep_tempfiles not in (None, False):
+            raise ValueError(
+                f"keep_tempfiles={self.keep_tempfiles!r} is not supported: skfcrf.crfsuite "
+                "writes no model files; pickle the fitted estimator to keep it")
+        algorithm = "lbfgs" if self.algorithm is None else self.algorithm
+        if algorithm in _OTHER_ALGORITHMS:
+            raise ValueError(
+                f"algorithm={algorithm!r} is not supported yet: skfcrf.crfsuite trains with "
+                "'lbfgs' only; CRFsuite's other trainers (l2sgd, ap, pa, arow) come with "
+                "issue 30, item 7")
+        if algorithm != "lbfgs":
+            raise ValueError(f"algorithm={algorithm!r} is unknown: CRFsuite's algorithms are "
+                             "'lbfgs', 'l2sgd', 'ap', 'pa' and 'arow' (skfcrf.crfsuite: "
+                             "'lbfgs' only so far)")
+        for name, owner in _OTHER_TRAINER_PARAMS.items():
+            if getattr(self, name) is not None:
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is a parameter of CRFsuite's {owner!r} "
+                    "trainer, not of 'lbfgs' (CRFsuite refuses it too); leave it None. The "
+                    "other trainers come with issue 30, item 7")
+        c1 = _real(self.c1, "c1", 0.0, minimum=0.0)
+        if c1 > 0:
+            raise ValueError(
+                f"c1={self.c1!r} is not supported yet: L1 regularisation (CRFsuite's OWL-QN) "
+                "comes with issue 30, item 6; use c1=0 (or None) and c2 for L2")
+        c2 = _real(self.c2, "c2", 1.0, minimum=0.0)
+        linesearch = "MoreThuente" if self.linesearch is None else self.linesearch
+        if linesearch != "MoreThuente":
+            raise ValueError(
+                f"linesearch={self.linesearch!r} is not supported: skfcrf.crfsuite's L-BFGS "
+                "has More and Thuente's line search only ('MoreThuente', CRFsuite's default)")
+        max_iterations = self.max_iterations
+        if max_iterations is not None and (not isinstance(max_iterations, numbers.Integral)
+                                           or isinstance(max_iterations, bool)
+                                           or max_iterations < 0):
+            raise ValueError(f"max_iterations must be None or an integer >= 0 (0: unlimited), "
+                             f"got {max_iterations!r}")
+        out = dict(c2=c2, min_freq=_real(self.min_freq, "min_freq", 0.0),
+                   max_iterations=int(max_iterations or 0),
+                   epsilon=_real(self.epsilon, "epsilon", _LBFGS_DEFAULTS["epsilon"], 0.0),
+                   delta=_real(self.delta, "delta", _LBFGS_DEFAULTS["delta"], 0.0),
+                   all_possible_states=_flag(self.all_possible_states, "all_possible_states"),
+                   all_possible_transitions=_flag(self.all_possible_transitions,
+                                                  "all_possible_transitions"))
+        for name in ("num_memories", "period", "max_linesearch"):
+            out[name] = _positive_int(getattr(self, name), name, _LBFGS_DEFAULTS[name])
+        return out
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train the model.
+
+        Parameters
+        ----------
+        X : list of lists of dicts
+            Per sequence, per token a dict of attributes in CRFsuite's format:
+            ``{"word": "walk"}`` is the attribute ``word:walk`` with value 1;
+            a bool or number value is the attribute's value (``{"upper":
+            True}``: ``upper`` with value 1); a list of str ``{"w": ["a",
+            "b"]}`` gives ``w:a`` and ``w:b``; a dict nests names the same
+            way.  A token may also be a list of attribute names (value 1).
+        y : list of lists of str
+            The labels.
+        X_dev, y_dev : optional
+            Held-out data: scored after every iteration (``training_log_``,
+            ``verbose``), not trained on.
+
+        Returns
+        -------
+        self
+        """
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        settings = self._settings()
+        start = time.perf_counter()
+        zeros = []
+        X_obs, y_lab = _sequences(X, zeros=zeros), _labels(y)
+        if len(X_obs) != len(y_lab):
+            raise ValueError(f"X and y have different numbers of sequences: "
+                             f"{len(X_obs)} != {len(y_lab)}")
+        crf = FactorialCRF(
+            sigma=math.inf if settings["c2"] == 0 else 1.0 / math.sqrt(2.0 * settings["c2"]),
+            objective="likelihood", solver="lbfgs", lbfgs_memory=settings["num_memories"],
+            max_iter=max(1, settings["max_iterations"]), min_instance_freq=1,
+            unary_features="default", transition_features="default",
+            forbidden_transitions=None, finetune_iter=0, state_transitions=False,
+            inference="exact")
+        # encoding, labels and graph by FactorialCRF; the state features as CRFsuite's
+        base = training_problem(crf, X_obs, y_lab).objective.batch
+        crf.unary_features = "all" if settings["all_possible_states"] else "supported"
+        crf.layout_ = _crfsuite_layout(crf, base, zeros, settings["all_possible_states"])
+        batch = TrainingBatch(base.X, base.seq_ptr, base.gold, crf.layout_, base.seeds)
+        free = _crfsuite_features(crf.layout_, batch, settings)
+        problem = _Evaluations(Restricted(crf._objective(batch), free,
+                                          np.zeros(crf.layout_.n_params)))
+        dev = None if X_dev is None else _HeldOut(crf, _sequences(X_dev, "X_dev"),
+                                                  _labels(y_dev, "y_dev"))
+        log = TrainingLog()
+        log.featgen_num_features = int(free.sum())
+        log.featgen_seconds = time.perf_counter() - start
+        if self.verbose:
+            print(f"{len(X_obs)} sequences, {log.featgen_num_features} features "
+                  f"({log.featgen_seconds:.2f} s)", flush=True)
+
+        x, n_iter, message = self._lbfgs(problem, settings, dev, log)
+        crf.coef_ = problem.restricted.full(x)
+        crf.n_iter_ = n_iter
+        crf.converged_ = message.startswith("converged")
+        crf.loss_curve_ = [it["loss"] for it in log.iterations]
+        crf.inference_stats_ = {"method": "exact", "converged_fraction": 1.0,
+                                "mean_iterations": 0.0, "phase": "fit"}
+        log.training_seconds = time.perf_counter() - start - log.featgen_seconds
+        log.message = message
+        self.crf_ = crf
+        self.training_log_ = log
+        order = {}
+        for seq in y_lab:
+            for lab in seq:
+                order.setdefault(lab, len(order))
+        self._classes = sorted(crf.classes_[0].tolist(), key=order.__getitem__)
+        self._info = None
+        if self.verbose:
+            print(f"{message}; {log.training_seconds:.2f} s", flush=True)
+        return self
+
+    def _lbfgs(self, problem, settings, dev, log):
+        """L-BFGS with CRFsuite's stopping tests; returns ``(x, n_iter, message)``."""
+        max_iterations = settings["max_iterations"] or 2 ** 31 - 1
+        period, delta, epsilon = settings["period"], settings["delta"], settings["epsilon"]
+        state = dict(past=[], last=time.perf_counter(), evals=0, message=None)
+
+        def callback(intermediate_result):
+            x, f = intermediate_result.x, float(intermediate_result.fun)
+            k = len(log.iterations) + 1
+            gnorm = problem.gradient_norm(x)
+            xnorm = float(np.linalg.norm(x))
+            now = time.perf_counter()
+            entry = dict(num=k, loss=f, feature_norm=xnorm, error_norm=gnorm,
+                         active_features=int(np.count_nonzero(x)),
+                         linesearch_trials=problem.n_evaluations - state["evals"],
+                         time=now - state["last"], scores={})
+            state["last"], state["evals"] = now, problem.n_evaluations
+            if dev is not None:
+                entry.update(dev.scores(problem.restricted.full(x)))
+            log.iterations.append(entry)
+            if self.verbose:
+                _print_iteration(entry)
+            # libLBFGS: the gradient test, then the improvement over `period` iterations
+            if gnorm / max(1.0, xnorm) <= epsilon:
+                state["message"] = "converged: ||g|| / max(1, ||w||) <= epsilon"
+                raise StopIteration
+            history = state["past"]
+            if k == 1:
+                history.append(problem.first_loss)   # f at the starting point
+            if k >= period:
+                if (history[k - period] - f) / f < delta:
+                    state["message"] = (f"converged: relative improvement over {period} "
+                                        "iterations < delta")
+                    raise StopIteration
+            history.append(f)
+
+        x0 = problem.restricted.start
+        with threadpool_limits(limits=1, user_api="blas"):
+            res = minimize(problem.loss_gradient, x0, jac=True, method="L-BFGS-B",
+                           callback=callback,
+                           options={"maxcor": settings["num_memories"], "maxiter": max_iterations,
+                                    "maxls": settings["max_linesearch"], "ftol": 0.0,
+                                    "gtol": 0.0, "maxfun": 2 ** 31 - 1})
+        message = state["message"]
+        if message is None:
+            if len(log.iterations) >= max_iterations:
+                message = f"reached max_iterations={max_iterations}"
+            else:
+                text = res.message if isinstance(res.message, str) else res.message.decode()
+                message = f"L-BFGS stopped: {text}"
+        return res.x, len(log.iterations), message
+
+    # ------------------------------------------------------------------ prediction
+    def _fitted(self):
+        if not hasattr(self, "crf_"):
+            self._settings()   # an unsupported model_filename says so
+            raise NotFittedError("This CRF instance is not fitted yet. Call 'fit' with "
+                                 "appropriate arguments before using this estimator.")
+        return self.crf_
+
+    def predict(self, X):
+        """The most probable labelling of every sequence (Viterbi).
+
+        Returns
+        -------
+        ndarray of object, shape (n_sequences,)
+            Per sequence a list of str labels.
+        """
+        crf = self._fitted()
+        return _object_array([seq.tolist() for seq in crf.predict(_sequences(X))])
+
+    def predict_single(self, xseq):
+        """The most probable labelling of one sequence: a list of str labels."""
+        crf = self._fitted()
+        return crf.predict([_sequence(xseq)])[0].tolist()
+
+    def predict_marginals(self, X):
+        """Per sequence, per token ``{label: marginal probability}``.
+
+        Returns
+        -------
+        ndarray of object, shape (n_sequences,)
+            Per sequence a list of dicts over ``classes_``.
+        """
+        crf = self._fitted()
+        labels = crf.classes_[0].tolist()
+        out = []
+        for chains in crf.predict_marginals(_sequences(X)):
+            out.append([dict(zip(labels, row.tolist())) for row in chains[0]])
+        return _object_array(out)
+
+    def predict_marginals_single(self, xseq):
+        """Per token of one sequence ``{label: marginal probability}``."""
+        return self.predict_marginals([xseq])[0]
+
+    def score(self, X, y):
+        """Accuracy over the tokens (:func:`~skfcrf.crfsuite.metrics.flat_accuracy_score`)."""
+        return metrics.flat_accuracy_score(y, self.predict(X))
+
+    # ------------------------------------------------------------------ fitted model
+    @property
+    def classes_(self):
+        """The labels, in order of first appearance in the training labels."""
+        self._fitted()
+        return list(self._classes)
+
+    def _model_info(self):
+        crf = self._fitted()
+        if self._info is None:
+            layout, w = crf.layout_, crf.coef_
+            labels = crf.classes_[0].tolist()
+            names = crf.observation_names_
+            obs = np.repeat(np.arange(layout.n_features), np.diff(layout.feat_ptr))
+            table = w[:layout.n_table]
+            nz = np.flatnonzero(table)
+            state = {(names[obs[p]], labels[layout.ent_col[p]]): float(table[p]) for p in nz}
+            L = len(labels)
+            trans = w[layout.bias_edge[0]:layout.bias_edge[1]]
+            transitions = {(labels[k // L], labels[k % L]): float(trans[k])
+                           for k in np.flatnonzero(trans)}
+            active = np.unique(obs[nz])
+            self._info = (state, transitions, [names[i] for i in active])
+        return self._info
+
+    @property
+    def state_features_(self):
+        """``{(attribute, label): weight}`` of the non-zero state weights."""
+        return dict(self._model_info()[0])
+
+    @property
+    def transition_features_(self):
+        """``{(label_from, label_to): weight}`` of the non-zero transition weights."""
+        return dict(self._model_info()[1])
+
+    @property
+    def attributes_(self):
+        """The attributes with a non-zero state weight."""
+        return list(self._model_info()[2])
+
+    @property
+    def num_attributes_(self):
+        """Number of attributes with a non-zero state weight."""
+        return len(self._model_info()[2])
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_info"] = None
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        return tags
+
+
+# ---------------------------------------------------------------------- helpers
+def _real(value, name, default, minimum=None):
+    if value is None:
+        return default
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return float(value)
+
+
+def _positive_int(value, name, default):
+    if value is None:
+        return default
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _flag(value, name):
+    if value is None:
+        return False
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)) or value not in (0, 1):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _crfsuite_layout(crf, batch, zeros, all_possible_states):
+    """The parameter layout with CRFsuite's state features.
+
+    Without ``all_possible_states`` an (attribute, label) pair has a weight when
+    the attribute occurs at a token with that label -- with any value, zero
+    included (``{"upper": False}``), as in CRFsuite; with it every pair has one.
+    An attribute whose value is zero at every training token has none: its
+    weights would stay 0.
+    """
+    L = crf.graph_.n_labels[0]
+    n_features = crf.n_features_in_
+    if all_possible_states:
+        keys = np.arange(n_features * L, dtype=np.int64)
+    else:
+        X, gold = batch.X.tocsr(), batch.gold[:, 0].astype(np.int64)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        keys = [X.indices.astype(np.int64) * L + gold[rows]]
+        vocabulary = crf.encoder_.vocabulary
+        zero = [(row, vocabulary[name]) for row, name in zeros if name in vocabulary]
+        if zero:
+            zrow, zcol = np.array(zero, dtype=np.int64).T
+            keys.append(zcol * L + gold[zrow])
+        keys = np.unique(np.concatenate(keys))
+    return ParameterLayout.from_keys(crf.graph_, n_features, keys)
+
+
+def _crfsuite_features(layout, batch, settings):
+    """Mask of the weights CRFsuite's feature generation creates; the others stay 0.
+
+    State features: the (attribute, label) pairs seen in training (all of them
+    with ``all_possible_states``); transitions: the label pairs seen (all with
+    ``all_possible_transitions``); each kept when its frequency -- summed
+    attribute values, or pair count -- is at least ``min_freq``.  No label bias.
+    """
+    L = layout.graph.n_labels[0]
+    X, gold = batch.X.tocsr(), batch.gold[:, 0].astype(np.int64)
+    n = X.shape[0]
+    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), gold)), shape=(n, L))
+    freq = (X.T @ onehot).tocoo()
+    keys = freq.row.astype(np.int64) * L + freq.col
+    order = np.argsort(keys)
+    keys, values = keys[order], freq.data[order]
+    entry = (np.repeat(np.arange(layout.n_features, dtype=np.int64), np.diff(layout.feat_ptr)) * L
+             + layout.ent_col)
+    pos = np.minimum(np.searchsorted(keys, entry), max(len(keys) - 1, 0))
+    entry_freq = np.zeros(len(entry))
+    if len(keys):
+        hit = keys[pos] == entry
+        entry_freq[hit] = values[pos[hit]]
+    free = np.zeros(layout.n_params, dtype=bool)
+    free[:layout.n_table] = entry_freq >= settings["min_freq"]
+    rows = _valid_edge_rows(layout.graph, 0, batch.seq_ptr, n)
+    counts = np.bincount(gold_assignment(layout.graph, 0, rows, batch.gold), minlength=L * L)
+    in_set = np.ones(L * L, bool) if settings["all_possible_transitions"] else counts > 0
+    free[layout.bias_edge[0]:layout.bias_edge[1]] = in_set & (counts >= settings["min_freq"])
+    return free
+
+
+class _Evaluations:
+    """The restricted objective, counting evaluations and keeping the last gradient norm."""
+
+    def __init__(self, restricted):
+        self.restricted = restricted
+        self.n_evaluations = 0
+        self.last_x = None
+        self.last_gnorm = None
+        self.first_loss = None
+
+    def loss_gradient(self, x):
+        loss, grad = self.restricted.loss_gradient(x)
+        if self.first_loss is None:
+            self.first_loss = float(loss)
+        self.n_evaluations += 1
+        self.last_x = np.array(x, dtype=np.float64)
+        self.last_gnorm = float(np.linalg.norm(grad))
+        return loss, grad
+
+    def gradient_norm(self, x):
+        """``||g(x)||``: the last evaluation's (scipy reports the point it evaluated last)."""
+        if self.last_x is None or not np.array_equal(x, self.last_x):
+            return float(np.linalg.norm(self.restricted.loss_gradient(x)[1]))
+        return self.last_gnorm
+
+
+class _HeldOut:
+    """Held-out sequences encoded once, scored by Viterbi as CRFsuite's holdout evaluation."""
+
+    def __init__(self, crf, X, y):
+        self.crf = crf
+        Xm, self.seq_ptr = crf.encoder_.transform(X)
+        if len(y) != len(self.seq_ptr) - 1:
+            raise ValueError(f"X_dev and y_dev have different numbers of sequences: "
+                             f"{len(self.seq_ptr) - 1} != {len(y)}")
+        for i, (n, seq) in enumerate(zip(np.diff(self.seq_ptr), y)):
+            if n != len(seq):
+                raise ValueError(f"sequence {i}: X_dev has {n} tokens but y_dev {len(seq)} labels")
+        self.obs = crf.layout_.observation_rows(Xm, self.seq_ptr)
+        self.labels = crf.classes_[0].tolist()
+        index = {lab: i for i, lab in enumerate(self.labels)}
+        self.gold = np.array([index.get(lab, -1) for seq in y for lab in seq], dtype=np.int64)
+        self.n_threads = kernel_threads(crf.n_jobs)
+        self.seeds = np.zeros(len(self.seq_ptr) - 1, dtype=np.uint64)
+
+    def scores(self, coef):
+        crf = self.crf
+        unary, pair, _ = crf.layout_.potentials(coef, self.obs, self.n_threads, crf.forbidden_)
+        pred, _, _ = map_labels(crf.graph_, self.seq_ptr, unary, pair, "exact", max_iter=1,
+                                tol=0.0, seeds=self.seeds, n_threads=self.n_threads)
+        pred = pred[:, 0].astype(np.int64)
+        L = len(self.labels)
+        right = pred == self.gold
+        match = np.bincount(pred[right], minlength=L)
+        model = np.bincount(pred, minlength=L)
+        ref = np.bincount(self.gold[self.gold >= 0], minlength=L)
+        scores, sums = {}, np.zeros(3)
+        for i, label in enumerate(self.labels):
+            if ref[i] == 0:
+                scores[label] = LabelScore(int(match[i]), int(model[i]), 0, None, None, None)
+                continue
+            p = match[i] / model[i] if model[i] else 0.0
+            r = match[i] / ref[i]
+            f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+            scores[label] = LabelScore(int(match[i]), int(model[i]), int(ref[i]), p, r, f)
+            sums += (p, r, f)
+        seq_of = np.repeat(np.arange(len(self.seq_ptr) - 1), np.diff(self.seq_ptr))
+        wrong_seqs = np.unique(seq_of[~right])
+        n_seq = len(self.seq_ptr) - 1
+        item = Fraction(int(right.sum()), max(len(right), 1))
+        instance = Fraction(n_seq - len(wrong_seqs), max(n_seq, 1))
+        return dict(scores=scores, avg_precision=sums[0] / L, avg_recall=sums[1] / L,
+                    avg_f1=sums[2] / L, item_accuracy=item, item_accuracy_float=float(item),
+                    instance_accuracy=instance, instance_accuracy_float=float(instance))
+
+
+def _print_iteration(entry):
+    line = (f"Iter {entry['num']:<3} time={entry['time']:<5.2f} loss={entry['loss']:<8.2f} "
+            f"active={entry['active_features']:<5} ")
+    if "avg_f1" in entry:
+        line += (f"precision={entry['avg_precision']:0.3f}  recall={entry['avg_recall']:0.3f}  "
+                 f"F1={entry['avg_f1']:0.3f}  Acc(item/seq)={entry['item_accuracy_float']:0.3f} "
+                 f"{entry['instance_accuracy_float']:0.3f}  ")
+    line += f"feature_norm={entry['feature_norm']:<8.2f}"
+    print(line.strip(), file=sys.stdout, flush=True)
