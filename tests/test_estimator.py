@@ -452,3 +452,18 @@ def test_marginals_report_status(inference, expected):
     assert len(status) == len(X) + 1 and status[-1] == "exact"
     assert set(status[:-1]) <= expected
     assert all(np.allclose(m.sum(axis=1), 1.0) for seq in marg[:-1] for m in seq)
+
+
+def test_unknown_label_messages_say_what_happened():
+    """A label the model never saw: log_prob says it was not in the training data (it
+    spoke of a warm start that never happened); only a warm refit names warm_start."""
+    X = [[{"a": 1}, {"b": 1}]] * 3
+    y = [np.array([["A"], ["B"]], dtype=object)] * 3
+    est = FactorialCRF(random_state=0).fit(X, y)
+    new = [np.array([["A"], ["C"]], dtype=object)]
+    with pytest.raises(ValueError, match=r"label 'C' is not a label of the model \(it was not "
+                       r"in the training data; log_prob scores") as info:
+        est.log_prob(X[:1], new)
+    assert "warm" not in str(info.value)
+    with pytest.raises(ValueError, match="warm_start=True keeps the labels of the first fit"):
+        est.set_params(warm_start=True).fit(X[:1], new)

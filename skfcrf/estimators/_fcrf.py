@@ -587,7 +587,9 @@ class FactorialCRF(BaseEstimator):
             self.n_chains_ = y_seqs[0].shape[1]
             self._one_chain = one_chain
             self.classes_ = fit_classes([y_seqs[i] for i in labelled], self.n_chains_)
-        gold = encode_labels(self.classes_, y_seqs)
+        gold = encode_labels(self.classes_, y_seqs,
+                             "warm_start=True keeps the labels of the first fit; fit without "
+                             "it to learn new labels") if warm else encode_labels(self.classes_, y_seqs)
         known = gold >= 0
         rows = np.concatenate([np.arange(seq_ptr[i], seq_ptr[i + 1]) for i in labelled])
         partial = not known[rows].all()     # a wholly unlabelled sequence is left out
@@ -873,7 +875,9 @@ class FactorialCRF(BaseEstimator):
         self._check_lengths(seq_ptr, y_seqs)
         y_seqs = [seq if len(seq) else np.empty((0, self.n_chains_), dtype=object)
                   for seq in y_seqs]
-        gold = encode_labels(self.classes_, y_seqs)
+        gold = encode_labels(self.classes_, y_seqs,
+                             "it was not in the training data; log_prob scores labellings "
+                             "with the labels the model was trained on only")
         values = log_probs(self.graph_, seq_ptr, unary, pair, np.maximum(gold, 0), method,
                            **options)
         missing = (gold < 0).any(axis=1)

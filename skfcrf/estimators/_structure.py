@@ -66,9 +66,10 @@ def fit_classes(y_seqs, n_chains):
     return classes
 
 
-def encode_labels(classes, y_seqs):
+def encode_labels(classes, y_seqs, unknown="the model knows only the labels it was trained on"):
     """Gold label indices ``(N, n_chains)`` int32 of the stacked label sequences;
-    ``-1`` where a label is missing (``None``)."""
+    ``-1`` where a label is missing (``None``).  A label not in ``classes`` is a
+    ``ValueError`` that names it and ends with ``unknown`` (why it is not known)."""
     n_chains = len(classes)
     gold = np.full((sum(len(s) for s in y_seqs), n_chains), -1, dtype=np.int32)
     row = 0
@@ -87,7 +88,7 @@ def encode_labels(classes, y_seqs):
                 t = int(given[np.flatnonzero(bad)[0]])
                 raise ValueError(
                     f"y[{i}] token {t} chain {c}: label {seq[t, c]!r} is not a label of the "
-                    "model (it has the labels of its first fit; a warm start keeps them)"
+                    f"model ({unknown})"
                 )
             gold[row + given, c] = idx
         row += len(seq)
