@@ -174,6 +174,25 @@ def test_tag_columns_round_trip(trained):
     res2 = run("tag", d / "train.txt", "--model", model)
     assert res2.returncode == 0, res2.stderr
     assert res2.stdout == out.read_text(encoding="utf-8")
+    # some of the label columns (the first chain's gold): ignored too
+    write_toy(d / "pos.txt", sents, columns=(0, 1))
+    res3 = run("tag", d / "pos.txt", "--model", model)
+    assert res3.returncode == 0, res3.stderr
+    assert res3.stdout == out.read_text(encoding="utf-8")
+    # more columns than attributes and chains: a plain message
+    write_toy(d / "wide.txt", sents, columns=(0, 1, 2, 2))
+    res4 = run("tag", d / "wide.txt", "--model", model)
+    assert res4.returncode != 0
+    assert "has 4 columns; the model reads 1 attribute column (word) and ignores up to " \
+        "2 label columns" in res4.stderr
+
+
+def test_decoding_message_counts_in_the_right_number(trained):
+    d, model, sents = trained
+    write_toy(d / "one.txt", sents[:1], columns=(0,))
+    res = run("tag", d / "one.txt", "--model", model)
+    assert res.returncode == 0, res.stderr
+    assert "tagging 1 sequence..." in res.stderr
 
 
 def test_tag_renders_html_and_markdown(trained):

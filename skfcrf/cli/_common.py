@@ -135,6 +135,11 @@ def add_fit_options(parser, *, min_instance_freq, instances):
 
 
 # ----------------------------------------------------------------------------- output
+def counted(n, noun):
+    """``"1 sequence"``, ``"2 sequences"``: ``n`` and the noun in the right number."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def progress(msg, quiet=False):
     """A progress message on stderr (none with ``--quiet``)."""
     if not quiet:

@@ -7,6 +7,7 @@ from skfcrf.cli._common import (
     as_2d,
     chain_names,
     convergence_summary,
+    counted,
     has_boundaries,
 )
 from skfcrf.cli._files import load_model, read_data
@@ -37,8 +38,8 @@ def run(args):
     names = chain_names(n_chains)
     width = max(len(n) for n in names + ["joint"])
     n_tokens = sum(len(s) for s in yt)
-    print(f"{args.data}: {len(yt)} sequences, {n_tokens} tokens, {n_chains} "
-          f"chain{'s' if n_chains != 1 else ''}")
+    print(f"{args.data}: {counted(len(yt), 'sequence')}, {counted(n_tokens, 'token')}, "
+          f"{counted(n_chains, 'chain')}")
     print()
     if args.repair:
         print("without post-processing")

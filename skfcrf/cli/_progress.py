@@ -140,8 +140,8 @@ def decode_data(crf, config, X, *, quiet=False, what="tagging"):
     """The decodings of the tokens ``X`` read from a data file by a model of ``skfcrf train``
     (observations from its feature ``config``): a message ("``what`` N sequences..."), then
     :func:`decode_with_progress`."""
-    from skfcrf.cli._common import progress
+    from skfcrf.cli._common import counted, progress
     from skfcrf.cli._files import features_from_config
 
-    progress(f"{what} {len(X)} sequences...", quiet)
+    progress(f"{what} {counted(len(X), 'sequence')}...", quiet)
     return decode_with_progress(crf, features_from_config(config).transform(X), quiet=quiet)

@@ -4,9 +4,11 @@ import os
 import sys
 
 from skfcrf.cli._common import (
+    CLIError,
     add_data_and_model,
     add_quiet,
     add_repair_option,
+    counted,
     html_document,
     progress,
 )
@@ -17,8 +19,8 @@ from skfcrf.cli._progress import decode_data
 def add_parser(sub):
     g = sub.add_parser("tag", help="predict the label chains of a column file",
                        description="Tag a column file with a model written by 'skfcrf train'. "
-                       "The file has the model's attribute columns; gold label columns, if "
-                       "present, are ignored.")
+                       "The file has the model's attribute columns; gold label columns after "
+                       "them, if present (up to one per chain of the model), are ignored.")
     add_data_and_model(g, "file to tag")
     g.add_argument("--format", choices=("columns", "text", "html", "markdown"), default="columns",
                    help="attribute + predicted label columns, or the sequences rendered as "
@@ -47,8 +49,12 @@ def run(args):
     n_chains = crf.n_chains_
     n_attr = len(attributes)
     n_cols = count_columns(args.data, sep) if os.path.isfile(args.data) else n_attr
-    # gold label columns, if present, are read and ignored
-    n_label_columns = n_chains if n_cols == n_attr + n_chains else 0
+    # gold label columns, if present (any number up to the model's chains), are read and ignored
+    if n_cols > n_attr + n_chains:
+        raise CLIError(f"{args.data} has {counted(n_cols, 'column')}; the model reads "
+                       f"{counted(n_attr, 'attribute column')} ({' '.join(attributes)}) "
+                       f"and ignores up to {counted(n_chains, 'label column')} after them")
+    n_label_columns = max(n_cols - n_attr, 0)
     X, _ = read_data(args.data, attributes, n_label_columns, sep)
     decodings = decode_data(crf, config, X, quiet=args.quiet)
     y_pred = [d.labels for d in decodings]

@@ -10,6 +10,7 @@ from skfcrf.cli._common import (
     SEPARATORS,
     CLIError,
     add_fit_options,
+    counted,
     feature_list,
     nonnegative_int,
     positive_float,
@@ -89,8 +90,8 @@ def run(args):
     params = model_params(args)  # reads and checks the forbidden-label files first
     X, y = read_data(args.data, args.attributes, args.label_columns, args.sep)
     n_tokens = sum(len(s) for s in X)
-    progress(f"read {len(X)} sequences ({n_tokens} tokens, {args.label_columns} label "
-             f"column{'s' if args.label_columns != 1 else ''}) from {args.data}", args.quiet)
+    progress(f"read {counted(len(X), 'sequence')} ({counted(n_tokens, 'token')}, "
+             f"{counted(args.label_columns, 'label column')}) from {args.data}", args.quiet)
     t0 = time.perf_counter()
     Xf = features_from_config(config).fit_transform(X)
     crf = FactorialCRF(sigma=args.sigma, min_instance_freq=args.min_instance_freq,

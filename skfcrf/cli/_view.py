@@ -8,7 +8,7 @@ page (a file ending in ``.html``) for ``--sequence N`` or a file of one sequence
 """
 import os
 
-from skfcrf.cli._common import CLIError, add_data_and_model, add_quiet, positive_int
+from skfcrf.cli._common import CLIError, add_data_and_model, add_quiet, counted, positive_int
 from skfcrf.cli._files import load_model, read_data
 from skfcrf.cli._progress import decode_data
 
@@ -54,7 +54,7 @@ def run(args):
     single = args.sequence is not None or (len(X) == 1 and args.output.endswith(".html"))
     if args.sequence is not None:
         if args.sequence > len(X):
-            raise CLIError(f"--sequence {args.sequence}: {args.data} has {len(X)} sequences", 2)
+            raise CLIError(f"--sequence {args.sequence}: {args.data} has {counted(len(X), 'sequence')}", 2)
         index = args.sequence - 1
         X, y = X[index:index + 1], y[index:index + 1]
     else:
