@@ -187,6 +187,26 @@ def test_tag_columns_round_trip(trained):
         "2 label columns" in res4.stderr
 
 
+def test_train_infers_the_label_columns(tmp_path):
+    """Without --label-columns: the columns after the attributes, when every line has as
+    many; otherwise a message asking for it."""
+    sents = toy_corpus(12)
+    write_toy(tmp_path / "train.txt", sents)
+    res = run("train", tmp_path / "train.txt", "--model", tmp_path / "m.npz", "--max-iter", 5)
+    assert res.returncode == 0, res.stderr
+    assert "2 label columns" in res.stderr
+    config = json.loads((tmp_path / "m.npz.features.json").read_text(encoding="utf-8"))
+    assert config["label_columns"] == 2
+    with open(tmp_path / "ragged.txt", "w", encoding="utf-8") as fh:
+        fh.write("the DT B-NP\ncat NN\n\n")
+    res = run("train", tmp_path / "ragged.txt", "--model", tmp_path / "r.npz")
+    assert res.returncode == 2
+    assert "line 1 has 3 columns and line 2 2; give --label-columns" in res.stderr
+    write_toy(tmp_path / "words.txt", sents, columns=(0,))
+    res = run("train", tmp_path / "words.txt", "--model", tmp_path / "w.npz")
+    assert res.returncode == 2 and "no label column after the 1 attribute column" in res.stderr
+
+
 def test_decoding_message_counts_in_the_right_number(trained):
     d, model, sents = trained
     write_toy(d / "one.txt", sents[:1], columns=(0,))

@@ -120,6 +120,40 @@ def read_data(path, attributes, n_label_columns, sep):
     return X, y
 
 
+def infer_label_columns(path, n_attributes, sep):
+    """The label columns of a training file when ``--label-columns`` is not given: every
+    column after the ``n_attributes`` attribute columns, when every line has as many
+    columns; a one-line error otherwise.  1 when the file cannot be read (``read_data``
+    then says why)."""
+    if not os.path.isfile(path):
+        return 1
+    counts = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                line = line.rstrip("\r\n")
+                if line.strip():
+                    s = SEPARATORS[sep]
+                    counts.setdefault(len(line.split() if s is None else line.split(s)), number)
+                    if len(counts) > 1:
+                        break
+    except (UnicodeDecodeError, OSError):
+        return 1
+    if not counts:
+        return 1
+    if len(counts) > 1:
+        (a, line_a), (b, line_b) = counts.items()
+        raise CLIError(f"{path}: line {line_a} has {a} columns and line {line_b} {b}; give "
+                       "--label-columns (the number of label columns at the end of every line)",
+                       2)
+    n_cols = next(iter(counts))
+    if n_cols <= n_attributes:
+        raise CLIError(f"{path} has {n_cols} column{'s' if n_cols != 1 else ''}, no label "
+                       f"column after the {n_attributes} attribute column"
+                       f"{'s' if n_attributes != 1 else ''} (--attributes)", 2)
+    return n_cols - n_attributes
+
+
 def count_columns(path, sep):
     """Number of columns on the first non-blank line of a column file."""
     try:

@@ -22,6 +22,7 @@ from skfcrf.cli._files import (
     FEATURES_VERSION,
     features_from_config,
     features_path,
+    infer_label_columns,
     read_data,
 )
 from skfcrf.cli._progress import FitProgress
@@ -40,8 +41,9 @@ def add_parser(sub):
     t.add_argument("--attributes", nargs="+", default=["word"], metavar="NAME",
                    help="names of the leading attribute columns, in file order "
                    "(default: word)")
-    t.add_argument("--label-columns", type=positive_int, default=1, metavar="N",
-                   help="number of trailing label columns = label chains (default: 1)")
+    t.add_argument("--label-columns", type=positive_int, metavar="N",
+                   help="number of trailing label columns = label chains (default: every "
+                   "column after the attributes, when all lines have as many columns)")
     t.add_argument("--sep", choices=sorted(SEPARATORS), default="whitespace",
                    help="column separator (default: whitespace)")
     t.add_argument("--features", type=feature_list, default=list(DEFAULT_FEATURES),
@@ -70,6 +72,8 @@ def run(args):
 
     if len(set(args.attributes)) != len(args.attributes):
         raise CLIError(f"--attributes must be distinct, got {' '.join(args.attributes)}", 2)
+    if args.label_columns is None:
+        args.label_columns = infer_label_columns(args.data, len(args.attributes), args.sep)
     config = {
         "format": FEATURES_FORMAT,
         "version": FEATURES_VERSION,
