@@ -187,6 +187,33 @@ def test_tag_columns_round_trip(trained):
         "2 label columns" in res4.stderr
 
 
+def test_train_with_affix_casing_and_lexicon_features(tmp_path):
+    """Every transformer has a feature kind; the lexicon travels in the feature config."""
+    sents = toy_corpus(20)
+    write_toy(tmp_path / "train.txt", sents)
+    (tmp_path / "lex.txt").write_text("# determiners\nthe DET\na DET\nthe old man PERSON\n",
+                                      encoding="utf-8")
+    model = tmp_path / "m.npz"
+    res = run("train", tmp_path / "train.txt", "--model", model, "--features",
+              "ngram,affix,casing,lexicon", "--affix-length", 3, "--lexicon", tmp_path / "lex.txt",
+              "--max-iter", 20)
+    assert res.returncode == 0, res.stderr
+    config = json.loads((tmp_path / "m.npz.features.json").read_text(encoding="utf-8"))
+    assert config["affix_length"] == 3
+    assert config["lexicon"] == [["the", "DET"], ["a", "DET"], ["the old man", "PERSON"]]
+    from skfcrf import FactorialCRF
+
+    names = set(FactorialCRF.load(model).observation_names_)
+    for prefix in ("affix__word.suffix3@0=", "casing__", "lexicon__lex@0=DET"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    (tmp_path / "lex.txt").unlink()           # not needed to tag
+    res = run("tag", tmp_path / "train.txt", "--model", model)
+    assert res.returncode == 0, res.stderr
+    res = run("train", tmp_path / "train.txt", "--model", tmp_path / "x.npz", "--features",
+              "ngram,lexicon")
+    assert res.returncode == 2 and "--lexicon FILE go together" in res.stderr
+
+
 def test_train_infers_the_label_columns(tmp_path):
     """Without --label-columns: the columns after the attributes, when every line has as
     many; otherwise a message asking for it."""

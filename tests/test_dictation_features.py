@@ -37,9 +37,20 @@ def test_kinds_and_attributes_choose_the_members():
     assert members["concepts"].window == 3 and members["concepts"].attribute == "tok"
 
 
+def test_affix_casing_and_lexicon_kinds():
+    union = make_dictation_features(["tok"], ["affix", "casing", "lexicon"], affix_length=2,
+                                    lexicon={"blood pressure": ["VITAL"]})
+    members = dict(union.transformer_list)
+    assert members["affix"].max_length == 2 and members["affix"].attribute == "tok"
+    assert members["casing"].attribute == members["lexicon"].attribute == "tok"
+    out = union.fit_transform([[{"tok": "Blood"}, {"tok": "pressure"}]])[0]
+    assert out[0]["lexicon__lex@0=VITAL"] == 1.0 and "affix__tok.suffix2@0=od" in out[0]
+
+
 @pytest.mark.parametrize("attributes, kinds, fragment", [
     (["word"], ["ngram", "pitch"], "unknown feature kind 'pitch'"),
     ([], ["ngram"], "at least one token attribute"),
+    (["word"], ["lexicon"], "needs lexicon="),
 ])
 def test_bad_arguments(attributes, kinds, fragment):
     with pytest.raises(ValueError, match=fragment):

@@ -8,7 +8,8 @@ A model written by ``skfcrf train`` is two files: ``PATH`` (the CRF as written b
     {"format": "skfcrf-cli-features", "version": 1,
      "attributes": [...], "label_columns": N, "sep": "whitespace" | "tab" | "space",
      "features": [...], "lowercase": bool,
-     "ngram_window": W, "concept_window": W, "position_bins": N}
+     "ngram_window": W, "concept_window": W, "position_bins": N, "affix_length": N,
+     "lexicon": [[phrase, class], ...]}          # the last two optional
 
 from which :func:`features_from_config` rebuilds the observation pipeline.
 """
@@ -27,11 +28,17 @@ def features_from_config(config):
     """The feature union of a feature configuration (see the module docstring)."""
     from skfcrf.transformers import make_dictation_features
 
+    lexicon = None
+    if config.get("lexicon") is not None:
+        lexicon = {}
+        for phrase, label in config["lexicon"]:
+            lexicon.setdefault(phrase, []).append(label)
     return make_dictation_features(
         config["attributes"], config["features"], lowercase=bool(config.get("lowercase")),
         ngram_window=int(config.get("ngram_window", 2)),
         concept_window=int(config.get("concept_window", 10)),
-        position_bins=int(config.get("position_bins", 8)))
+        position_bins=int(config.get("position_bins", 8)),
+        affix_length=int(config.get("affix_length", 4)), lexicon=lexicon)
 
 
 def features_path(model_path):
@@ -88,6 +95,12 @@ def load_model(model_path):
             raise ValueError("label_columns")
         if config.get("sep") not in SEPARATORS:
             raise ValueError("sep")
+        lexicon = config.get("lexicon")
+        if ("lexicon" in feats) != (lexicon is not None) or lexicon is not None and not (
+                isinstance(lexicon, list) and all(
+                    isinstance(e, list) and len(e) == 2 and all(isinstance(v, str) for v in e)
+                    for e in lexicon)):
+            raise ValueError("lexicon")
     except (KeyError, ValueError) as exc:
         raise CLIError(f"invalid feature configuration {fpath}: bad or missing "
                        f"{exc.args[0]!r}") from None

@@ -57,6 +57,11 @@ def add_parser(sub):
                    help="bag-of-concepts window +-W (default: 10)")
     t.add_argument("--position-bins", type=positive_int, default=8, metavar="N",
                    help="relative-position bins (default: 8)")
+    t.add_argument("--affix-length", type=positive_int, default=4, metavar="N",
+                   help="longest prefix and suffix of the affix features (default: 4)")
+    t.add_argument("--lexicon", metavar="FILE",
+                   help="lexicon of the lexicon features: one entry per line, the phrase's "
+                   "words then its class ('blood pressure VITAL'); # starts a comment")
     add_model_options(t)
     add_fit_options(t, min_instance_freq=1, instances="training sequences")
     t.set_defaults(func=run)
@@ -85,7 +90,13 @@ def run(args):
         "ngram_window": args.ngram_window,
         "concept_window": args.concept_window,
         "position_bins": args.position_bins,
+        "affix_length": args.affix_length,
     }
+    if ("lexicon" in args.features) != (args.lexicon is not None):
+        raise CLIError("the lexicon feature kind and --lexicon FILE go together "
+                       "(--features ...,lexicon --lexicon FILE)", 2)
+    if args.lexicon is not None:
+        config["lexicon"] = read_lexicon(args.lexicon)
     model_dir = os.path.dirname(os.path.abspath(args.model))
     if not os.path.isdir(model_dir):
         raise CLIError(f"cannot write the model: directory does not exist: {model_dir}")
@@ -137,6 +148,29 @@ def run(args):
              args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
+
+
+def read_lexicon(path):
+    """``[[phrase, class], ...]`` of a lexicon file (one ``words... CLASS`` per line)."""
+    entries = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                fields = line.split("#", 1)[0].split()
+                if not fields:
+                    continue
+                if len(fields) < 2:
+                    raise CLIError(f"{path} line {number}: expected the phrase's words, then "
+                                   f"its class, got {line.strip()!r}", 2)
+                entries.append([" ".join(fields[:-1]), fields[-1]])
+    except OSError as exc:
+        raise CLIError(f"cannot read the lexicon {path}: {exc.strerror}", 2) from None
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})",
+                       2) from None
+    if not entries:
+        raise CLIError(f"the lexicon {path} has no entry", 2)
+    return entries
 
 
 def _one_line(exc):
