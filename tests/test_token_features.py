@@ -197,7 +197,7 @@ def test_docstring_examples(module):
     assert result.failed == 0 and result.attempted > 0
 
 
-@pytest.mark.filterwarnings("ignore:lbfgs stopped")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")   # max_iter=15 on purpose
 def test_pipeline_gridsearch_new_transformers():
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import Pipeline
