@@ -416,7 +416,7 @@ class DaskFactorialCRF(FactorialCRF):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=10, state_transitions="auto", state_transition_iter=10):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -429,7 +429,8 @@ class DaskFactorialCRF(FactorialCRF):
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             validation_scoring=validation_scoring, validation_interval=validation_interval,
             max_memory=max_memory, finetune_iter=finetune_iter,
-            state_transitions=state_transitions, state_transition_iter=state_transition_iter)
+            state_transitions=state_transitions, state_transition_iter=state_transition_iter,
+            l1=l1)
         self.client = client
         self.npartitions = npartitions
 

@@ -53,6 +53,7 @@ from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
 from skfcrf.estimators._solvers import (
     LBFGS,
+    OWLQN,
     SOLVERS,
     BlockLBFGS,
     ConvergenceMonitor,
@@ -93,6 +94,17 @@ class FactorialCRF(BaseEstimator):
     sigma : float, default=10.0
         Standard deviation of the Gaussian prior: the penalty is
         ``sum(w**2) / (2 * sigma**2)``.  ``np.inf`` disables it.
+    l1 : float, default=0.0
+        L1 penalty per unit of ``|w|``: ``l1 * sum(|w|)`` is added to the
+        Gaussian penalty (elastic net with both; ``sigma=np.inf`` for L1
+        alone), which drives many weights to exactly zero (``n_nonzero_``).
+        With ``l1 > 0`` every L-BFGS stage (the ``objective``'s, the
+        fine-tuning and the joint-state transition stages) is trained by
+        OWL-QN (Andrew & Gao 2007), which has the same stopping tests; with
+        the ``"independent"`` objective one OWL-QN runs over all the chains
+        (the penalty is not split per chain as ``BlockLBFGS`` splits the
+        loss).  ``solver="olbfgs"`` does not support it (``ValueError``).
+        0 trains exactly as without the parameter.
     objective : {"independent", "chainwise", "pseudolikelihood", "likelihood"}, \
             default="independent"
         ``"independent"``: every chain's exact likelihood without the
@@ -257,6 +269,8 @@ class FactorialCRF(BaseEstimator):
         training data, the state space of ``inference="joint"``.
     coef_ : ndarray
         All weights (see :mod:`skfcrf.estimators._model` for the layout).
+    n_nonzero_ : int
+        Number of non-zero weights in ``coef_`` (how sparse ``l1`` made the model).
     loss_curve_ : list of float
         Penalised training loss after every iteration (epoch for oLBFGS).
     n_iter_ : int
@@ -309,6 +323,7 @@ class FactorialCRF(BaseEstimator):
 
     _parameter_constraints = {
         "sigma": [_POSITIVE_REAL, Options(numbers.Real, {np.inf})],
+        "l1": [Interval(numbers.Real, 0, None, closed="left")],
         "objective": [StrOptions(set(OBJECTIVES))],
         "solver": [StrOptions(set(SOLVERS))],
         "max_iter": [_POSITIVE_INT],
@@ -352,8 +367,9 @@ class FactorialCRF(BaseEstimator):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=10, state_transitions="auto", state_transition_iter=10):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0):
         self.sigma = sigma
+        self.l1 = l1
         self.objective = objective
         self.solver = solver
         self.max_iter = max_iter
@@ -386,6 +402,13 @@ class FactorialCRF(BaseEstimator):
         self.finetune_iter = finetune_iter
         self.state_transitions = state_transitions
         self.state_transition_iter = state_transition_iter
+
+    def _validate_params(self):
+        super()._validate_params()
+        if self.l1 > 0 and self.solver != "lbfgs":
+            raise ValueError(
+                f"l1={self.l1!r} (L1 regularisation, trained by OWL-QN) is not supported "
+                f"with solver={self.solver!r}; use solver='lbfgs' or l1=0")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -454,21 +477,26 @@ class FactorialCRF(BaseEstimator):
                 warn_if_not_converged(
                     result, monitor.stopped_by_callback, max_iter=self.max_iter, tol=self.tol,
                     unit="epochs" if self.solver == "olbfgs" else "iterations",
-                    designed_budget=(isinstance(solver, BlockLBFGS)
+                    designed_budget=((isinstance(solver, BlockLBFGS)
+                                      or (isinstance(solver, OWLQN)
+                                          and hasattr(objective, "blocks")))
                                      and self.max_iter == DEFAULT_MAX_ITER),
                     verbose=self.verbose)
                 finetune = self._finetuning(objective, monitor, stopper)
                 if finetune is not None:
-                    tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.finetune_iter,
-                                  tol=self.tol).solve(finetune, result.coef, monitor)
+                    tuned = self._batch_solver(self.finetune_iter).solve(
+                        finetune, result.coef, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
                 likelihood = finetune if finetune is not None else objective
                 stage = self._state_transition_stage(likelihood, result.coef, monitor, stopper)
                 if stage is not None:
                     monitor.expand = stage.full
                     try:
-                        tuned = LBFGS(memory=self.lbfgs_memory, max_iter=self.state_transition_iter,
-                                      tol=self.tol).solve(stage, stage.start, monitor)
+                        held = stage.theta[~stage.free]
+                        tuned = self._batch_solver(
+                            self.state_transition_iter,
+                            offset=self.l1 * float(np.abs(held).sum())).solve(
+                                stage, stage.start, monitor)
                     finally:
                         monitor.expand = None
                     result.coef, result.n_iter = stage.full(tuned.coef), result.n_iter + tuned.n_iter
@@ -664,9 +692,19 @@ class FactorialCRF(BaseEstimator):
                           joint_states=self.joint_states_)
         return OBJECTIVES[self.objective](batch, **kwargs)
 
+    def _batch_solver(self, max_iter, offset=0.0):
+        """L-BFGS with ``max_iter`` iterations, or OWL-QN when ``l1 > 0``."""
+        if self.l1 > 0:
+            return OWLQN(self.l1, memory=self.lbfgs_memory, max_iter=max_iter, tol=self.tol,
+                         offset=offset)
+        return LBFGS(memory=self.lbfgs_memory, max_iter=max_iter, tol=self.tol)
+
     def _solver(self, rng, objective):
         """The solver for ``objective``: L-BFGS per block when its loss is a sum over
-        blocks of weights (the independent chains), else the ``solver`` setting."""
+        blocks of weights (the independent chains), else the ``solver`` setting;
+        OWL-QN when ``l1 > 0``."""
+        if self.l1 > 0:
+            return self._batch_solver(self.max_iter)
         if self.solver == "olbfgs":
             return OnlineLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol,
                                batch_size=self.batch_size, eta0=self.eta0, tau=self.tau,
@@ -924,6 +962,14 @@ class FactorialCRF(BaseEstimator):
         marginals = [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
                       for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]
         return (marginals, [str(v) for v in status]) if return_status else marginals
+
+    @property
+    def n_nonzero_(self):
+        """Number of non-zero weights in ``coef_``."""
+        if not hasattr(self, "coef_"):
+            raise AttributeError("'FactorialCRF' object has no attribute 'n_nonzero_' "
+                                 "(not fitted yet)")
+        return int(np.count_nonzero(self.coef_))
 
     def top_weights(self, n=20, chain=None, kind=None):
         """The ``n`` largest-magnitude weights as records, largest first.
