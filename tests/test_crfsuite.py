@@ -177,7 +177,6 @@ def test_c2_is_sigma_of_factorial_crf():
     (dict(algorithm="pa"), "algorithm='pa'"),
     (dict(algorithm="arow"), "algorithm='arow'"),
     (dict(algorithm="newton"), "algorithm='newton'"),
-    (dict(c1=0.1), "c1=0.1.*item 6"),
     (dict(c1=-1), "c1"),
     (dict(c2=-0.5), "c2"),
     (dict(model_filename="model.crfsuite"), "model_filename"),
@@ -290,3 +289,53 @@ def test_agrees_with_sklearn_crfsuite(params):
             assert a.keys() == b.keys()
             assert all(a[k] == pytest.approx(b[k], abs=1e-5) for k in a)
     assert sorted(ours.attributes_) == sorted(a for a in ref.attributes_ if a is not None)
+
+
+@needs_crfsuite
+@pytest.mark.parametrize("params", [
+    dict(c1=0.1, c2=0.01),
+    dict(c1=1.0, c2=0.0, all_possible_transitions=True),
+])
+def test_l1_agrees_with_sklearn_crfsuite(params):
+    X, y = toy(60, seed=1)
+    X_test, _ = toy(20, seed=2)
+    X[0][1]["word"] = "cat"
+    y[0][1] = "JJ"
+    ours = CRF(**params).fit(X, y)
+    ref = sklearn_crfsuite.CRF(**params).fit(X, y)
+    assert [list(p) for p in ours.predict(X_test)] == [list(p) for p in ref.predict(X_test)]
+    n_ours = len(ours.state_features_) + len(ours.transition_features_)
+    n_ref = len(ref.state_features_) + len(ref.transition_features_)
+    assert abs(n_ours - n_ref) <= 0.1 * n_ref
+    dense = CRF(c2=params["c2"] or 1e-3).fit(X, y)
+    assert n_ours < len(dense.state_features_) + len(dense.transition_features_)
+    # the same penalised loss (L1 included) at the end
+    assert ours.training_log_.last_iteration["loss"] == pytest.approx(
+        ref.training_log_.last_iteration["loss"], rel=1e-4)
+    assert ours.crf_.l1 == params["c1"] and ours.crf_.n_nonzero_ == n_ours
+
+
+def test_c1_is_l1_of_factorial_crf():
+    """c1 -> l1 = c1: the loss CRF reports is FactorialCRF's likelihood objective plus
+    ``c1 * ||w||_1`` at its weights, which satisfy the L1 optimality conditions there."""
+    X = [[["w=the", "p=BOS"], ["w=cat", "p=the"], ["w=runs", "p=cat"]],
+         [["w=a", "p=BOS"], ["w=dog", "p=a"], ["w=sleeps", "p=dog"]],
+         [["w=the", "p=BOS"], ["w=dog", "p=the"]], [["w=a", "p=BOS"], ["w=cat", "p=a"]]]
+    y = [["DT", "NN", "VB"], ["DT", "NN", "VB"], ["DT", "NN"], ["DT", "VB"]]
+    c1, c2 = 0.2, 0.05
+    crf = CRF(c1=c1, c2=c2, all_possible_states=True, all_possible_transitions=True,
+              epsilon=1e-10, delta=1e-14, period=2, max_iterations=2000).fit(X, y)
+    assert crf.crf_.l1 == c1
+    ref, objective = _likelihood_objective(crf, X, y, 1 / math.sqrt(2 * c2))
+    coef = crf.crf_.coef_
+    loss, grad = objective.loss_gradient(coef)
+    assert loss + c1 * np.abs(coef).sum() == pytest.approx(
+        crf.training_log_.last_iteration["loss"], rel=1e-12)
+    free = np.zeros(len(coef), bool)
+    free[:ref.layout_.n_table] = True
+    free[slice(*ref.layout_.bias_edge[:2])] = True
+    w, g = coef[free], grad[free]
+    zero = w == 0
+    assert zero.any() and not zero.all()
+    assert np.all(np.abs(g[zero]) <= c1 + 1e-6)
+    np.testing.assert_allclose(g[~zero] + c1 * np.sign(w[~zero]), 0.0, atol=1e-5)

@@ -29,6 +29,7 @@ from skfcrf.estimators._decoding import map_labels
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
 from skfcrf.estimators._model import ParameterLayout, _valid_edge_rows, gold_assignment
 from skfcrf.estimators._objectives import Restricted, TrainingBatch
+from skfcrf.estimators._solvers import OWLQN
 
 __all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
 
@@ -228,7 +229,10 @@ class CRF(BaseEstimator):
         Transition features for every label pair, not only those seen in
         training.
     c1 : float, default=0
-        L1 coefficient: only 0 (L1 comes with issue 30, item 6).
+        L1 coefficient: the penalty is ``c1 * ||w||_1``, i.e.
+        ``FactorialCRF(l1=c1)``; with ``c1 > 0`` training is OWL-QN, as in
+        CRFsuite (elastic net with ``c2 > 0``), and many weights are exactly
+        zero (left out of ``state_features_`` and ``transition_features_``).
     c2 : float, default=1.0
         L2 coefficient: the penalty is ``c2 * ||w||**2``, i.e.
         ``FactorialCRF(sigma=1 / sqrt(2 * c2))`` (``c2=0``: no penalty).
@@ -245,6 +249,8 @@ class CRF(BaseEstimator):
     linesearch : {"MoreThuente"}, default="MoreThuente"
         The line search: More and Thuente's, as scipy's L-BFGS-B has it.
         ``"Backtracking"`` and ``"StrongBacktracking"`` are not supported.
+        With ``c1 > 0`` OWL-QN's backtracking line search is used, as CRFsuite
+        does whatever ``linesearch`` says.
     max_linesearch : int, default=20
         Maximum loss evaluations per line search.
     calibration_eta, calibration_rate, calibration_samples, \
@@ -375,10 +381,6 @@ averaging, variance, gamma : None
                     "trainer, not of 'lbfgs' (CRFsuite refuses it too); leave it None. The "
                     "other trainers come with issue 30, item 7")
         c1 = _real(self.c1, "c1", 0.0, minimum=0.0)
-        if c1 > 0:
-            raise ValueError(
-                f"c1={self.c1!r} is not supported yet: L1 regularisation (CRFsuite's OWL-QN) "
-                "comes with issue 30, item 6; use c1=0 (or None) and c2 for L2")
         c2 = _real(self.c2, "c2", 1.0, minimum=0.0)
         linesearch = "MoreThuente" if self.linesearch is None else self.linesearch
         if linesearch != "MoreThuente":
@@ -391,7 +393,7 @@ averaging, variance, gamma : None
                                            or max_iterations < 0):
             raise ValueError(f"max_iterations must be None or an integer >= 0 (0: unlimited), "
                              f"got {max_iterations!r}")
-        out = dict(c2=c2, min_freq=_real(self.min_freq, "min_freq", 0.0),
+        out = dict(c1=c1, c2=c2, min_freq=_real(self.min_freq, "min_freq", 0.0),
                    max_iterations=int(max_iterations or 0),
                    epsilon=_real(self.epsilon, "epsilon", _LBFGS_DEFAULTS["epsilon"], 0.0),
                    delta=_real(self.delta, "delta", _LBFGS_DEFAULTS["delta"], 0.0),
@@ -436,7 +438,8 @@ averaging, variance, gamma : None
                              f"{len(X_obs)} != {len(y_lab)}")
         crf = FactorialCRF(
             sigma=math.inf if settings["c2"] == 0 else 1.0 / math.sqrt(2.0 * settings["c2"]),
-            objective="likelihood", solver="lbfgs", lbfgs_memory=settings["num_memories"],
+            l1=settings["c1"], objective="likelihood", solver="lbfgs",
+            lbfgs_memory=settings["num_memories"],
             max_iter=max(1, settings["max_iterations"]), min_instance_freq=1,
             unary_features="default", transition_features="default",
             forbidden_transitions=None, finetune_iter=0, state_transitions=False,
@@ -480,15 +483,15 @@ averaging, variance, gamma : None
         return self
 
     def _lbfgs(self, problem, settings, dev, log):
-        """L-BFGS with CRFsuite's stopping tests; returns ``(x, n_iter, message)``."""
+        """L-BFGS (OWL-QN when ``c1 > 0``) with CRFsuite's stopping tests; returns
+        ``(x, n_iter, message)``."""
         max_iterations = settings["max_iterations"] or 2 ** 31 - 1
         period, delta, epsilon = settings["period"], settings["delta"], settings["epsilon"]
         state = dict(past=[], last=time.perf_counter(), evals=0, message=None)
 
-        def callback(intermediate_result):
-            x, f = intermediate_result.x, float(intermediate_result.fun)
+        def iteration(x, f, gnorm):
+            """Log one iteration; True when CRFsuite's tests stop training."""
             k = len(log.iterations) + 1
-            gnorm = problem.gradient_norm(x)
             xnorm = float(np.linalg.norm(x))
             now = time.perf_counter()
             entry = dict(num=k, loss=f, feature_norm=xnorm, error_norm=gnorm,
@@ -504,18 +507,26 @@ averaging, variance, gamma : None
             # libLBFGS: the gradient test, then the improvement over `period` iterations
             if gnorm / max(1.0, xnorm) <= epsilon:
                 state["message"] = "converged: ||g|| / max(1, ||w||) <= epsilon"
-                raise StopIteration
+                return True
             history = state["past"]
             if k == 1:
-                history.append(problem.first_loss)   # f at the starting point
+                history.append(problem.first_loss)   # f at the starting point (w = 0)
             if k >= period:
                 if (history[k - period] - f) / f < delta:
                     state["message"] = (f"converged: relative improvement over {period} "
                                         "iterations < delta")
-                    raise StopIteration
+                    return True
             history.append(f)
+            return False
+
+        def callback(intermediate_result):
+            x, f = intermediate_result.x, float(intermediate_result.fun)
+            if iteration(x, f, problem.gradient_norm(x)):
+                raise StopIteration
 
         x0 = problem.restricted.start
+        if settings["c1"] > 0:
+            return self._owlqn(problem, settings, iteration, state, x0, max_iterations)
         with threadpool_limits(limits=1, user_api="blas"):
             res = minimize(problem.loss_gradient, x0, jac=True, method="L-BFGS-B",
                            callback=callback,
@@ -530,6 +541,29 @@ averaging, variance, gamma : None
                 text = res.message if isinstance(res.message, str) else res.message.decode()
                 message = f"L-BFGS stopped: {text}"
         return res.x, len(log.iterations), message
+
+    @staticmethod
+    def _owlqn(problem, settings, iteration, state, x0, max_iterations):
+        """OWL-QN as CRFsuite runs it for ``c1 > 0`` (libLBFGS's orthant-wise mode with
+        its backtracking line search): the stopping tests of :meth:`_lbfgs` on the
+        penalised loss, the gradient test on the pseudo-gradient's norm."""
+        solver = OWLQN(settings["c1"], memory=settings["num_memories"], max_iter=max_iterations,
+                       tol=0.0, max_backtracks=settings["max_linesearch"] - 1)
+
+        class Monitor:
+            @staticmethod
+            def report(x, f):
+                return iteration(x, float(f), solver.last_pg_norm)
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            result = solver.solve(problem, x0, Monitor())
+        message = state["message"]
+        if message is None:
+            if result.at_max_iter:
+                message = f"reached max_iterations={max_iterations}"
+            else:
+                message = f"OWL-QN stopped: {result.message}"
+        return result.coef, result.n_iter, message
 
     # ------------------------------------------------------------------ prediction
     def _fitted(self):
