@@ -121,3 +121,22 @@ def test_write_pages_and_index(tmp_path):
     assert 'href="report-0003.html"' in second
     with pytest.raises(ValueError, match="reports"):
         write_comparison_pages(tmp_path / "bad", X, y[:2], preds)
+
+
+def test_write_pages_of_sentences(tmp_path):
+    """``unit`` names what a sequence is (CoNLL sentences are no reports): the page files,
+    the index and its errors say it; unnamed chains read "chain 1", not "chain 1 (chain 1)"."""
+    X = [["the", "cat"], ["a", "dog", "ran"]]
+    y = [[("DT", "B-NP"), ("NN", "I-NP")], [("DT", "B-NP"), ("NN", "I-NP"), ("VBD", "B-VP")]]
+    index = write_comparison_pages(tmp_path / "out", X, y, y, unit="sentence")
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["index.html", "sentence-0001.html", "sentence-0002.html"]
+    text = Path(index).read_text(encoding="utf-8")
+    assert "<th>sentence</th>" in text and "all 2 sentences (pooled)" in text
+    assert "2 sentences: token accuracy" in text and "report" not in text.lower()
+    page = (tmp_path / "out" / "sentence-0001.html").read_text(encoding="utf-8")
+    assert "chain 1 segment" in page and "(chain 1)" not in page and "report" not in page.lower()
+    with pytest.raises(ValueError, match="sentences"):
+        write_comparison_pages(tmp_path / "bad", X, y[:1], y, unit="sentence")
+    with pytest.raises(ValueError, match="one lowercase word"):
+        write_comparison_pages(tmp_path / "bad", X, y, y, unit="../x")

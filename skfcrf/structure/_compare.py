@@ -129,7 +129,7 @@ _JS = """
     });
   }
   document.querySelectorAll('table.index th').forEach(function (th, col) {
-    th.addEventListener('click', function () {  // sort the reports by this column
+    th.addEventListener('click', function () {  // sort the rows by this column
       var body = th.closest('table').tBodies[0];
       var rows = Array.prototype.slice.call(body.querySelectorAll('tr:not(.total)'));
       var key = function (r) { return r.cells[col].getAttribute('data-v') || r.cells[col].textContent; };
@@ -321,9 +321,10 @@ def _legend_html(chain_names):
             style = "border:1px solid #d9c9a3;background:#fff;box-shadow:inset 4px 0 0 #f3e6bf"
         else:
             style = "border:1px solid #c48fc4;background:#fbf0fb"
+        name = chain_names[level]
+        title = name if name == f"chain {level}" else f"{name} (chain {level})"
         items.append((f'<span class="swatch" style="{style}"></span>',
-                      f"{html.escape(chain_names[level])} (chain {level}) segment; "
-                      "colour = its type"))
+                      f"{html.escape(title)} segment; colour = its type"))
     items += [
         ('<span class="swatch" style="border:1px dotted #aaa;background:repeating-linear-gradient('
          '45deg,#f3f3f3 0 6px,#fafafa 6px 12px)"></span>', "outside (O) tokens"),
@@ -448,13 +449,15 @@ def render_comparison(tokens, y_true, y_pred, *, decoding=None, title=None, chai
 
 
 def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, names=None,
-                           title="Gold and predicted structure", chain_names=None, scheme=None):
+                           title="Gold and predicted structure", chain_names=None, scheme=None,
+                           unit="report"):
     """Write one :func:`render_comparison` page per report and an ``index.html``.
 
     Parameters
     ----------
     directory : str or path
-        Created if missing.  Pages are ``report-0001.html``, ... and ``index.html``.
+        Created if missing.  Pages are ``report-0001.html``, ... (``unit``) and
+        ``index.html``.
     X : list of sequences of tokens
     y_true : list of array-like
         Gold label chains, one per report.
@@ -467,6 +470,9 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
     title : str, default="Gold and predicted structure"
     chain_names, scheme
         As in :func:`render_comparison`.
+    unit : str, default="report"
+        What one sequence is, in the index and the page file names: ``"report"`` for
+        dictations, ``"sentence"`` or ``"sequence"`` for other data (one lowercase word).
 
     Returns
     -------
@@ -477,17 +483,20 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
     """
     from skfcrf.metrics import chain_accuracy, joint_accuracy
 
+    if not (isinstance(unit, str) and unit.isalpha() and unit.islower()):
+        raise ValueError(f"unit must be one lowercase word such as 'report', got {unit!r}")
+    units = unit + "s"
     X, y_true, y_pred = list(X), list(y_true), list(y_pred)
     if not (len(X) == len(y_true) == len(y_pred)):
-        raise ValueError(f"{len(X)} reports, {len(y_true)} gold and {len(y_pred)} predicted "
+        raise ValueError(f"{len(X)} {units}, {len(y_true)} gold and {len(y_pred)} predicted "
                          "label sequences")
     if decodings is not None and len(decodings) != len(X):
-        raise ValueError(f"{len(decodings)} decodings for {len(X)} reports")
+        raise ValueError(f"{len(decodings)} decodings for {len(X)} {units}")
     if not X:
-        raise ValueError("no reports to write")
+        raise ValueError(f"no {units} to write")
     os.makedirs(directory, exist_ok=True)
-    names = [f"report {i + 1}" for i in range(len(X))] if names is None else [str(n) for n in names]
-    files = [f"report-{i + 1:04d}.html" for i in range(len(X))]
+    names = [f"{unit} {i + 1}" for i in range(len(X))] if names is None else [str(n) for n in names]
+    files = [f"{unit}-{i + 1:04d}.html" for i in range(len(X))]
     rows, golds, preds = [], [], []
     for i, (tokens, gold, pred) in enumerate(zip(X, y_true, y_pred)):
         pred, dec = _split_decoding(pred, None if decodings is None else decodings[i])
@@ -506,7 +515,7 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
         rows.append((i, comparison_scores(g, p, scheme=scheme), dec))
     n_chains = golds[0].shape[1]
     cnames = _chain_names(chain_names, n_chains)
-    head = ("<tr><th>#</th><th>report</th><th>tokens</th><th>differing</th><th>joint</th>"
+    head = (f"<tr><th>#</th><th>{unit}</th><th>tokens</th><th>differing</th><th>joint</th>"
             + "".join(f"<th>{html.escape(n)}</th>" for n in cnames) + "<th>decoding</th></tr>")
     body = []
     for i, sc, dec in rows:
@@ -521,12 +530,12 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
     if nonempty:
         gs, ps = [golds[k] for k in nonempty], [preds[k] for k in nonempty]
         pooled = [joint_accuracy(gs, ps), *chain_accuracy(gs, ps)]
-        body.append(f"<tr class=\"total\"><td></td><td>all {len(X)} reports (pooled)</td>"
+        body.append(f"<tr class=\"total\"><td></td><td>all {len(X)} {units} (pooled)</td>"
                     f"<td>{sum(len(g) for g in golds)}</td>"
                     f"<td>{sum(sc['n_diff'] for _, sc, _ in rows)}</td>"
                     + "".join(f"<td>{_fmt(float(v))}</td>" for v in pooled) + "<td></td></tr>")
-    header = (f"<h1>{html.escape(title)}</h1>\n<p>{len(X)} reports: token accuracy per chain "
-              "and joint (all chains right); click a column to sort, follow a report for its "
+    header = (f"<h1>{html.escape(title)}</h1>\n<p>{len(X)} {units}: token accuracy per chain "
+              f"and joint (all chains right); click a column to sort, follow a {unit} for its "
               "structure.</p>")
     table = f'<table class="index"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
     index = os.path.join(directory, "index.html")
