@@ -275,10 +275,13 @@ def test_view_writes_pages_and_index(trained):
               "--chain-names", "pos,chunk")
     assert res.returncode == 0, res.stderr
     pages = sorted(p.name for p in out.iterdir())
-    assert pages == ["index.html"] + [f"report-{k:04d}.html" for k in range(1, 31)]
+    # POS and chunk columns are no dictation: sequences, not reports
+    assert pages == ["index.html"] + [f"sequence-{k:04d}.html" for k in range(1, 31)]
     index = (out / "index.html").read_text(encoding="utf-8")
-    assert "sequence 30" in index and "pooled" in index
-    page = (out / "report-0001.html").read_text(encoding="utf-8")
+    assert "sequence 30" in index and "all 30 sequences (pooled)" in index
+    assert "report" not in index.lower()
+    page = (out / "sequence-0001.html").read_text(encoding="utf-8")
+    assert "chunk (chain 1) segment" in page and "report" not in page.lower()
     assert 'data-type="NP"' in page and "chunk" in page and "exact" in page
     assert 'data-i="0">' + sents[0][0][0] + "<" in page
     one = d / "one.html"
@@ -548,3 +551,124 @@ def test_train_defaults_are_the_estimators():
         if key in ("forbidden_transitions", "forbidden_couplings"):
             continue    # given as names on the command line
         assert value == defaults[key], key
+
+
+# --------------------------------------------------------------------------- chain names
+@pytest.fixture(scope="module")
+def named_model(trained):
+    """The toy corpus with its chains named pos and chunk (--chain-names)."""
+    d = trained[0]
+    model = d / "named.model"
+    res = run("train", d / "train.txt", "--model", model, "--chain-names", "pos", "chunk",
+              "--features", "ngram", "--max-iter", 15, "--min-instance-freq", 1)
+    assert res.returncode == 0, res.stderr
+    assert "2 label columns: pos, chunk" in res.stderr
+    return model
+
+
+def test_train_stores_chain_names(trained, dictation_model, named_model, tmp_path):
+    """Unnamed chains are chain 0, chain 1, ...; three dictation-scheme label columns are
+    sentence, subsection, section; --chain-names names them; all stored beside the model."""
+    _, model, _ = trained
+    assert json.loads(Path(str(model) + ".features.json").read_text())["chain_names"] == [
+        "chain 0", "chain 1"]
+    _, dmodel, _, _ = dictation_model
+    assert json.loads(Path(str(dmodel) + ".features.json").read_text())["chain_names"] == [
+        "sentence", "subsection", "section"]
+    assert json.loads(Path(str(named_model) + ".features.json").read_text())["chain_names"] == [
+        "pos", "chunk"]
+    for names, fragment in ((["pos"], "1 names for 2 label columns"),
+                            (["pos", "pos"], "not distinct"), (["pos", "a,b"], "comma")):
+        res = run("train", trained[0] / "train.txt", "--model", tmp_path / "bad.model",
+                  "--chain-names", *names)
+        assert_one_line_error(res, "--chain-names", fragment, status=2)
+
+
+
+
+def test_evaluate_names_the_chains(trained, dictation_model, named_model):
+    d = trained[0]
+    out = run("evaluate", d / "train.txt", "--model", named_model).stdout
+    rows = [line.split("  ")[0] for line in out.splitlines()]
+    assert "chain 0 (pos)" in rows and "chain 1 (chunk)" in rows
+    assert "Chain 0 (pos)" in rows and "Chain 1 (chunk)" in rows   # the per-label reports
+    dd, dmodel, _, _ = dictation_model
+    res = run("evaluate", dd / "test.txt", "--model", dmodel, "-q")
+    assert res.returncode == 0, res.stderr
+    for c, name in enumerate(("sentence", "subsection", "section")):
+        assert f"\nchain {c} ({name})  " in res.stdout
+        assert f"\nChain {c} ({name})\n" in res.stdout
+
+
+def test_view_legend_and_wording_use_the_stored_names(trained, dictation_model, named_model):
+    d = trained[0]
+    out = d / "named_pages"
+    res = run("view", d / "train.txt", "--model", named_model, "--output", out, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "wrote 30 sequence pages" in res.stdout
+    page = (out / "sequence-0001.html").read_text(encoding="utf-8")
+    assert "pos (chain 0) segment" in page and "chunk (chain 1) segment" in page
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "<th>pos</th><th>chunk</th>" in index and "report" not in index.lower()
+    # unnamed chains: "chain 1 segment", never "chain 1 (chain 1)"
+    one = d / "unnamed.html"
+    res = run("view", d / "train.txt", "--model", trained[1], "--output", one, "--sequence", 3)
+    assert res.returncode == 0, res.stderr
+    page = one.read_text(encoding="utf-8")
+    assert "chain 1 segment" in page and "(chain 1)" not in page
+    assert "train.txt: sequence 3" in page
+    # dictations are reports, their chains sentence, subsection, section
+    dd, dmodel, X, _ = dictation_model
+    res = run("view", dd / "test.txt", "--model", dmodel, "--output", dd / "pages", "-q")
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (dd / "pages").iterdir()) == ["index.html"] + [
+        f"report-{k:04d}.html" for k in range(1, len(X) + 1)]
+    page = (dd / "pages" / "report-0001.html").read_text(encoding="utf-8")
+    assert "section (chain 2) segment" in page and "sentence (chain 0) segment" in page
+    assert f"all {len(X)} reports (pooled)" in (dd / "pages" / "index.html").read_text()
+
+
+def test_inspect_names_the_chains(trained, named_model):
+    named = named_model
+    res = run("inspect", named, "-n", "8", "--kind", "transition", "--chain", "chunk")
+    assert res.returncode == 0, res.stderr
+    rows = [line.split()[:2] for line in res.stdout.strip().splitlines()[1:]]
+    assert rows and all(row == ["transition", "chunk"] for row in rows)
+    by_index = run("inspect", named, "-n", "8", "--kind", "transition", "--chain", "1")
+    assert by_index.stdout == res.stdout
+    coupling = run("inspect", named, "-n", "3", "--kind", "coupling").stdout.splitlines()[1:]
+    assert coupling and all(line.split()[1] == "pos,chunk" for line in coupling)
+    assert_one_line_error(run("inspect", named, "--chain", "noun"), "--chain noun",
+                          "pos, chunk", status=2)
+    # unnamed chains keep their indices
+    res = run("inspect", trained[1], "-n", "3", "--kind", "coupling")
+    assert all(line.split()[1] == "0,1" for line in res.stdout.splitlines()[1:])
+
+
+def test_model_without_stored_names_still_works(trained, named_model, tmp_path):
+    """A feature configuration written before chain names were stored (no "chain_names")
+    reads as chain 0, chain 1, ...; a malformed one is a one-line error."""
+    import shutil
+
+    d = trained[0]
+    named = named_model
+    old = tmp_path / "old.model"
+    shutil.copy(named, old)
+    config = json.loads(Path(str(named) + ".features.json").read_text())
+    del config["chain_names"]
+    Path(str(old) + ".features.json").write_text(json.dumps(config))
+    res = run("evaluate", d / "train.txt", "--model", old, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "\nchain 1  " in res.stdout and "(chunk)" not in res.stdout
+    res = run("view", d / "train.txt", "--model", old, "--output", tmp_path / "p.html",
+              "--sequence", 1)
+    assert res.returncode == 0, res.stderr
+    assert "chain 1 segment" in (tmp_path / "p.html").read_text(encoding="utf-8")
+    res = run("tag", d / "train.txt", "--model", old, "--output", tmp_path / "t.txt", "-q")
+    assert res.returncode == 0, res.stderr
+    res = run("inspect", old, "-n", "2", "--kind", "coupling", "--chain", "1")
+    assert res.returncode == 0 and res.stdout.splitlines()[1].split()[1] == "0,1", res.stderr
+    config["chain_names"] = ["pos"]
+    Path(str(old) + ".features.json").write_text(json.dumps(config))
+    assert_one_line_error(run("evaluate", d / "train.txt", "--model", old),
+                          "invalid feature configuration", "chain_names")

@@ -152,10 +152,6 @@ def html_document(title, body):
             f"<title>{html.escape(title)}</title>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
-def chain_names(n_chains):
-    return [f"chain {c}" for c in range(n_chains)]
-
-
 def as_2d(seqs):
     """Label sequences as ``(n_tokens, n_chains)`` object arrays."""
     import numpy as np

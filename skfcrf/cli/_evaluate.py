@@ -5,12 +5,11 @@ from skfcrf.cli._common import (
     add_quiet,
     add_repair_option,
     as_2d,
-    chain_names,
     convergence_summary,
     counted,
     has_boundaries,
 )
-from skfcrf.cli._files import load_model, read_data
+from skfcrf.cli._files import chain_title, config_chain_names, load_model, read_data
 from skfcrf.cli._progress import decode_data
 
 
@@ -35,7 +34,8 @@ def run(args):
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
     decodings = decode_data(crf, config, X, quiet=args.quiet)
     yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
-    names = chain_names(n_chains)
+    chain_names = config_chain_names(config, n_chains)
+    names = [chain_title(c, name) for c, name in enumerate(chain_names)]
     width = max(len(n) for n in names + ["joint"])
     n_tokens = sum(len(s) for s in yt)
     print(f"{args.data}: {counted(len(yt), 'sequence')}, {counted(n_tokens, 'token')}, "
@@ -58,7 +58,10 @@ def run(args):
               f"sequences (mean {mean_iter:.1f} iterations)")
     for c in range(n_chains):
         print()
-        print(classification_report(yt, yp, chain=c).rstrip())
+        # its first line, "Chain c", named
+        table = classification_report(yt, yp, chain=c).rstrip().split("\n", 1)[1]
+        print(names[c][0].upper() + names[c][1:])
+        print(table)
     return 0
 
 

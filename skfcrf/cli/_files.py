@@ -9,9 +9,13 @@ A model written by ``skfcrf train`` is two files: ``PATH`` (the CRF as written b
      "attributes": [...], "label_columns": N, "sep": "whitespace" | "tab" | "space",
      "features": [...], "lowercase": bool,
      "ngram_window": W, "concept_window": W, "position_bins": N, "affix_length": N,
-     "lexicon": [[phrase, class], ...]}          # the last two optional
+     "lexicon": [[phrase, class], ...],          # the last two optional
+     "chain_names": [name, ...]}                 # optional: one per label column
 
-from which :func:`features_from_config` rebuilds the observation pipeline.
+from which :func:`features_from_config` rebuilds the observation pipeline.  The chain
+names describe the label columns, as the attributes describe the attribute columns;
+files written before they were stored have none and read as ``chain 0``, ``chain 1``, ...
+(:func:`config_chain_names`).
 """
 import json
 import os
@@ -101,6 +105,8 @@ def load_model(model_path):
                     isinstance(e, list) and len(e) == 2 and all(isinstance(v, str) for v in e)
                     for e in lexicon)):
             raise ValueError("lexicon")
+        if "chain_names" in config and check_chain_names(config["chain_names"], n_labels):
+            raise ValueError("chain_names")
     except (KeyError, ValueError) as exc:
         raise CLIError(f"invalid feature configuration {fpath}: bad or missing "
                        f"{exc.args[0]!r}") from None
@@ -108,6 +114,81 @@ def load_model(model_path):
         raise CLIError(f"feature configuration {fpath} describes {n_labels} label columns but "
                        f"the model has {crf.n_chains_} chains")
     return crf, config
+
+
+def generic_chain_names(n_chains):
+    """``["chain 0", "chain 1", ...]``: the names of chains nobody named."""
+    return [f"chain {c}" for c in range(n_chains)]
+
+
+def check_chain_names(names, n_chains):
+    """Why ``names`` cannot name ``n_chains`` chains (a phrase), or None when they can."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return "expected a list of names"
+    if len(names) != n_chains:
+        return f"{len(names)} names for {n_chains} label column{'s' if n_chains != 1 else ''}"
+    if any(not n.strip() or n != n.strip() for n in names):
+        return "a name is empty or starts or ends with a space"
+    if any("," in n for n in names):
+        return "a name contains a comma"
+    if len(set(names)) != len(names):
+        return "the names are not distinct"
+    return None
+
+
+def config_chain_names(config, n_chains):
+    """The chain names of a (checked) feature configuration; ``chain k`` without any."""
+    names = config.get("chain_names")
+    return list(names) if names is not None else generic_chain_names(n_chains)
+
+
+def stored_chain_names(model_path, n_chains):
+    """The chain names stored beside ``model_path`` (its ``PATH.features.json``), or
+    ``chain k`` when there is no such file or it names no chains: for commands that
+    need the model only (``inspect``)."""
+    try:
+        with open(features_path(model_path), encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError):
+        return generic_chain_names(n_chains)
+    names = config.get("chain_names") if isinstance(config, dict) else None
+    if names is None or check_chain_names(names, n_chains):
+        return generic_chain_names(n_chains)
+    return list(names)
+
+
+def chain_title(chain, name):
+    """``chain 0 (sentence)``, or ``chain 0`` for a chain named ``chain 0``."""
+    return f"chain {chain}" if name == f"chain {chain}" else f"chain {chain} ({name})"
+
+
+def looks_like_dictations(y):
+    """Whether label sequences ``y`` follow the dictation scheme of
+    :func:`skfcrf.datasets.make_dictations`: three chains, ``BeginSentence``/``Sentence``
+    labels on chain 0 and ``Begin<Type>`` segments on chains 1 and 2 (paragraphs,
+    sections)."""
+    import numpy as np
+
+    labels = [set(), set(), set()]
+    for seq in y:
+        a = np.asarray(seq, dtype=object)
+        if a.ndim != 2 or a.shape[1] != 3:
+            return False
+        for c in range(3):
+            labels[c].update(str(v) for v in a[:, c])
+    return (bool(labels[0] & {"BeginSentence", "Sentence"})
+            and all(any(lab.startswith("Begin") for lab in labels[c]) for c in (1, 2)))
+
+
+def default_chain_names(y, n_chains):
+    """Chain names for training data without ``--chain-names``: those of
+    :data:`skfcrf.datasets.DICTATION_CHAINS` for dictation-like labels
+    (:func:`looks_like_dictations`), ``chain 0``, ``chain 1``, ... otherwise."""
+    from skfcrf.datasets import DICTATION_CHAINS
+
+    if n_chains == len(DICTATION_CHAINS) and looks_like_dictations(y):
+        return list(DICTATION_CHAINS)
+    return generic_chain_names(n_chains)
 
 
 def read_data(path, attributes, n_label_columns, sep):

@@ -1,29 +1,32 @@
 """``skfcrf inspect MODEL``: the largest weights of a saved model, as a table."""
 from skfcrf.cli._common import nonnegative_int
-from skfcrf.cli._files import load_crf
+from skfcrf.cli._files import generic_chain_names, load_crf, stored_chain_names
 
 
 def add_parser(sub):
     g = sub.add_parser("inspect", help="print a model's largest weights",
                        description="Print the largest-magnitude weights of a saved model "
-                       "(FactorialCRF.top_weights): template kind, chains, observation "
+                       "(FactorialCRF.top_weights): template kind, chains (by the names "
+                       "stored with the model by 'skfcrf train', if any), observation "
                        "(or 'bias'), label assignment and weight.")
     g.add_argument("model", metavar="MODEL", help="model file (FactorialCRF.save / skfcrf train)")
     g.add_argument("-n", "--top", type=nonnegative_int, default=20, metavar="N",
                    help="how many weights (default: %(default)s)")
-    g.add_argument("--chain", type=int, default=None, metavar="C",
-                   help="only weights of templates involving chain C")
+    g.add_argument("--chain", default=None, metavar="C",
+                   help="only weights of templates involving chain C (its index or name)")
     g.add_argument("--kind", choices=("unary", "transition", "coupling"), default=None,
                    help="only weights of this template kind")
     g.set_defaults(func=run)
     return g
 
 
-def format_weights(records):
-    """The records of :meth:`FactorialCRF.top_weights` as an aligned text table."""
+def format_weights(records, chain_names=None):
+    """The records of :meth:`FactorialCRF.top_weights` as an aligned text table; the
+    chains by their ``chain_names`` (default: their indices)."""
     rows = [("kind", "chains", "observation", "labels", "weight")]
     for r in records:
-        rows.append((r.kind, ",".join(map(str, r.chains)), r.observation,
+        chains = map(str, r.chains) if chain_names is None else (chain_names[c] for c in r.chains)
+        rows.append((r.kind, ",".join(chains), r.observation,
                      " -> ".join(map(str, r.labels)) if r.kind == "transition"
                      else " / ".join(map(str, r.labels)), f"{r.weight:+.4f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -36,9 +39,21 @@ def run(args):
     from skfcrf.cli._common import CLIError
 
     crf = load_crf(args.model)
+    names = stored_chain_names(args.model, crf.n_chains_)
+    chain = args.chain
+    if chain is not None:
+        if chain in names:
+            chain = names.index(chain)
+        else:
+            try:
+                chain = int(chain)
+            except ValueError:
+                raise CLIError(f"--chain {chain}: the model's chains are 0-{crf.n_chains_ - 1}"
+                               f" ({', '.join(names)})", status=2) from None
     try:
-        records = crf.top_weights(n=args.top, chain=args.chain, kind=args.kind)
+        records = crf.top_weights(n=args.top, chain=chain, kind=args.kind)
     except ValueError as exc:
         raise CLIError(str(exc), status=2) from None
-    print(format_weights(records))
+    # unnamed chains (chain 0, ...) keep their indices
+    print(format_weights(records, None if names == generic_chain_names(crf.n_chains_) else names))
     return 0

@@ -20,6 +20,8 @@ from skfcrf.cli._common import (
 from skfcrf.cli._files import (
     FEATURES_FORMAT,
     FEATURES_VERSION,
+    check_chain_names,
+    default_chain_names,
     features_from_config,
     features_path,
     infer_label_columns,
@@ -44,6 +46,11 @@ def add_parser(sub):
     t.add_argument("--label-columns", type=positive_int, metavar="N",
                    help="number of trailing label columns = label chains (default: every "
                    "column after the attributes, when all lines have as many columns)")
+    t.add_argument("--chain-names", nargs="+", metavar="NAME",
+                   help="one name per label column, chain 0 first, stored with the model and "
+                   "used by tag, evaluate, view and inspect (without it: sentence subsection "
+                   "section for three label columns of the dictation scheme, else chain 0, "
+                   "chain 1, ...)")
     t.add_argument("--sep", choices=sorted(SEPARATORS), default="whitespace",
                    help="column separator (default: whitespace)")
     t.add_argument("--features", type=feature_list, default=list(DEFAULT_FEATURES),
@@ -79,6 +86,11 @@ def run(args):
         raise CLIError(f"--attributes must be distinct, got {' '.join(args.attributes)}", 2)
     if args.label_columns is None:
         args.label_columns = infer_label_columns(args.data, len(args.attributes), args.sep)
+    if args.chain_names is not None:
+        problem = check_chain_names(args.chain_names, args.label_columns)
+        if problem:
+            raise CLIError(f"--chain-names: {problem} (one distinct name per label column, "
+                           "chain 0 first)", 2)
     config = {
         "format": FEATURES_FORMAT,
         "version": FEATURES_VERSION,
@@ -105,8 +117,12 @@ def run(args):
     params = model_params(args)  # reads and checks the forbidden-label files first
     X, y = read_data(args.data, args.attributes, args.label_columns, args.sep)
     n_tokens = sum(len(s) for s in X)
+    # stored beside the attributes: the names of the label columns, as those of the others
+    config["chain_names"] = (list(args.chain_names) if args.chain_names is not None
+                             else default_chain_names(y, args.label_columns))
     progress(f"read {counted(len(X), 'sequence')} ({counted(n_tokens, 'token')}, "
-             f"{counted(args.label_columns, 'label column')}) from {args.data}", args.quiet)
+             f"{counted(args.label_columns, 'label column')}: "
+             f"{', '.join(config['chain_names'])}) from {args.data}", args.quiet)
     t0 = time.perf_counter()
     Xf = features_from_config(config).fit_transform(X)
     crf = FactorialCRF(sigma=args.sigma, min_instance_freq=args.min_instance_freq,

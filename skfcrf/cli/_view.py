@@ -3,13 +3,14 @@
 Reads a labelled file as ``evaluate`` does, decodes it
 (:meth:`skfcrf.FactorialCRF.decode`) and writes
 :func:`skfcrf.structure.write_comparison_pages` (a directory: one page per
-sequence and ``index.html``), or one :func:`skfcrf.structure.render_comparison`
-page (a file ending in ``.html``) for ``--sequence N`` or a file of one sequence.
+sequence, called a report for dictation-like data, and ``index.html``), or one
+:func:`skfcrf.structure.render_comparison` page (a file ending in ``.html``) for
+``--sequence N`` or a file of one sequence.
 """
 import os
 
 from skfcrf.cli._common import CLIError, add_data_and_model, add_quiet, counted, positive_int
-from skfcrf.cli._files import load_model, read_data
+from skfcrf.cli._files import config_chain_names, load_model, looks_like_dictations, read_data
 from skfcrf.cli._progress import decode_data
 
 
@@ -26,7 +27,8 @@ def add_parser(sub):
     v.add_argument("--sequence", type=positive_int, metavar="N",
                    help="only the N-th sequence (from 1), written to OUT as one page")
     v.add_argument("--chain-names", metavar="NAMES",
-                   help="comma-separated chain names, chain 0 first (default: chain 0, ...)")
+                   help="comma-separated chain names, chain 0 first, instead of those "
+                   "stored with the model")
     v.add_argument("--repair", action="store_true",
                    help="show the predictions after skfcrf.structure.repair (formal constraints)")
     add_quiet(v)
@@ -44,13 +46,16 @@ def run(args):
 
     crf, config = load_model(args.model)
     n_chains = crf.n_chains_
-    names = None
+    names = config_chain_names(config, n_chains)
     if args.chain_names:
         names = [n.strip() for n in args.chain_names.split(",")]
         if len(names) != n_chains:
             raise CLIError(f"--chain-names gives {len(names)} names but the model has "
                            f"{n_chains} chains", 2)
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
+    # what a sequence is: a report of the dictation task, else a plain sequence (a CoNLL
+    # sentence, a document: the file does not say)
+    unit = "report" if looks_like_dictations(y) else "sequence"
     single = args.sequence is not None or (len(X) == 1 and args.output.endswith(".html"))
     if args.sequence is not None:
         if args.sequence > len(X):
@@ -75,16 +80,15 @@ def run(args):
         if single:
             page = render_comparison(tokens[0], y[0], preds[0], decoding=decodings[0],
                                      chain_names=names,
-                                     title=f"{os.path.basename(args.data)}: sequence {index + 1}")
+                                     title=f"{os.path.basename(args.data)}: {unit} {index + 1}")
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(page)
             print(f"wrote {args.output}")
         else:
-            seq_names = [f"sequence {i + 1}" for i in range(len(X))]
             path = write_comparison_pages(args.output, tokens, y, preds, decodings=decodings,
-                                          names=seq_names, chain_names=names,
+                                          chain_names=names, unit=unit,
                                           title=os.path.basename(args.data))
-            print(f"wrote {len(X)} pages and the index {path}")
+            print(f"wrote {counted(len(X), unit + ' page')} and the index {path}")
     except OSError as exc:
         raise CLIError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     return 0
