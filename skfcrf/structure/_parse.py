@@ -287,6 +287,11 @@ def _compile_types(types, name):
     return out
 
 
+# the default tables, compiled once (parse_report runs per report, render_text per subheading)
+DEFAULT_SECTIONS = _compile_types(DEFAULT_SECTION_TYPES, "section_types")
+DEFAULT_SUBSECTIONS = _compile_types(DEFAULT_SUBSECTION_TYPES, "subsection_types")
+
+
 class _Builder:
     """Accumulates tokens and the three label columns."""
 
@@ -442,10 +447,10 @@ def parse_report(text, *, section_types=None, default_section_type="Other", subs
             raise ValueError(f"{name} must be a non-empty str not starting with 'Begin', got {value!r}")
     sections = _compile_types(section_types, "section_types")
     if sections is None:
-        sections = [(re.compile(p, re.IGNORECASE), t) for p, t in DEFAULT_SECTION_TYPES]
+        sections = DEFAULT_SECTIONS
     subsections = _compile_types(subsection_types, "subsection_types")
     if subsections is None:
-        subsections = [(re.compile(p, re.IGNORECASE), t) for p, t in DEFAULT_SUBSECTION_TYPES]
+        subsections = DEFAULT_SUBSECTIONS
 
     problems = []
     lines = _split_lines(text, problems)

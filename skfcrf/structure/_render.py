@@ -15,6 +15,8 @@ markers.  With fewer chains the missing levels are treated as one untitled secti
 import html
 import re
 
+from skfcrf._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
+from skfcrf.structure._parse import DEFAULT_SUBSECTIONS, _lookup
 from skfcrf.structure._segments import LabelScheme, Segment, chains_to_segments
 
 __all__ = ["render_markdown", "render_html", "render_text", "heading_for", "DICTATED_PUNCTUATION_WORDS"]
@@ -40,16 +42,8 @@ _TYPED_MARKER = re.compile(r"^(?:\d{1,2}|[A-Z])[.)]$")  # a typed list marker, k
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-def _default_headings():
-    try:
-        from skfcrf._dictation_vocab import SECTION_HEADINGS, SUBSECTION_HEADINGS
-    except ImportError:  # pragma: no cover
-        return {}, {}
-    return ({k: v[0] for k, v in SECTION_HEADINGS.items()},
-            {k: v[0] for k, v in SUBSECTION_HEADINGS.items()})
-
-
-_SECTION_NAMES, _SUBSECTION_NAMES = _default_headings()
+_SECTION_NAMES = {k: v[0] for k, v in SECTION_HEADINGS.items()}
+_SUBSECTION_NAMES = {k: v[0] for k, v in SUBSECTION_HEADINGS.items()}
 
 
 def heading_for(label, headings=None, subsection=False):
@@ -145,12 +139,10 @@ def _subheading_text(text):
     """A subheading for the text layout that :func:`parse_report` reads back as one:
     kept as written unless it is in capitals and not a known subheading (a capitalised
     phrase with a colon is a section heading there), then in sentence case."""
-    from skfcrf.structure._parse import DEFAULT_SUBSECTION_TYPES
-
     letters = [c for c in text if c.isalpha()]
     if not letters or not all(c.isupper() for c in letters):
         return text[:1].upper() + text[1:]
-    if any(re.search(p, text, re.IGNORECASE) for p, _ in DEFAULT_SUBSECTION_TYPES):
+    if _lookup(text, DEFAULT_SUBSECTIONS) is not None:
         return text
     return text[:1] + text[1:].lower()
 
