@@ -9,7 +9,7 @@ from scipy.special import logsumexp
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._objectives import allowed_by_joint_states, sequence_blocks
+from skfcrf.estimators._objectives import allowed_by_joint_states
 
 from _helpers import check_gradient, synthetic
 from brute import full_score
@@ -134,14 +134,6 @@ def test_same_result_for_every_thread_count(seed, n_seq, n_chains):
         objective.n_threads = n_threads
         got = objective.loss_gradient(theta)
         assert got[0] == ref[0] and np.array_equal(got[1], ref[1])
-
-
-@given(lengths=st.lists(st.integers(0, 40), min_size=0, max_size=50))
-def test_sequence_blocks_partition(lengths):
-    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    b = sequence_blocks(seq_ptr)
-    assert b[0] == 0 and b[-1] == len(lengths) and np.all(np.diff(b) > 0 if lengths else True)
-    assert len(b) - 1 <= max(1, min(8, len(lengths)))
 
 
 def test_allowed_by_joint_states():

@@ -5,7 +5,8 @@ from hypothesis import strategies as st
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf._bp._pseudolikelihood import pseudolikelihood, sequence_blocks
+from skfcrf._bp._pseudolikelihood import pseudolikelihood
+from skfcrf._bp._structure import sequence_blocks
 from skfcrf.estimators import training_problem
 
 from _helpers import synthetic
@@ -96,12 +97,14 @@ def test_objective_does_not_depend_on_threads(seed, n_seq, n_chains):
 
 
 @given(lengths=st.lists(st.integers(0, 50), min_size=0, max_size=60),
-       row=st.sampled_from([1, 10 ** 3, 10 ** 6, 10 ** 8]))
-def test_sequence_blocks_partition(lengths, row):
+       row=st.sampled_from([1, 10 ** 3, 10 ** 6, 10 ** 8]), most=st.sampled_from([8, 16]))
+def test_sequence_blocks_partition(lengths, row, most):
+    """The one block partition of the objective kernels (pseudolikelihood: at most 16
+    blocks, chain-wise: 8)."""
     seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    b = sequence_blocks(seq_ptr, row)
+    b = sequence_blocks(seq_ptr, row, most)
     n_seq = len(lengths)
     assert b[0] == 0 and b[-1] == n_seq and np.all(np.diff(b) >= 0)
-    assert 1 <= len(b) - 1 <= max(1, min(16, n_seq))
+    assert 1 <= len(b) - 1 <= max(1, min(most, n_seq))
     if n_seq >= 4:
         assert len(b) - 1 >= 4

@@ -7,28 +7,32 @@ a sequence the coupling potentials to the other chains' gold labels are folded
 into ``c``'s unaries, and scaled forward-backward over ``c`` alone gives
 ``log Z_c``, the marginals and the expected transition counts.
 
-Inputs (see :mod:`skfcrf.estimators._model` for the parameter layout):
+Inputs: the model is a :class:`skfcrf._bp._structure.ParameterTables` (built from
+the :class:`~skfcrf.estimators._model.ParameterLayout`, which describes ``theta``);
+per call ``theta``, the observation rows and the gold labels.
 
 ``scores``
     Per token the ``width`` score columns: ``Ltot`` unary columns, then every
     untied edge's ``L_a x L_b`` columns (from the feature table, see
     :mod:`skfcrf._bp._table`), plus the biases.
-edge tables (``E`` edge templates)
+edge tables (``E`` edge templates, from the tables)
     ``e_kind`` (0 in-chain, 1 coupling), ``e_a``, ``e_b``, ``e_col`` (first
     score column of an untied edge, -1 when tied), ``e_bias`` (offset of its
-    ``L_a x L_b`` biases in ``theta``), ``e_forbid`` (offset of its forbidden
-    mask in ``forbid``).
+    ``L_a x L_b`` biases in ``theta``), and its forbidden mask in ``forbid`` at
+    ``forbid_offset[e]``.
 ``tied_log``, ``tied_exp``
     Per chain ``c`` the ``L_c x L_c`` sum ``W_c`` of its *tied* in-chain
     templates (``-inf`` where forbidden; zeros without tied templates) and
-    ``exp(W_c - w_c)``, both at ``chain_tied[c]``; ``tied_shift[c] = w_c``.
+    ``exp(W_c - w_c)``, both at ``chain_tied[c]``; ``tied_shift[c] = w_c``
+    (:meth:`~skfcrf._bp._structure.ParameterTables.chain_transitions` of ``theta``).
 ``allowed``
     Optional ``(N, Ltot)`` uint8: chain ``c`` may take label ``l`` at token
     ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
     label combinations).
-``block_ptr``
-    Sequences ``block_ptr[k]:block_ptr[k+1]`` form block ``k``; each block sums
-    its gradient into its own row of ``block_grad`` and the rows are added in
+blocks
+    The sequences are cut into at most :data:`CHAINWISE_BLOCKS` blocks of about
+    equal token counts; each block sums its gradient into its own
+    row of a ``(n_blocks, n_params)`` accumulator and the rows are added in
     order afterwards, so the result does not depend on the number of threads.
 
 A sequence whose scaled forward pass underflows (a normaliser of 0: only with
@@ -40,9 +44,18 @@ from libc.math cimport exp, INFINITY, isfinite, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 
+import numpy as np
+
 from ._alloc cimport Block, allocate
-from ._common cimport first_or_null, longest_sequence
+from ._common cimport longest_sequence
+from ._structure cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
+
+from ._structure import summed_rows
+
+#: Most blocks of sequences (gradient accumulators, see
+#: :func:`skfcrf._bp._structure.sequence_blocks`).
+CHAINWISE_BLOCKS = 8
 
 
 cdef struct Model:
@@ -69,8 +82,8 @@ cdef struct Model:
     const int* e_b
     const long long* e_col
     const long long* e_bias
-    const long long* e_forbid
     const unsigned char* forbid
+    const long long* forbid_offset
     # features
     const long long* feat_ptr
     const int* ent_col
@@ -126,7 +139,7 @@ cdef Scratch _carve_scratch(double* base, Py_ssize_t T, Py_ssize_t width,
 cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
                                Py_ssize_t k) noexcept nogil:
     """Score of assignment ``k`` of edge ``e`` at a token whose score row is ``row``."""
-    if m.e_forbid[e] >= 0 and m.forbid[m.e_forbid[e] + k]:
+    if m.forbid[m.forbid_offset[e] + k]:
         return -INFINITY
     if m.e_col[e] >= 0:
         return row[m.e_col[e] + k]
@@ -426,71 +439,90 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     return loss
 
 
-def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
-                        const long long[::1] feat_ptr, const int[::1] ent_col,
-                        const double[::1] theta, Py_ssize_t width, Py_ssize_t bias_unary,
-                        const int[::1] n_labels, const int[::1] label_offset,
-                        const long long[::1] chain_tied, const double[::1] tied_shift,
-                        const double[::1] tied_log, const double[::1] tied_exp,
-                        const int[::1] chain_untied_ptr, const int[::1] chain_untied,
-                        const int[::1] e_kind, const int[::1] e_a, const int[::1] e_b,
-                        const long long[::1] e_col,
-                        const long long[::1] e_bias, const long long[::1] e_forbid,
-                        const unsigned char[::1] forbid, const int[:, ::1] gold,
-                        const unsigned char[:, ::1] allowed, int has_allowed,
-                        const long long[::1] block_ptr, double[:, ::1] block_grad,
-                        double[:, ::1] losses, int n_threads=1,
-                        const unsigned char[::1] chain_on=None):
-    """Per-sequence and chain losses into ``losses`` ``(n_seq, n_chains)``; per-block
-    gradients into ``block_grad``.
+def _equal_token_blocks(seq_ptr, max_blocks):
+    """Contiguous blocks of sequences with about equal token counts: ``block_ptr``."""
+    seq_ptr = np.asarray(seq_ptr)
+    n_seq = len(seq_ptr) - 1
+    n_blocks = max(1, min(max_blocks, n_seq))
+    targets = seq_ptr[n_seq] * np.arange(1, n_blocks) / n_blocks
+    cuts = np.searchsorted(seq_ptr[1:], targets, side="left") + 1
+    return np.unique(np.concatenate([[0], np.minimum(cuts, n_seq), [n_seq]])).astype(np.int64)
 
-    See the module docstring for the inputs.  ``losses`` and ``block_grad`` must be
-    zero.  ``chain_on`` (optional, per chain): only the chains where it is
-    non-zero get their term; the others' losses stay zero and add no gradient.
+
+def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
+                        const double[::1] theta, int n_threads=1, allowed=None, chain_on=None):
+    """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
+
+    ``tables`` is the model (:class:`~skfcrf._bp._structure.ParameterTables`;
+    ``theta`` is laid out for it), ``obs`` the batch's observation rows
+    (``seq_ptr``, ``direct``, ``diff``; :class:`~skfcrf.estimators.
+    _observation_rows.ObservationRows`), ``gold`` ``(N, n_chains)`` int32.  See
+    the module docstring for the rest: ``allowed`` (optional ``(N, Ltot)``
+    uint8) restricts the labels; ``chain_on`` (optional, per chain): only the
+    chains where it is non-zero get their term; the others' losses stay zero
+    and add no gradient.
     """
     cdef Model m
-    cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
+    cdef ParameterView pv = tables.view()
+    cdef const long long[::1] seq_ptr = obs.seq_ptr
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = gold.shape[0]
-    cdef Py_ssize_t b, sq, T, t_max = 1, L_max = 1, i
-    cdef int has_diff = diff is not None
+    cdef const unsigned char[:, ::1] allowed_view
+    cdef const unsigned char[::1] chain_on_view
+    cdef Py_ssize_t n_blocks, b, sq, T, t_max
     cdef Py_ssize_t per
     cdef Block scratch
     cdef double* base
     cdef Scratch s
-    d_ip, d_ix, d_v = direct
-    f_ip, f_ix, f_v = triple_or_empty(diff, n)
+    tied_log_arr, tied_exp_arr, tied_shift_arr = tables.chain_transitions(theta)
+    cdef const double[::1] tied_log = tied_log_arr
+    cdef const double[::1] tied_exp = tied_exp_arr
+    cdef const double[::1] tied_shift = tied_shift_arr
+    losses_arr = np.zeros((n_seq, tables.n_chains))
+    cdef double[:, ::1] losses = losses_arr
+    blocks_arr = _equal_token_blocks(seq_ptr, CHAINWISE_BLOCKS)
+    cdef const long long[::1] block_ptr = blocks_arr
+    block_grad_arr = np.zeros((len(blocks_arr) - 1, theta.shape[0]))
+    cdef double[:, ::1] block_grad = block_grad_arr
+    d_ip, d_ix, d_v = obs.direct
+    f_ip, f_ix, f_v = triple_or_empty(obs.diff, n)
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    cdef int has_diff = obs.diff is not None
+    n_blocks = block_ptr.shape[0] - 1
     t_max = longest_sequence(seq_ptr)
-    for i in range(n_labels.shape[0]):
-        if n_labels[i] > L_max:
-            L_max = n_labels[i]
-    m.width, m.ltot = width, label_offset[label_offset.shape[0] - 1]
-    m.n_chains, m.n_edges = n_labels.shape[0], e_kind.shape[0]
-    m.n_table, m.bias_unary, m.max_labels = feat_ptr[feat_ptr.shape[0] - 1], bias_unary, L_max
-    m.n_labels, m.label_offset = &n_labels[0], &label_offset[0]
-    m.chain_tied, m.tied_shift = &chain_tied[0], &tied_shift[0]
+    m.width, m.ltot = pv.width, pv.ltot
+    m.n_chains, m.n_edges = pv.n_chains, pv.n_edges
+    m.n_table, m.bias_unary, m.max_labels = pv.n_table, pv.bias_unary, pv.max_labels
+    m.n_labels, m.label_offset = pv.n_labels, pv.label_offset
+    m.chain_tied, m.tied_shift = pv.chain_tied, &tied_shift[0]
     m.tied_log, m.tied_exp = &tied_log[0], &tied_exp[0]
-    m.chain_untied_ptr = &chain_untied_ptr[0]
-    m.chain_untied = first_or_null(chain_untied)
-    m.e_kind, m.e_a, m.e_b = first_or_null(e_kind), first_or_null(e_a), first_or_null(e_b)
-    m.e_col, m.e_bias = first_or_null(e_col), first_or_null(e_bias)
-    m.e_forbid, m.forbid = first_or_null(e_forbid), &forbid[0]
-    m.feat_ptr, m.theta = &feat_ptr[0], &theta[0]
-    m.ent_col = first_or_null(ent_col)
+    m.chain_untied_ptr, m.chain_untied = pv.chain_untied_ptr, pv.chain_untied
+    m.e_kind, m.e_a, m.e_b = pv.e_kind, pv.e_a, pv.e_b
+    m.e_col, m.e_bias = pv.e_col, pv.bias_edge
+    m.forbid, m.forbid_offset = pv.forbid, pv.forbid_offset
+    m.feat_ptr, m.ent_col, m.theta = pv.feat_ptr, pv.ent_col, &theta[0]
     m.gold = &gold[0, 0] if n else NULL
-    m.has_allowed = has_allowed
-    m.allowed = &allowed[0, 0] if has_allowed else NULL
-    if chain_on is not None and chain_on.shape[0] != m.n_chains:
-        raise ValueError(f"chain_on has {chain_on.shape[0]} entries for {m.n_chains} chains")
-    m.chain_on = NULL if chain_on is None else &chain_on[0]
+    m.has_allowed = allowed is not None
+    if m.has_allowed:
+        allowed_view = allowed
+        m.allowed = &allowed_view[0, 0] if n else NULL
+    else:
+        m.allowed = NULL
+    m.chain_on = NULL
+    if chain_on is not None:
+        chain_on_view = chain_on
+        if chain_on_view.shape[0] != m.n_chains:
+            raise ValueError(f"chain_on has {chain_on_view.shape[0]} entries for "
+                             f"{m.n_chains} chains")
+        m.chain_on = &chain_on_view[0]
     n_threads = max(1, n_threads)
-    per = _scratch_size(t_max, width, L_max)
+    per = _scratch_size(t_max, m.width, m.max_labels)
     scratch = allocate(n_threads * per, sizeof(double))     # MemoryError if it cannot
     base = <double*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         # assigned in the parallel block, so private to each thread
-        s = _carve_scratch(base + threadid() * per, t_max, width, L_max)
+        s = _carve_scratch(base + threadid() * per, t_max, m.width, m.max_labels)
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             for sq in range(block_ptr[b], block_ptr[b + 1]):
                 T = seq_ptr[sq + 1] - seq_ptr[sq]
@@ -498,3 +530,4 @@ def chainwise_objective(const long long[::1] seq_ptr, direct, diff,
                     continue
                 _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T, &block_grad[b, 0],
                           &losses[sq, 0])
+    return losses_arr, summed_rows(block_grad_arr)

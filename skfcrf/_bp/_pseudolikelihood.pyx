@@ -66,10 +66,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._alloc cimport Block, allocate
-from ._structure cimport LinkView, Links
+from ._structure cimport LinkView, Links, ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._structure import template_links
+from ._structure import sequence_blocks, template_links
 
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
@@ -85,39 +85,6 @@ cdef enum:
     IN_CHAIN = 0
     COUPLING = 1
     CHUNK = 128     # factor instances of one tied edge evaluated together
-
-
-# Gradient accumulators belong to fixed blocks of sequences, not to threads: threads take
-# whole blocks, each block's sequences run in order, and the blocks are summed in order.
-# So loss and gradient do not depend on n_threads or on which thread ran which block
-# (bit for bit), and two evaluations of the same weights agree exactly.  Up to
-# MAX_BLOCKS blocks, fewer when their accumulators would exceed BLOCK_BYTES, but at
-# least MIN_BLOCKS so that two threads can share the work.  Block sizes shrink
-# geometrically (by BLOCK_RATIO): threads start on the large ones, and the last block
-# left, which one thread finishes while the other waits, is small.
-MAX_BLOCKS = 16
-MIN_BLOCKS = 4
-BLOCK_BYTES = 128 * 2 ** 20
-BLOCK_RATIO = 0.8
-
-
-def sequence_blocks(seq_ptr, row_doubles):
-    """Block boundaries (indices into the sequences), token counts shrinking by BLOCK_RATIO.
-
-    ``row_doubles`` is the size of one block's accumulators.  Returns an int64
-    array ``b`` of length ``n_blocks + 1``: block ``k`` holds sequences
-    ``b[k] .. b[k+1]-1``.  The partition depends on the data and the model size
-    only, never on the number of threads.
-    """
-    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
-    n_seq = len(seq_ptr) - 1
-    fit = BLOCK_BYTES // max(8 * int(row_doubles), 1)
-    n_blocks = max(1, min(MAX_BLOCKS, max(MIN_BLOCKS, fit), n_seq))
-    total = seq_ptr[-1] - seq_ptr[0]
-    share = np.cumsum(BLOCK_RATIO ** np.arange(n_blocks))
-    targets = seq_ptr[0] + total * share[:-1] / share[-1]
-    cuts = np.searchsorted(seq_ptr, targets)
-    return np.concatenate([[0], np.clip(cuts, 0, n_seq), [n_seq]]).astype(np.int64)
 
 
 cdef struct Model:
@@ -860,41 +827,36 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
                           width, sb.dunary if pr.unary_only else sb.S, grad)
 
 
-cdef Parameters make_parameters(object direct, object diff, int has_diff,
-                                const long long[::1] feat_ptr, const int[::1] ent_col,
-                                const double[::1] theta, Py_ssize_t bias_unary,
-                                const long long[::1] bias_edge, const long long[::1] edge_col,
-                                const unsigned char[::1] forbid,
-                                const long long[::1] forbid_offset, Py_ssize_t width,
-                                int ltot) except *:
-    """:c:type:`Parameters` over the arrays (kept alive by the caller)."""
+cdef Parameters make_parameters(const ParameterView* pv, CSR direct, CSR diff, int has_diff,
+                                const double* theta) noexcept:
+    """:c:type:`Parameters` over the tables' arrays and the call's (kept alive by the caller)."""
     cdef Parameters pr
-    pr.direct = as_csr(direct[0], direct[1], direct[2])
-    pr.diff = as_csr(diff[0], diff[1], diff[2])
+    pr.direct = direct
+    pr.diff = diff
     pr.has_diff = has_diff
-    pr.feat_ptr = &feat_ptr[0]
-    pr.ent_col = &ent_col[0] if ent_col.shape[0] else NULL
-    pr.n_table = feat_ptr[feat_ptr.shape[0] - 1]
-    pr.theta = &theta[0]
-    pr.bias_unary = bias_unary
-    pr.bias_edge = &bias_edge[0]
-    pr.edge_col = &edge_col[0] if edge_col.shape[0] else NULL
-    pr.forbid = &forbid[0]
-    pr.forbid_offset = &forbid_offset[0]
-    pr.width = width
-    pr.unary_only = width == ltot
+    pr.feat_ptr = pv.feat_ptr
+    pr.ent_col = pv.ent_col
+    pr.n_table = pv.n_table
+    pr.theta = theta
+    pr.bias_unary = pv.bias_unary
+    pr.bias_edge = pv.bias_edge
+    pr.edge_col = pv.e_col
+    pr.forbid = pv.forbid
+    pr.forbid_offset = pv.forbid_offset
+    pr.width = pv.width
+    pr.unary_only = pv.width == pv.ltot
     return pr
 
 
-def _objective_links(graph, const double[::1] theta, const long long[::1] bias_edge,
-                     const unsigned char[::1] forbid, const long long[::1] forbid_offset):
+def _objective_links(ParameterTables tables, theta):
     """One link per edge template, the tied ones' matrices from their biases (``-inf`` at
     forbidden assignments)."""
+    graph = tables.graph
     tied = []
     for e in range(graph.n_edges):
         if graph.edge_tied[e]:
-            block = np.array(theta[bias_edge[e]:bias_edge[e + 1]], dtype=np.float64)
-            block[np.asarray(forbid[forbid_offset[e]:forbid_offset[e + 1]], dtype=bool)] = -np.inf
+            block = np.array(theta[tables.bias_edge[e]:tables.bias_edge[e + 1]], dtype=np.float64)
+            block[tables.forbidden_of(e)] = -np.inf
             tied.append(block)
         else:
             tied.append(None)
@@ -917,29 +879,30 @@ def _local_offsets(Links links, Py_ssize_t tmax):
     return local_offset, pos
 
 
-def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, direct, diff,
-               const long long[::1] feat_ptr, const int[::1] ent_col,
-               const long long[::1] edge_col, const double[::1] theta, Py_ssize_t bias_unary,
-               const long long[::1] bias_edge, const unsigned char[::1] forbid,
-               const long long[::1] forbid_offset, Py_ssize_t width, int n_threads=1):
+def _objective(ParameterTables tables, obs, const int[:, ::1] gold, const double[::1] theta,
+               int n_threads=1):
     """Kernel of :func:`pseudolikelihood_objective` (see there)."""
+    graph = tables.graph
+    cdef const long long[::1] seq_ptr = obs.seq_ptr
     cdef int C = graph.n_chains
     cdef Py_ssize_t n = gold.shape[0]
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n_params = theta.shape[0]
     cdef int ltot = graph.total_labels
+    cdef Py_ssize_t width = tables.width
+    cdef ParameterView pv = tables.view()
     if n_threads < 1:
         n_threads = 1
-    cdef Links links = _objective_links(graph, theta, bias_edge, forbid, forbid_offset)
+    cdef Links links = _objective_links(tables, theta)
     cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
     local_offset_arr, n_local = _local_offsets(links, tmax)
     cdef long long[::1] local_offset = local_offset_arr
     cdef Py_ssize_t n_tied = max(links.tied_size, 1)
 
-    diff_rows = triple_or_empty(diff, n)     # kept alive: pr points into it
-    cdef Parameters pr = make_parameters(direct, diff_rows, diff is not None, feat_ptr,
-                                         ent_col, theta, bias_unary, bias_edge, edge_col,
-                                         forbid, forbid_offset, width, ltot)
+    d_ip, d_ix, d_v = obs.direct
+    f_ip, f_ix, f_v = triple_or_empty(obs.diff, n)     # kept alive: pr points into them
+    cdef Parameters pr = make_parameters(&pv, as_csr(d_ip, d_ix, d_v), as_csr(f_ip, f_ix, f_v),
+                                         obs.diff is not None, &theta[0])
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     cdef double[::1] loss = loss_arr
@@ -1004,13 +967,11 @@ def _objective(graph, const long long[::1] seq_ptr, const int[:, ::1] gold, dire
 
     grad = gacc_arr.sum(axis=0)
     for ei, tg in _tied_gradient(links, dtied_arr, dtiedT_arr, outer_arr).items():
-        grad[bias_edge[ei]:bias_edge[ei + 1]] = tg
+        grad[tables.bias_edge[ei]:tables.bias_edge[ei + 1]] = tg
     return loss_arr, grad
 
 
-def pseudolikelihood_objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent_col,
-                               edge_col, theta, bias_unary, bias_edge, forbid, forbid_offset,
-                               width, n_threads=1):
+def pseudolikelihood_objective(ParameterTables tables, obs, gold, theta, n_threads=1):
     """Negative log-pseudolikelihood of a batch and its gradient w.r.t. the parameters.
 
     The same value as :func:`pseudolikelihood` on the potentials of
@@ -1021,25 +982,15 @@ def pseudolikelihood_objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent
 
     Parameters
     ----------
-    graph : skfcrf._bp.graph.Graph
-    seq_ptr : int64 ndarray (n_seq + 1,)
+    tables : skfcrf._bp._structure.ParameterTables
+        The model: the parameter layout's offsets, edge tables, feature table and
+        forbidden assignments (:meth:`ParameterLayout.kernel_tables`).
+    obs : ObservationRows
+        The batch's observations (``seq_ptr``; ``direct`` and ``diff``, the
+        latter columns stored as token differences or None), as
+        :class:`skfcrf.estimators._observation_rows.ObservationRows` keeps them.
     gold : int32 ndarray (N, C)
-    direct, diff : (indptr, indices, data) or None
-        Observations, as :class:`skfcrf.estimators._observation_rows.ObservationRows`
-        keeps them (``diff``: columns stored as token differences, or None).
-    feat_ptr, ent_col : ndarray
-        The feature table (:mod:`skfcrf.estimators._model`).
-    edge_col : int64 ndarray (E,)
-        Score column of each untied edge's first entry (-1 for tied edges).
     theta : float64 ndarray (n_params,)
-    bias_unary : int
-        Offset of the unary biases in ``theta``.
-    bias_edge : int64 ndarray (E + 1,)
-        Offsets of each edge's biases.
-    forbid : uint8 ndarray, forbid_offset : int64 ndarray (E + 1,)
-        Forbidden assignments of each edge (1 = ``-inf`` potential), flat.
-    width : int
-        Columns of the per-token score matrix.
     n_threads : int
 
     Returns
@@ -1049,5 +1000,4 @@ def pseudolikelihood_objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent
     grad : ndarray (n_params,)
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _objective(graph, seq_ptr, gold, direct, diff, feat_ptr, ent_col, edge_col,
-                          theta, bias_unary, bias_edge, forbid, forbid_offset, width, n_threads)
+        return _objective(tables, obs, gold, theta, n_threads)

@@ -87,3 +87,40 @@ cdef class TrpLayout:
     cdef int[::1] cpl_ptr, cpl_k
     cdef long long[::1] moff, psi_off
     cdef TrpView view(self) noexcept
+
+
+cdef struct ParameterView:
+    # raw pointers into a ParameterTables object's arrays, for nogil code (valid while it lives)
+    Py_ssize_t width               # columns of the per-token score matrix
+    Py_ssize_t ltot                # unary columns (total labels)
+    Py_ssize_t n_table             # feature-table entries (the first weights of theta)
+    Py_ssize_t bias_unary          # offset of the unary biases in theta
+    int n_chains
+    int n_edges
+    int max_labels
+    const int* n_labels            # per chain
+    const int* label_offset        # per chain (C + 1)
+    const long long* chain_tied    # per chain: start of its L x L block in chain transitions
+    const int* chain_untied_ptr    # per chain: range into chain_untied
+    const int* chain_untied        # untied in-chain edge templates, chain by chain
+    const int* e_kind              # per edge template: 0 in-chain, 1 coupling
+    const int* e_a
+    const int* e_b
+    const int* e_tied
+    const long long* e_col         # first score column of an untied edge, -1 when tied
+    const long long* bias_edge     # offsets of each edge's L_a x L_b biases in theta (E + 1)
+    const unsigned char* forbid    # 1: forbidden assignment, edge e's at forbid_offset[e]
+    const long long* forbid_offset  # (E + 1)
+    const long long* feat_ptr      # the feature table (n_features + 1)
+    const int* ent_col
+
+
+cdef class ParameterTables:
+    cdef readonly object graph
+    cdef readonly Py_ssize_t width, n_table, bias_unary, n_params
+    cdef readonly int n_chains, n_edges, max_labels, total_labels
+    cdef readonly int[::1] n_labels, label_offset, chain_untied_ptr, chain_untied
+    cdef readonly int[::1] e_kind, e_a, e_b, e_tied, ent_col
+    cdef readonly long long[::1] chain_tied, e_col, bias_edge, forbid_offset, feat_ptr
+    cdef readonly unsigned char[::1] forbid
+    cdef ParameterView view(self) noexcept

@@ -387,3 +387,167 @@ cdef class TrpLayout:
         tp.max_iter = 0
         tp.tol = 0.0
         return tp
+
+
+# Block partition of the objective kernels.  Gradient accumulators belong to fixed
+# blocks of sequences, not to threads: threads take whole blocks, each block's
+# sequences run in order, and the blocks are summed in order.  So loss and gradient do
+# not depend on n_threads or on which thread ran which block (bit for bit), and two
+# evaluations of the same weights agree exactly.  Up to MAX_BLOCKS blocks (or the
+# caller's ``max_blocks``), fewer when their accumulators would exceed BLOCK_BYTES, but
+# at least MIN_BLOCKS so that two threads can share the work.  Block sizes shrink
+# geometrically (by BLOCK_RATIO): threads start on the large ones, and the last block
+# left, which one thread finishes while the other waits, is small.
+MAX_BLOCKS = 16
+MIN_BLOCKS = 4
+BLOCK_BYTES = 128 * 2 ** 20
+BLOCK_RATIO = 0.8
+
+
+def sequence_blocks(seq_ptr, row_doubles, max_blocks=MAX_BLOCKS):
+    """Block boundaries (indices into the sequences), token counts shrinking by BLOCK_RATIO.
+
+    ``row_doubles`` is the size of one block's accumulators.  Returns an int64
+    array ``b`` of length ``n_blocks + 1``: block ``k`` holds sequences
+    ``b[k] .. b[k+1]-1`` (possibly none).  The partition depends on the data
+    and the model size only, never on the number of threads.
+    """
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    n_seq = len(seq_ptr) - 1
+    fit = BLOCK_BYTES // max(8 * int(row_doubles), 1)
+    n_blocks = max(1, min(max_blocks, max(MIN_BLOCKS, fit), n_seq))
+    total = seq_ptr[-1] - seq_ptr[0]
+    share = np.cumsum(BLOCK_RATIO ** np.arange(n_blocks))
+    targets = seq_ptr[0] + total * share[:-1] / share[-1]
+    cuts = np.searchsorted(seq_ptr, targets)
+    return np.concatenate([[0], np.clip(cuts, 0, n_seq), [n_seq]]).astype(np.int64)
+
+
+def summed_rows(block_rows):
+    """The rows of ``block_rows`` (one per block) added in order (the same sum for
+    every thread count)."""
+    total = block_rows[0].copy()
+    for row in block_rows[1:]:
+        total += row
+    return total
+
+
+cdef class ParameterTables:
+    """What the objective kernels read of a :class:`~skfcrf.estimators._model.ParameterLayout`.
+
+    Built once per objective from the layout (and the forbidden assignments), and
+    passed to the kernels whole (their :c:type:`ParameterView`): per chain its
+    label count and offset, per edge template its kind, chains, score column
+    (``e_col``, -1 when tied) and bias offset (``bias_edge``, ``E + 1``), the
+    feature table (``feat_ptr``, ``ent_col``) and the score width.
+
+    Forbidden assignments have one encoding: ``forbid`` (uint8, 1 = forbidden)
+    holds every edge template's ``L_a x L_b`` mask, edge ``e``'s at
+    ``forbid_offset[e]`` (``E + 1`` offsets; all zeros without any).
+
+    Per chain ``c`` for the chain-wise kernel: its untied in-chain templates
+    ``chain_untied[chain_untied_ptr[c]:chain_untied_ptr[c + 1]]`` and the start
+    ``chain_tied[c]`` of its ``L_c x L_c`` block in :meth:`chain_transitions`.
+
+    Parameters
+    ----------
+    layout : ParameterLayout
+    forbidden : dict, optional
+        Edge index -> boolean ``(L_a, L_b)`` mask of forbidden assignments.
+    table : (feat_ptr, ent_col), optional
+        A feature table with fewer entries than the layout's (some weights left
+        out): the bias offsets shift down by the difference, as in a ``theta``
+        of the kept table entries followed by the biases.
+    """
+
+    def __init__(self, layout, forbidden=None, table=None):
+        graph = layout.graph
+        E, C = graph.n_edges, graph.n_chains
+        feat_ptr, ent_col = (layout.feat_ptr, layout.ent_col) if table is None else table
+        shift = int(layout.n_table) - int(feat_ptr[-1])
+        self.graph = graph
+        self.width = layout.score_width
+        self.n_table = int(feat_ptr[-1])
+        self.bias_unary = int(layout.bias_unary) - shift
+        self.n_params = int(layout.n_params) - shift
+        self.n_chains, self.n_edges = C, E
+        self.total_labels = int(graph.total_labels)
+        self.max_labels = int(np.max(graph.n_labels)) if C else 1
+        self.n_labels = _ints(graph.n_labels, np.int32)
+        self.label_offset = _ints(graph.label_offset, np.int32)
+        sizes = np.asarray(graph.n_labels, dtype=np.int64) ** 2
+        self.chain_tied = _ints(np.concatenate([[0], np.cumsum(sizes)[:-1]]), np.int64)
+        untied = [[e for e in range(E) if graph.edge_kind[e] == IN_CHAIN
+                   and graph.edge_a[e] == c and not graph.edge_tied[e]] for c in range(C)]
+        self.chain_untied_ptr = _ints(np.concatenate([[0], np.cumsum([len(u) for u in untied])]),
+                                      np.int32)
+        self.chain_untied = _ints(sum(untied, []), np.int32)
+        self.e_kind = _ints(graph.edge_kind, np.int32)
+        self.e_a = _ints(graph.edge_a, np.int32)
+        self.e_b = _ints(graph.edge_b, np.int32)
+        self.e_tied = _ints(graph.edge_tied, np.int32)
+        self.e_col = _ints(layout.edge_col, np.int64)
+        self.bias_edge = _ints(np.asarray(layout.bias_edge, dtype=np.int64) - shift, np.int64)
+        edge_sizes = [graph.edge_size(e) for e in range(E)]
+        forbid_offset = np.concatenate([[0], np.cumsum(edge_sizes)]).astype(np.int64)
+        forbid = np.zeros(max(int(forbid_offset[-1]), 1), dtype=np.uint8)
+        for e, mask in (forbidden or {}).items():
+            forbid[forbid_offset[e]:forbid_offset[e + 1]] = np.asarray(mask).ravel()
+        self.forbid_offset = forbid_offset
+        self.forbid = forbid
+        self.feat_ptr = _ints(feat_ptr, np.int64)
+        self.ent_col = _ints(ent_col, np.int32)
+
+    def forbidden_of(self, int e):
+        """Edge ``e``'s forbidden assignments, a flat bool mask of ``L_a * L_b``."""
+        return np.asarray(self.forbid[self.forbid_offset[e]:self.forbid_offset[e + 1]],
+                          dtype=bool)
+
+    def chain_transitions(self, const double[::1] theta):
+        """Per chain ``c`` the sum ``W_c`` of its tied in-chain templates' weights
+        (``-inf`` where one of its templates forbids; zeros without any), flat at
+        ``chain_tied[c]``: ``(tied_log, tied_exp, tied_shift)`` with
+        ``tied_shift[c] = w_c``, the largest finite entry (0 if none), and
+        ``tied_exp = exp(W_c - w_c)``."""
+        values = np.asarray(theta)
+        logs = []
+        for c in range(self.n_chains):
+            L = int(self.n_labels[c])
+            w = np.zeros(L * L)
+            for e in range(self.n_edges):
+                if self.e_kind[e] == IN_CHAIN and self.e_a[e] == c:
+                    if self.e_tied[e]:
+                        w += values[self.bias_edge[e]:self.bias_edge[e + 1]]
+                    w[self.forbidden_of(e)] = -np.inf
+            logs.append(w)
+        shifts = np.array([w.max() if np.isfinite(w.max()) else 0.0 for w in logs])
+        tied_log = np.concatenate(logs)
+        with np.errstate(under="ignore"):
+            tied_exp = np.concatenate([np.exp(w - m) for w, m in zip(logs, shifts)])
+        return tied_log, tied_exp, shifts
+
+    cdef ParameterView view(self) noexcept:
+        cdef ParameterView pv
+        pv.width = self.width
+        pv.ltot = self.total_labels
+        pv.n_table = self.n_table
+        pv.bias_unary = self.bias_unary
+        pv.n_chains = self.n_chains
+        pv.n_edges = self.n_edges
+        pv.max_labels = self.max_labels
+        pv.n_labels = &self.n_labels[0]
+        pv.label_offset = &self.label_offset[0]
+        pv.chain_tied = &self.chain_tied[0]
+        pv.chain_untied_ptr = &self.chain_untied_ptr[0]
+        pv.chain_untied = &self.chain_untied[0]
+        pv.e_kind = &self.e_kind[0]
+        pv.e_a = &self.e_a[0]
+        pv.e_b = &self.e_b[0]
+        pv.e_tied = &self.e_tied[0]
+        pv.e_col = &self.e_col[0]
+        pv.bias_edge = &self.bias_edge[0]
+        pv.forbid = &self.forbid[0]
+        pv.forbid_offset = &self.forbid_offset[0]
+        pv.feat_ptr = &self.feat_ptr[0]
+        pv.ent_col = &self.ent_col[0]
+        return pv

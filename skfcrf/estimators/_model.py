@@ -35,6 +35,7 @@ inference method can use them.
 import numpy as np
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
+from skfcrf._bp._structure import ParameterTables
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._bp.nbest import following_tokens, state_index
 from skfcrf.estimators._observation_rows import ObservationRows
@@ -305,25 +306,30 @@ class ParameterLayout:
             obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads)
         return grad
 
-    def pseudolikelihood(self, theta, obs, gold, n_threads=1, forbidden=None):
+    def kernel_tables(self, forbidden=None, table=None):
+        """What the objective kernels read of this layout: a
+        :class:`skfcrf._bp._structure.ParameterTables` (offsets, edge tables, the
+        forbidden assignments ``forbidden`` -- edge index -> boolean ``(L_a, L_b)``
+        mask -- in the kernels' one encoding, the feature table).  ``table``:
+        ``(feat_ptr, ent_col)`` of a feature table reduced to some of the entries,
+        for a ``theta`` of those entries followed by the biases."""
+        return ParameterTables(self, forbidden, table)
+
+    def pseudolikelihood(self, theta, obs, gold, n_threads=1, forbidden=None, tables=None):
         """Negative log-pseudolikelihood per sequence and its gradient w.r.t. ``theta``.
 
         The same as :func:`skfcrf._bp._pseudolikelihood.pseudolikelihood` on
         :meth:`potentials`, mapped back by :meth:`gradient`, computed one
         sequence at a time without whole-batch score or potential arrays.
         ``gold`` is the ``(N, C)`` int32 array of gold label indices.
+        ``tables``: :meth:`kernel_tables` of ``forbidden``, when the caller
+        keeps them (built here otherwise).
         """
-        graph = self.graph
-        sizes = [graph.edge_size(e) for e in range(graph.n_edges)]
-        forbid_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        forbid = np.zeros(max(int(forbid_offset[-1]), 1), dtype=np.uint8)
-        for e, mask in (forbidden or {}).items():
-            forbid[forbid_offset[e]:forbid_offset[e + 1]] = mask.ravel()
+        if tables is None:
+            tables = self.kernel_tables(forbidden)
         return pseudolikelihood_objective(
-            graph, obs.seq_ptr, np.ascontiguousarray(gold, dtype=np.int32), obs.direct,
-            obs.diff, self.feat_ptr, self.ent_col, self.edge_col,
-            np.ascontiguousarray(theta, dtype=np.float64), self.bias_unary, self.bias_edge,
-            forbid, forbid_offset, self.score_width, n_threads)
+            tables, obs, np.ascontiguousarray(gold, dtype=np.int32),
+            np.ascontiguousarray(theta, dtype=np.float64), n_threads)
 
 
 class GoldStatistics:

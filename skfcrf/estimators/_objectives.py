@@ -36,7 +36,6 @@ from threadpoolctl import threadpool_limits
 
 from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
-from skfcrf._bp.graph import IN_CHAIN
 from skfcrf._bp.joint import joint_marginals, rescue_sequence, underflowed
 from skfcrf._bp.nbest import state_path_scores, state_steps
 from skfcrf.estimators._fixed import FixedLabels
@@ -230,10 +229,14 @@ class PseudoLikelihood(Objective):
 
     supports_partial_labels = False
 
+    def __init__(self, batch, **kwargs):
+        super().__init__(batch, **kwargs)
+        self._tables = self.layout.kernel_tables(self.forbidden)
+
     def _data_loss_gradient(self, theta):
         b = self.batch
         losses, grad = self.layout.pseudolikelihood(theta, b.obs, b.gold, self.n_threads,
-                                                    self.forbidden)
+                                                    tables=self._tables)
         return float(losses.sum()), grad
 
 
@@ -348,28 +351,6 @@ class Likelihood(Objective):
                 "mean_iterations": float(np.concatenate(self._n_iter).mean())}
 
 
-def _summed_rows(block_grad):
-    """The rows of ``block_grad`` added in order (the same sum for every thread count)."""
-    grad = block_grad[0].copy()
-    for row in block_grad[1:]:
-        grad += row
-    return grad
-
-
-def sequence_blocks(seq_ptr, max_blocks=8):
-    """Contiguous blocks of sequences with about equal token counts: ``block_ptr``.
-
-    The partition depends on the data only, not on the number of threads, so
-    summing the blocks' gradients in order gives the same result for every
-    ``n_jobs``.
-    """
-    n_seq = len(seq_ptr) - 1
-    n_blocks = max(1, min(max_blocks, n_seq))
-    targets = seq_ptr[-1] * np.arange(1, n_blocks) / n_blocks
-    cuts = np.searchsorted(seq_ptr[1:], targets, side="left") + 1
-    return np.unique(np.concatenate([[0], np.minimum(cuts, n_seq), [n_seq]])).astype(np.int64)
-
-
 def allowed_by_joint_states(gold, states, label_offset):
     """``(N, Ltot)`` uint8: may chain ``c`` take label ``l`` at a token, given the others' gold?
 
@@ -423,40 +404,16 @@ class ChainPseudoLikelihood(Objective):
     def __init__(self, batch, *, joint_states=None, **kwargs):
         super().__init__(batch, **kwargs)
         self.joint_states = joint_states
-        layout, graph = self.layout, self.layout.graph
-        C, E = graph.n_chains, graph.n_edges
-        self._n_labels = np.ascontiguousarray(graph.n_labels, dtype=np.int32)
-        self._label_offset = np.ascontiguousarray(graph.label_offset, dtype=np.int32)
-        sizes = self._n_labels.astype(np.int64) ** 2
-        self._chain_tied = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        untied = [[e for e in range(E) if graph.edge_kind[e] == IN_CHAIN and graph.edge_a[e] == c
-                   and not graph.edge_tied[e]] for c in range(C)]
-        self._chain_untied_ptr = np.concatenate(
-            [[0], np.cumsum([len(u) for u in untied])]).astype(np.int32)
-        self._chain_untied = np.asarray(sum(untied, []), dtype=np.int32)
-        self._e_kind = np.asarray(graph.edge_kind, dtype=np.int32)
-        self._e_a = np.asarray(graph.edge_a, dtype=np.int32)
-        self._e_b = np.asarray(graph.edge_b, dtype=np.int32)
-        self._e_col = np.asarray(layout.edge_col, dtype=np.int64)
-        self._e_bias = np.asarray(layout.bias_edge[:-1], dtype=np.int64)
-        parts, self._e_forbid, pos = [np.zeros(1, np.uint8)], np.full(E, -1, np.int64), 1
-        for e, mask in self.forbidden.items():
-            self._e_forbid[e] = pos
-            parts.append(mask.ravel().astype(np.uint8))
-            pos += mask.size
-        self._forbid = np.concatenate(parts)
-        self._blocks = sequence_blocks(batch.seq_ptr)
+        self._tables = self.layout.kernel_tables(self.forbidden)
+        self._label_offset = np.ascontiguousarray(self.layout.graph.label_offset, dtype=np.int32)
         self._table_cache = None
-        if joint_states is None:
-            self._allowed, self._has_allowed = np.zeros((1, 1), np.uint8), 0
-        else:
-            self._allowed = allowed_by_joint_states(batch.gold, np.asarray(joint_states),
-                                                    self._label_offset)
-            self._has_allowed = 1
+        self._allowed = (None if joint_states is None else
+                         allowed_by_joint_states(batch.gold, np.asarray(joint_states),
+                                                 self._label_offset))
         if self.clamp:
             if joint_states is None:
                 self._allowed = np.ones((len(batch.gold), int(self._label_offset[-1])), np.uint8)
-            self._allowed, self._has_allowed = self._clamped_allowed(self._allowed), 1
+            self._allowed = self._clamped_allowed(self._allowed)
 
     def _clamped_allowed(self, allowed):
         """``allowed`` with only the given label left at every given (token, chain)."""
@@ -470,26 +427,6 @@ class ChainPseudoLikelihood(Objective):
 
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states)
-
-    def _tied_transitions(self, theta):
-        """Per chain the summed tied in-chain scores (-inf where forbidden) and their exp."""
-        graph, layout = self.layout.graph, self.layout
-        logs = []
-        for c in range(graph.n_chains):
-            L = int(graph.n_labels[c])
-            w = np.zeros(L * L)
-            for e in range(graph.n_edges):
-                if graph.edge_kind[e] == IN_CHAIN and graph.edge_a[e] == c:
-                    if graph.edge_tied[e]:
-                        w += theta[layout.bias_edge[e]:layout.bias_edge[e + 1]]
-                    if e in self.forbidden:
-                        w[self.forbidden[e].ravel()] = -np.inf
-            logs.append(w)
-        shifts = np.array([w.max() if np.isfinite(w.max()) else 0.0 for w in logs])
-        tied_log = np.concatenate(logs)
-        with np.errstate(under="ignore"):
-            tied_exp = np.concatenate([np.exp(w - m) for w, m in zip(logs, shifts)])
-        return tied_log, tied_exp, shifts
 
     def chain_losses_gradient(self, theta, chains=None):
         """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
@@ -509,24 +446,18 @@ class ChainPseudoLikelihood(Objective):
     def _chain_losses_gradient(self, theta, chains=None):
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        tied_log, tied_exp, shifts = self._tied_transitions(theta)
-        losses = np.zeros((b.n_sequences, layout.graph.n_chains))
-        table = chain_on = None
+        tables, chain_on = self._tables, None
         reduced = chains is not None and not np.all(chains)
         if reduced:
-            entries, feat_ptr, ent_col = self._table_of(chains)
-            shift = layout.n_table - len(entries)
+            entries, tables = self._table_of(chains)
             # the kernel's theta: the kept table entries, then everything after the table
             theta = np.concatenate([theta[entries], theta[layout.n_table:]])
-            table = (feat_ptr, ent_col, layout.bias_unary - shift, self._e_bias - shift)
             chain_on = np.asarray(chains, dtype=np.uint8)
-        block_grad = np.zeros((len(self._blocks) - 1, len(theta)))
         # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
         # would only oversubscribe the cores
         with threadpool_limits(limits=1, user_api="blas"):
-            self._run_kernel(theta, tied_log, tied_exp, shifts, block_grad, losses,
-                             table=table, chain_on=chain_on)
-        grad = _summed_rows(block_grad)
+            losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, self.n_threads,
+                                               self._allowed, chain_on)
         if reduced:
             full = np.zeros(layout.n_params)
             full[entries] = grad[:len(entries)]
@@ -535,9 +466,9 @@ class ChainPseudoLikelihood(Objective):
         return losses.sum(axis=0), grad
 
     def _table_of(self, chains):
-        """``(entries, feat_ptr, ent_col)``: the feature table reduced to the entries
-        of ``chains`` (bool per chain) and of the couplings, kept for the last
-        ``chains`` asked."""
+        """``(entries, tables)``: the feature-table entries of ``chains`` (bool per
+        chain) and of the couplings, and the kernel tables of the feature table
+        reduced to them; kept for the last ``chains`` asked."""
         key = tuple(np.flatnonzero(chains))
         if self._table_cache is None or self._table_cache[0] != key:
             layout = self.layout
@@ -549,30 +480,14 @@ class ChainPseudoLikelihood(Objective):
                                         minlength=layout.n_features)
             feat_ptr = np.zeros(layout.n_features + 1, dtype=np.int64)
             np.cumsum(n_per_feature, out=feat_ptr[1:])
-            self._table_cache = (key, (entries, feat_ptr,
-                                       np.ascontiguousarray(layout.ent_col[entries])))
+            tables = layout.kernel_tables(self.forbidden,
+                                          (feat_ptr, layout.ent_col[entries]))
+            self._table_cache = (key, (entries, tables))
         return self._table_cache[1]
 
     def _entry_feature(self):
         """Per feature-table entry its observation (feature) index."""
         return np.repeat(np.arange(self.layout.n_features), np.diff(self.layout.feat_ptr))
-
-    def _run_kernel(self, theta, tied_log, tied_exp, shifts, block_grad, losses, table=None,
-                    chain_on=None):
-        """The fused kernel over the batch; ``table``: ``(feat_ptr, ent_col, bias_unary,
-        e_bias)`` of a reduced feature table (:meth:`_table_of`) that ``theta`` is
-        laid out for, ``chain_on``: the chains computed (bool per chain)."""
-        b, layout = self.batch, self.layout
-        feat_ptr, ent_col, bias_unary, e_bias = table or (
-            layout.feat_ptr, layout.ent_col, layout.bias_unary, self._e_bias)
-        extra = {} if chain_on is None else {"chain_on": chain_on}
-        chainwise_objective(
-            b.seq_ptr, b.obs.direct, b.obs.diff, feat_ptr, ent_col, theta,
-            layout.score_width, bias_unary, self._n_labels, self._label_offset,
-            self._chain_tied, shifts, tied_log, tied_exp, self._chain_untied_ptr,
-            self._chain_untied, self._e_kind, self._e_a, self._e_b, self._e_col, e_bias,
-            self._e_forbid, self._forbid, b.gold, self._allowed, self._has_allowed,
-            self._blocks, block_grad, losses, self.n_threads, **extra)
 
 
 class IndependentChains(ChainPseudoLikelihood):
