@@ -30,8 +30,9 @@ edge tables (``E`` edge templates, from the tables)
     ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
     label combinations).
 blocks
-    The sequences are cut into at most :data:`CHAINWISE_BLOCKS` blocks of about
-    equal token counts; each block sums its gradient into its own
+    The sequences are cut into blocks by the objective kernels' one partition
+    (:func:`skfcrf._bp._structure.sequence_blocks`, here at most
+    :data:`CHAINWISE_BLOCKS`, the memory estimate's figure); each block sums its gradient into its own
     row of a ``(n_blocks, n_params)`` accumulator and the rows are added in
     order afterwards, so the result does not depend on the number of threads.
 
@@ -51,7 +52,7 @@ from ._common cimport longest_sequence
 from ._structure cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._structure import summed_rows
+from ._structure import sequence_blocks, summed_rows
 
 #: Most blocks of sequences (gradient accumulators, see
 #: :func:`skfcrf._bp._structure.sequence_blocks`).
@@ -439,16 +440,6 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     return loss
 
 
-def _equal_token_blocks(seq_ptr, max_blocks):
-    """Contiguous blocks of sequences with about equal token counts: ``block_ptr``."""
-    seq_ptr = np.asarray(seq_ptr)
-    n_seq = len(seq_ptr) - 1
-    n_blocks = max(1, min(max_blocks, n_seq))
-    targets = seq_ptr[n_seq] * np.arange(1, n_blocks) / n_blocks
-    cuts = np.searchsorted(seq_ptr[1:], targets, side="left") + 1
-    return np.unique(np.concatenate([[0], np.minimum(cuts, n_seq), [n_seq]])).astype(np.int64)
-
-
 def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                         const double[::1] theta, int n_threads=1, allowed=None, chain_on=None):
     """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
@@ -480,7 +471,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef const double[::1] tied_shift = tied_shift_arr
     losses_arr = np.zeros((n_seq, tables.n_chains))
     cdef double[:, ::1] losses = losses_arr
-    blocks_arr = _equal_token_blocks(seq_ptr, CHAINWISE_BLOCKS)
+    blocks_arr = sequence_blocks(seq_ptr, theta.shape[0], CHAINWISE_BLOCKS)
     cdef const long long[::1] block_ptr = blocks_arr
     block_grad_arr = np.zeros((len(blocks_arr) - 1, theta.shape[0]))
     cdef double[:, ::1] block_grad = block_grad_arr
