@@ -30,7 +30,9 @@ Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
 of the states: ``unary_index`` int32 ``(S, C)``, the column of state ``s``'s
 label of chain ``c`` in a row of ``unary`` (``label_offset[c] + states[s, c]``);
 ``cpl_index`` int32 ``(K, S)``, the entry of state ``s``'s label pair in
-coupling ``k``'s matrix (``states[s, a] * L_b + states[s, b]``).
+coupling ``k``'s matrix (``states[s, a] * L_b + states[s, b]``).  The kernels take
+the states, these tables and the transitions as one :class:`JointTables`; the
+potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 
 :func:`joint_viterbi` is exact max-sum over the states (forward pass with the
 vectorised max-plus product of :mod:`skfcrf._bp._common`; the back-pointers are
@@ -42,6 +44,8 @@ per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
+
+import numpy as np
 
 from ._alloc cimport Block, allocate
 from ._common cimport first_or_null, longest_sequence, maxplus
@@ -83,21 +87,82 @@ cdef struct Trans:
     const double* in_val
 
 
-cdef Trans _trans(const double[::1] dense, const double[::1] dense_t,
-                  const long long[::1] out_ptr, const int[::1] out_idx,
-                  const double[::1] out_val, const long long[::1] in_ptr,
-                  const int[::1] in_idx, const double[::1] in_val):
-    """The transition tables; an empty ``dense`` selects the sparse form."""
-    cdef Trans tr
-    tr.dense = first_or_null(dense)
-    tr.dense_t = first_or_null(dense_t)
-    tr.out_ptr = &out_ptr[0]
-    tr.in_ptr = &in_ptr[0]
-    tr.out_idx = first_or_null(out_idx)
-    tr.out_val = first_or_null(out_val)
-    tr.in_idx = first_or_null(in_idx)
-    tr.in_val = first_or_null(in_val)
-    return tr
+cdef class JointTables:
+    """The joint states and their transitions, as the kernels read them.
+
+    Parameters
+    ----------
+    states : int32 ndarray (S, C)
+    label_offset : int32 ndarray (C + 1,)
+    couplings : mapping
+        The coupling edge and index tables of the module docstring: ``cpl_a``,
+        ``cpl_b``, ``cpl_la``, ``cpl_lb``, ``cpl_tied`` (int32, per coupling),
+        ``cpl_off`` (int64), ``unary_index`` (int32 ``(S, C)``), ``cpl_index``
+        (int32 ``(K, S)``).
+    transitions : mapping
+        The transition values: ``dense`` and ``dense_t`` (row-major ``S x S``
+        and its transpose; empty selects the sparse form) and the CSR tables
+        ``out_ptr``, ``out_idx``, ``out_val``, ``in_ptr``, ``in_idx``,
+        ``in_val`` (module docstring).
+    shift : float
+        What was subtracted from the scores before exponentiating them
+        (forward-backward: ``log Z`` adds it back per step).
+    tied_off : int64 ndarray (K + 1,), optional
+        Forward-backward: offset of tied coupling ``k``'s counts in a row of the
+        tied accumulator.
+    """
+    cdef const int[:, ::1] states, unary_index, cpl_index
+    cdef const int[::1] label_offset, cpl_a, cpl_b, cpl_la, cpl_lb, cpl_tied, out_idx, in_idx
+    cdef const long long[::1] cpl_off, out_ptr, in_ptr, tied_off
+    cdef const double[::1] dense, dense_t, out_val, in_val
+    cdef double shift
+
+    def __init__(self, states, label_offset, couplings, transitions, double shift=0.0,
+                 tied_off=None):
+        self.states = states
+        self.label_offset = label_offset
+        self.cpl_a, self.cpl_b = couplings["cpl_a"], couplings["cpl_b"]
+        self.cpl_la, self.cpl_lb = couplings["cpl_la"], couplings["cpl_lb"]
+        self.cpl_off, self.cpl_tied = couplings["cpl_off"], couplings["cpl_tied"]
+        self.unary_index, self.cpl_index = couplings["unary_index"], couplings["cpl_index"]
+        self.dense, self.dense_t = transitions["dense"], transitions["dense_t"]
+        self.out_ptr, self.out_idx = transitions["out_ptr"], transitions["out_idx"]
+        self.out_val, self.in_ptr = transitions["out_val"], transitions["in_ptr"]
+        self.in_idx, self.in_val = transitions["in_idx"], transitions["in_val"]
+        self.shift = shift
+        self.tied_off = np.zeros(1, np.int64) if tied_off is None else tied_off
+
+    cdef Trans trans(self) noexcept:
+        """The transition tables; an empty ``dense`` selects the sparse form."""
+        cdef Trans tr
+        tr.dense = first_or_null(self.dense)
+        tr.dense_t = first_or_null(self.dense_t)
+        tr.out_ptr = &self.out_ptr[0]
+        tr.in_ptr = &self.in_ptr[0]
+        tr.out_idx = first_or_null(self.out_idx)
+        tr.out_val = first_or_null(self.out_val)
+        tr.in_idx = first_or_null(self.in_idx)
+        tr.in_val = first_or_null(self.in_val)
+        return tr
+
+    cdef Tables tables(self, const double[:, ::1] unary, const double[::1] pair):
+        """The state and coupling tables over this call's potentials."""
+        cdef Tables tb
+        tb.S, tb.C, tb.K = self.states.shape[0], self.states.shape[1], self.cpl_a.shape[0]
+        tb.ldu = unary.shape[1]
+        tb.states = &self.states[0, 0]
+        tb.label_offset = &self.label_offset[0]
+        tb.unary = &unary[0, 0] if unary.shape[0] else NULL
+        tb.pair = first_or_null(pair)
+        tb.cpl_a = first_or_null(self.cpl_a)
+        tb.cpl_b = first_or_null(self.cpl_b)
+        tb.cpl_la = first_or_null(self.cpl_la)
+        tb.cpl_lb = first_or_null(self.cpl_lb)
+        tb.cpl_off = first_or_null(self.cpl_off)
+        tb.cpl_tied = first_or_null(self.cpl_tied)
+        tb.unary_index = &self.unary_index[0, 0]
+        tb.cpl_index = &self.cpl_index[0, 0] if tb.K else NULL
+        return tb
 
 
 cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
@@ -252,50 +317,17 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
     return delta[(T - 1) * S + path[T - 1]]
 
 
-cdef Tables _tables(const double[:, ::1] unary, const double[::1] pair,
-                    const int[:, ::1] states, const int[::1] label_offset,
-                    const int[::1] cpl_a, const int[::1] cpl_b, const int[::1] cpl_la,
-                    const int[::1] cpl_lb, const long long[::1] cpl_off,
-                    const int[::1] cpl_tied, const int[:, ::1] unary_index,
-                    const int[:, ::1] cpl_index):
-    cdef Tables tb
-    tb.S, tb.C, tb.K = states.shape[0], states.shape[1], cpl_a.shape[0]
-    tb.ldu = unary.shape[1]
-    tb.states = &states[0, 0]
-    tb.label_offset = &label_offset[0]
-    tb.unary = &unary[0, 0] if unary.shape[0] else NULL
-    tb.pair = first_or_null(pair)
-    tb.cpl_a = first_or_null(cpl_a)
-    tb.cpl_b = first_or_null(cpl_b)
-    tb.cpl_la = first_or_null(cpl_la)
-    tb.cpl_lb = first_or_null(cpl_lb)
-    tb.cpl_off = first_or_null(cpl_off)
-    tb.cpl_tied = first_or_null(cpl_tied)
-    tb.unary_index = &unary_index[0, 0]
-    tb.cpl_index = &cpl_index[0, 0] if tb.K else NULL
-    return tb
-
-
-def joint_viterbi(const long long[::1] seq_ptr, const double[:, ::1] unary,
-                  const double[::1] pair, const int[:, ::1] states,
-                  const int[::1] label_offset, const int[::1] cpl_a, const int[::1] cpl_b,
-                  const int[::1] cpl_la, const int[::1] cpl_lb, const long long[::1] cpl_off,
-                  const int[::1] cpl_tied, const int[:, ::1] unary_index,
-                  const int[:, ::1] cpl_index, const double[::1] trans, const double[::1] trans_t,
-                  const long long[::1] out_ptr, const int[::1] out_idx,
-                  const double[::1] out_val, const long long[::1] in_ptr,
-                  const int[::1] in_idx, const double[::1] in_val,
-                  int[:, ::1] labels, double[::1] score, int n_threads=1):
+def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, ::1] unary,
+                  const double[::1] pair, int[:, ::1] labels, double[::1] score,
+                  int n_threads=1):
     """Exact best labelling over the joint states; labels ``(N, C)``, score per sequence.
 
-    The transition scores come dense (``trans``, ``trans_t``) or, with those
-    empty, sparse (the CSR tables of log scores, module docstring).  A sequence
-    with no allowed labelling gets score ``-inf`` (and state 0's labels).
-    Empty sequences get score 0.
+    The transition scores come dense or sparse (the CSR tables of log scores,
+    module docstring) in ``jt``.  A sequence with no allowed labelling gets
+    score ``-inf`` (and state 0's labels).  Empty sequences get score 0.
     """
-    cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
-                             cpl_off, cpl_tied, unary_index, cpl_index)
-    cdef Trans tr = _trans(trans, trans_t, out_ptr, out_idx, out_val, in_ptr, in_idx, in_val)
+    cdef Tables tb = jt.tables(unary, pair)
+    cdef Trans tr = jt.trans()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1, per
     cdef Block scratch
@@ -414,37 +446,28 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
                           + tb.cpl_index[k * S + s]] += m
 
 
-def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] unary,
-                           const double[::1] pair, const int[:, ::1] states,
-                           const int[::1] label_offset, const int[::1] cpl_a,
-                           const int[::1] cpl_b, const int[::1] cpl_la, const int[::1] cpl_lb,
-                           const long long[::1] cpl_off, const int[::1] cpl_tied,
-                           const int[:, ::1] unary_index, const int[:, ::1] cpl_index,
-                           const double[::1] trans_exp, const long long[::1] out_ptr,
-                           const int[::1] out_idx, const double[::1] out_val,
-                           const long long[::1] in_ptr, const int[::1] in_idx,
-                           const double[::1] in_val, double shift, double[:, ::1] node, double[::1] pmarg,
-                           double[:, ::1] tied_acc, const long long[::1] tied_off,
-                           double[::1] log_z, double[:, ::1] counts, int want_counts,
-                           int n_threads=1):
+def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
+                           const double[:, ::1] unary, const double[::1] pair,
+                           double[:, ::1] node, double[::1] pmarg, double[:, ::1] tied_acc,
+                           double[::1] log_z, double[:, ::1] counts=None, int n_threads=1):
     """Marginals and ``log Z`` per sequence over the joint states, aggregated in place.
 
-    ``trans_exp`` is ``exp(trans - shift)`` (0 where forbidden), row-major
-    ``S * S``; empty, the CSR tables hold those values for the allowed pairs
-    (sparse form, module docstring).  Adds the
+    ``jt``'s transition values are ``exp(trans - shift)`` (0 where forbidden),
+    row-major ``S * S`` (``dense``), or the CSR tables hold those values for the
+    allowed pairs (sparse form, module docstring).  Adds the
     per-chain label marginals to ``node`` ``(N, Ltot)`` (zero on entry), the
     untied coupling templates' per-token marginals to ``pmarg`` (pair layout),
     and thread ``k``'s tied coupling counts to ``tied_acc[k]`` (template ``j`` at
-    ``tied_off[j]``).  A sequence with no allowed labelling gets ``log Z = -inf``
-    and contributes nothing.  With ``want_counts``, thread ``k`` adds its
-    sequences' ``sum_t alpha_{t-1} (x) w_t`` to ``counts[k]`` (``n_threads x
-    S*S``, or ``n_threads x nnz`` in the sparse form, in the ``out`` CSR's order;
-    see :func:`_fb_sequence`).
+    ``jt``'s ``tied_off[j]``).  A sequence with no allowed labelling gets
+    ``log Z = -inf`` and contributes nothing.  With ``counts`` (not None),
+    thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x) w_t`` to
+    ``counts[k]`` (``n_threads x S*S``, or ``n_threads x nnz`` in the sparse
+    form, in the ``out`` CSR's order; see :func:`_fb_sequence`).
     """
-    cdef Tables tb = _tables(unary, pair, states, label_offset, cpl_a, cpl_b, cpl_la, cpl_lb,
-                             cpl_off, cpl_tied, unary_index, cpl_index)
-    cdef Trans tr = _trans(trans_exp, trans_exp, out_ptr, out_idx, out_val, in_ptr, in_idx,
-                           in_val)
+    cdef Tables tb = jt.tables(unary, pair)
+    cdef Trans tr = jt.trans()
+    cdef double shift = jt.shift
+    cdef int want_counts = counts is not None
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per
     cdef Block scratch
@@ -457,7 +480,7 @@ def joint_forward_backward(const long long[::1] seq_ptr, const double[:, ::1] un
     cdef double* node_p = &node[0, 0] if node.shape[0] else NULL
     cdef Py_ssize_t ldn = node.shape[1]
     cdef double* pm = &pmarg[0]
-    cdef const long long* toff = &tied_off[0]
+    cdef const long long* toff = &jt.tied_off[0]
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     per = 3 * t_max * S + t_max + S

@@ -149,11 +149,6 @@ def transition_tables(values, allowed, sparse=None):
                 rows=rows, cols=cols, sparse=True)
 
 
-def _csr_args(tr):
-    return (tr["out_ptr"], tr["out_idx"], tr["out_val"], tr["in_ptr"], tr["in_idx"],
-            tr["in_val"])
-
-
 def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, state_trans=None):
     """Exact most probable labelling over the joint states.
 
@@ -175,11 +170,8 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
     score = np.zeros(n_seq)
     tr = transition_tables(trans, np.isfinite(trans), sparse)
-    _kernel().joint_viterbi(seq_ptr, unary, pair, states, loff, t["cpl_a"], t["cpl_b"],
-                            t["cpl_la"], t["cpl_lb"], t["cpl_off"], t["cpl_tied"],
-                            t["unary_index"], t["cpl_index"],
-                            tr["dense"], tr["dense_t"], *_csr_args(tr), labels, score,
-                            max(1, int(n_threads)))
+    _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary, pair,
+                            labels, score, max(1, int(n_threads)))
     return labels, score
 
 
@@ -228,12 +220,10 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     tr = transition_tables(trans_exp, finite, sparse)
     width = len(tr["out_val"]) if tr["sparse"] else S * S
     counts = np.zeros((n_threads if pair_marginals else 1, max(width, 1)))
-    _kernel().joint_forward_backward(seq_ptr, unary, pair, states, loff, t["cpl_a"],
-                                     t["cpl_b"], t["cpl_la"], t["cpl_lb"], t["cpl_off"],
-                                     t["cpl_tied"], t["unary_index"], t["cpl_index"],
-                                     tr["dense"], *_csr_args(tr), shift, node,
-                                     pmarg, tied_acc, tied_off, log_z, counts,
-                                     int(pair_marginals), n_threads)
+    _kernel().joint_forward_backward(
+        _kernel().JointTables(states, loff, t, tr, shift, tied_off),
+        seq_ptr, unary, pair, node, pmarg, tied_acc, log_z,
+        counts if pair_marginals else None, n_threads)
     if not pair_marginals:
         return node, log_z
     pmarg = pmarg[:int(edge_offset[-1])]
