@@ -76,14 +76,16 @@ cdef struct TrpView:
     const int* cpl_k        # coupling links touching the chain
     const long long* moff   # per link: message offset inside a token block
     const long long* psi_off  # per untied link: offset inside a token psi block; -1 if tied
-    int maxprod             # run settings, filled by the entry point
-    int max_iter
+    int maxprod             # set by the entry point
+    int max_iter            # the schedule's settings (TrpLayout's)
     double tol
 
 
 cdef class TrpLayout:
     cdef readonly Links links
     cdef readonly Py_ssize_t message_size, potential_size
+    cdef readonly int max_iter
+    cdef readonly double tol
     cdef int[::1] cpl_ptr, cpl_k
     cdef long long[::1] moff, psi_off
     cdef TrpView view(self) noexcept

@@ -58,7 +58,15 @@ forward (``lb`` entries) at ``moff[k]``, backward (``la``) right after.  Per
 token, a block of ``potential_size`` doubles holds the exponentiated matrix
 and its transpose of each link with untied templates, at ``psi_off[k]`` (-1 for
 tied links, whose ``tied_exp`` / ``tied_expT`` are used).  ``cpl_ptr[c] ..
-cpl_ptr[c+1]`` indexes ``cpl_k``, the coupling links touching chain ``c``.
+cpl_ptr[c+1]`` indexes ``cpl_k``, the coupling links touching chain ``c``.  The
+layout also holds the schedule's settings, ``max_iter`` and ``tol``.
+
+Parameter tables (:class:`ParameterTables`, the fused training objectives)
+--------------------------------------------------------------------------
+What the objective kernels read of a ``ParameterLayout``: offsets of the weights,
+edge tables, the feature table and the forbidden assignments (one encoding:
+``forbid`` / ``forbid_offset``), built once per objective.  The objectives'
+sequences are cut into gradient blocks by one partition, :func:`sequence_blocks`.
 """
 import numpy as np
 
@@ -338,9 +346,11 @@ cdef class ProductSpace:
 
 
 cdef class TrpLayout:
-    """Message and potential layout of TRP (see the module docstring)."""
+    """Message and potential layout of TRP (see the module docstring), and its
+    schedule's settings: at most ``max_iter`` iterations, messages calm below ``tol``
+    (:mod:`skfcrf._bp._trp`)."""
 
-    def __init__(self, Links links):
+    def __init__(self, Links links, int max_iter=1000, double tol=1e-6):
         C, K = links.n_chains, links.n_links
         la, lb = np.asarray(links.la)[:K], np.asarray(links.lb)[:K]
         kinds, a, b = (np.asarray(links.kind)[:K], np.asarray(links.a)[:K],
@@ -369,6 +379,8 @@ cdef class TrpLayout:
         self.psi_off = psi_off
         self.cpl_ptr = _ints(cpl_ptr, np.int32)
         self.cpl_k = _ints(cpl_k, np.int32)
+        self.max_iter = max_iter
+        self.tol = tol
 
     cdef TrpView view(self) noexcept:
         cdef TrpView tp
@@ -384,8 +396,8 @@ cdef class TrpLayout:
         tp.moff = &self.moff[0]
         tp.psi_off = &self.psi_off[0]
         tp.maxprod = 0
-        tp.max_iter = 0
-        tp.tol = 0.0
+        tp.max_iter = self.max_iter
+        tp.tol = self.tol
         return tp
 
 

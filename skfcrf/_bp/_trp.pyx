@@ -26,8 +26,8 @@ other edges are stale).  This implies every edge was updated at least once.
 A graph that is a forest is solved exactly by its first iteration and stops
 there.  Otherwise, after ``max_iter`` iterations, reported as not converged.
 
-The layout (links, message and potential blocks) comes from
-:class:`skfcrf._bp._structure.TrpLayout`.  One sequence runs as
+The layout (links, message and potential blocks) and the schedule's
+``max_iter`` and ``tol`` come from :class:`skfcrf._bp._structure.TrpLayout`.  One sequence runs as
 :func:`_prepare_sequence`, :func:`_run_schedule` (each iteration
 :func:`_draw_forest`, :func:`_bfs_order`, :func:`_tree_sweeps`), then
 :func:`_beliefs` (sum-product) or :func:`_decode` and :func:`_refine`
@@ -771,8 +771,8 @@ cdef class _Workspace:
 
 
 cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
-          const unsigned long long[::1] seeds, int max_iter, double tol, unsigned char[::1] conv,
-          int[::1] niter, int n_threads, bint maxprod, double[:, ::1] node, double[::1] pout,
+          const unsigned long long[::1] seeds, unsigned char[::1] conv, int[::1] niter,
+          int n_threads, bint maxprod, double[:, ::1] node, double[::1] pout,
           double[::1] logz, int[:, ::1] labels):
     """TRP on every sequence, read out as :func:`trp_marginals` (sum-product: ``node``,
     ``pout``, ``logz``) or :func:`trp_map` (``maxprod``: ``labels``) says; the other mode's
@@ -794,8 +794,6 @@ cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] u
     tacc_arr = np.zeros((n_threads, 1 if maxprod else max(links.tacc_size, 1)), np.float64)
     cdef double[:, ::1] tacc = tacc_arr
     tp.maxprod = maxprod
-    tp.max_iter = max_iter
-    tp.tol = tol
     with nogil:
         for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
             tid = threadid()
@@ -818,18 +816,17 @@ cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] u
 
 
 def trp_marginals(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
-                  const unsigned long long[::1] seeds, int max_iter, double tol,
-                  double[:, ::1] node, double[::1] pout, double[::1] logz,
-                  unsigned char[::1] conv, int[::1] niter, int n_threads):
-    """TRP sum-product for every sequence; fills the outputs (``node``, ``pout``: zero on
-    entry).  Tied templates receive their expected counts summed over all positions."""
-    _run(layout, seq_ptr, unary, seeds, max_iter, tol, conv, niter, n_threads, False, node, pout,
-         logz, None)
+                  const unsigned long long[::1] seeds, double[:, ::1] node, double[::1] pout,
+                  double[::1] logz, unsigned char[::1] conv, int[::1] niter, int n_threads):
+    """TRP sum-product for every sequence (the schedule's settings are ``layout``'s); fills
+    the outputs (``node``, ``pout``: zero on entry).  Tied templates receive their expected
+    counts summed over all positions."""
+    _run(layout, seq_ptr, unary, seeds, conv, niter, n_threads, False, node, pout, logz, None)
 
 
 def trp_map(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
-            const unsigned long long[::1] seeds, int max_iter, double tol, int[:, ::1] labels,
-            unsigned char[::1] conv, int[::1] niter, int n_threads):
-    """TRP max-product and decoding for every sequence; fills ``labels`` (N, C)."""
-    _run(layout, seq_ptr, unary, seeds, max_iter, tol, conv, niter, n_threads, True, None, None,
-         None, labels)
+            const unsigned long long[::1] seeds, int[:, ::1] labels, unsigned char[::1] conv,
+            int[::1] niter, int n_threads):
+    """TRP max-product and decoding for every sequence (the schedule's settings are
+    ``layout``'s); fills ``labels`` (N, C)."""
+    _run(layout, seq_ptr, unary, seeds, conv, niter, n_threads, True, None, None, None, labels)

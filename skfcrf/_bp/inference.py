@@ -204,8 +204,8 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     links = _structure.inference_links(graph, pair, edge_offset,
                                        virtual_inchain=(method == "exact"))
     if method == "trp":
-        _trp.trp_marginals(_structure.TrpLayout(links), seq_ptr, unary, seeds, int(max_iter),
-                           float(tol), node, pout, log_z, converged, n_iter, n_threads)
+        _trp.trp_marginals(_structure.TrpLayout(links, int(max_iter), float(tol)), seq_ptr,
+                           unary, seeds, node, pout, log_z, converged, n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_marginals(links, seq_ptr, unary, node, pout, log_z, n_threads)
     else:
@@ -256,8 +256,8 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     links = _structure.inference_links(graph, pair, edge_offset,
                                        virtual_inchain=(method == "exact"))
     if method == "trp":
-        _trp.trp_map(_structure.TrpLayout(links), seq_ptr, unary, seeds, int(max_iter),
-                     float(tol), labels, converged, n_iter, n_threads)
+        _trp.trp_map(_structure.TrpLayout(links, int(max_iter), float(tol)), seq_ptr, unary,
+                     seeds, labels, converged, n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_viterbi(links, seq_ptr, unary, labels, n_threads)
     else:
