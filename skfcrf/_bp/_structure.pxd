@@ -125,4 +125,5 @@ cdef class ParameterTables:
     cdef readonly int[::1] e_kind, e_a, e_b, e_tied, ent_col
     cdef readonly long long[::1] chain_tied, e_col, bias_edge, forbid_offset, feat_ptr
     cdef readonly unsigned char[::1] forbid
+    cdef object _args
     cdef ParameterView view(self) noexcept

@@ -473,6 +473,7 @@ cdef class ParameterTables:
     """
 
     def __init__(self, layout, forbidden=None, table=None):
+        self._args = (layout, forbidden, table)
         graph = layout.graph
         E, C = graph.n_edges, graph.n_chains
         feat_ptr, ent_col = (layout.feat_ptr, layout.ent_col) if table is None else table
@@ -509,6 +510,10 @@ cdef class ParameterTables:
         self.forbid = forbid
         self.feat_ptr = _ints(feat_ptr, np.int64)
         self.ent_col = _ints(ent_col, np.int32)
+
+    def __reduce__(self):
+        # rebuilt from what it was built from (objectives are pickled, e.g. by Dask)
+        return ParameterTables, self._args
 
     def forbidden_of(self, int e):
         """Edge ``e``'s forbidden assignments, a flat bool mask of ``L_a * L_b``."""
