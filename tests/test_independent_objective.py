@@ -5,7 +5,7 @@ import pytest
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
 from skfcrf.estimators._inspection import weight_mask
-from skfcrf.estimators._solvers import BlockLBFGS, ConvergenceMonitor, SolverResult
+from skfcrf.estimators._solvers import BlockLBFGS, BlockObjective, ConvergenceMonitor, SolverResult
 
 from _helpers import check_gradient, synthetic
 
@@ -97,7 +97,7 @@ def test_kernel_rejects_a_chain_mask_of_the_wrong_length():
         indep._chain_losses_gradient(theta0, np.array([True, False, True]))
 
 
-class _Separable:
+class _Separable(BlockObjective):
     """sum_b 0.5 * a_b * |theta_b - c_b|^2 with very different curvatures a_b; with
     ``costs``, the work of evaluating each block (``block_costs``)."""
 

@@ -41,9 +41,10 @@ from skfcrf._bp.nbest import state_path_scores, state_steps
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
+from skfcrf.estimators._solvers import BlockObjective
 
-__all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainPseudoLikelihood",
-           "IndependentChains",
+__all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainTerms",
+           "ChainPseudoLikelihood", "IndependentChains",
            "Likelihood", "Restricted", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states"]
 
 
@@ -378,7 +379,134 @@ def allowed_by_joint_states(gold, states, label_offset):
     return allowed
 
 
-class ChainPseudoLikelihood(Objective):
+class ChainTerms:
+    """The chain-wise kernel's terms over a batch: per chain ``-log p(y_c | y_-c, x)``.
+
+    Owned by the objectives computed with them (:class:`ChainPseudoLikelihood`,
+    :class:`IndependentChains`): the kernel tables of the layout
+    (:meth:`~skfcrf.estimators._model.ParameterLayout.kernel_tables`), the labels
+    each chain may take (``allowed``, ``(N, Ltot)`` uint8 or None: all), and the
+    tables of a feature table reduced to some chains' entries.
+
+    Parameters
+    ----------
+    batch : TrainingBatch
+    forbidden : dict
+        Edge index -> boolean ``(L_a, L_b)`` mask of forbidden assignments.
+    allowed : uint8 ndarray of shape (N, Ltot), optional
+    """
+
+    def __init__(self, batch, forbidden, allowed=None):
+        self.batch = batch
+        self.layout = batch.layout
+        self.forbidden = forbidden
+        self.allowed = allowed
+        self.tables = self.layout.kernel_tables(forbidden)
+        self._table_cache = None
+
+    def losses_gradient(self, theta, n_threads, chains=None):
+        """Per chain its loss summed over the batch (``(n_chains,)``) and the gradient
+        of their sum; ``chains`` (bool per chain, optional): only these chains' terms,
+        the others' losses zero, at the feature-table work of their entries alone
+        (:meth:`_table_of`)."""
+        b, layout = self.batch, self.layout
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        tables, chain_on = self.tables, None
+        reduced = chains is not None and not np.all(chains)
+        if reduced:
+            entries, tables = self._table_of(chains)
+            # the kernel's theta: the kept table entries, then everything after the table
+            theta = np.concatenate([theta[entries], theta[layout.n_table:]])
+            chain_on = np.asarray(chains, dtype=np.uint8)
+        # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
+        # would only oversubscribe the cores
+        with threadpool_limits(limits=1, user_api="blas"):
+            losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
+                                               self.allowed, chain_on)
+        if reduced:
+            full = np.zeros(layout.n_params)
+            full[entries] = grad[:len(entries)]
+            full[layout.n_table:] = grad[len(entries):]
+            grad = full
+        return losses.sum(axis=0), grad
+
+    def _table_of(self, chains):
+        """``(entries, tables)``: the feature-table entries of ``chains`` (bool per
+        chain) and of the couplings, and the kernel tables of the feature table
+        reduced to them; kept for the last ``chains`` asked."""
+        key = tuple(np.flatnonzero(chains))
+        if self._table_cache is None or self._table_cache[0] != key:
+            layout = self.layout
+            keep = weight_mask(layout, "coupling", None)
+            for c in key:
+                keep |= weight_mask(layout, None, c)
+            entries = np.flatnonzero(keep[:layout.n_table])
+            n_per_feature = np.bincount(self.entry_feature()[entries],
+                                        minlength=layout.n_features)
+            feat_ptr = np.zeros(layout.n_features + 1, dtype=np.int64)
+            np.cumsum(n_per_feature, out=feat_ptr[1:])
+            tables = layout.kernel_tables(self.forbidden,
+                                          (feat_ptr, layout.ent_col[entries]))
+            self._table_cache = (key, (entries, tables))
+        return self._table_cache[1]
+
+    def entry_feature(self):
+        """Per feature-table entry its observation (feature) index."""
+        return np.repeat(np.arange(self.layout.n_features), np.diff(self.layout.feat_ptr))
+
+
+def _clamped_allowed(batch, allowed):
+    """``allowed`` with only the given label left at every given (token, chain)."""
+    off = batch.layout.graph.label_offset
+    for c in range(len(off) - 1):
+        rows = (np.arange(len(batch.gold)) if batch.known is None
+                else np.flatnonzero(batch.known[:, c]))
+        keep = allowed[rows, off[c] + batch.gold[rows, c]]
+        allowed[rows, off[c]:off[c + 1]] = 0
+        allowed[rows, off[c] + batch.gold[rows, c]] = keep
+    return allowed
+
+
+class _ChainwiseObjective(Objective):
+    """An objective whose data loss is a sum of chain terms (:class:`ChainTerms`).
+
+    ``joint_states`` (optional ``(S, n_chains)``): chain ``c`` runs over the
+    labels that form one of these combinations with the other chains' gold
+    labels.  Clamped (``clamp``), every given label is the only one left.
+    """
+
+    def __init__(self, batch, *, joint_states=None, **kwargs):
+        super().__init__(batch, **kwargs)
+        self.joint_states = joint_states
+        off = np.ascontiguousarray(self.layout.graph.label_offset, dtype=np.int32)
+        allowed = (None if joint_states is None else
+                   allowed_by_joint_states(batch.gold, np.asarray(joint_states), off))
+        if self.clamp:
+            if allowed is None:
+                allowed = np.ones((len(batch.gold), int(off[-1])), np.uint8)
+            allowed = _clamped_allowed(batch, allowed)
+        self.terms = ChainTerms(batch, self.forbidden, allowed)
+
+    def chain_losses_gradient(self, theta, chains=None):
+        """Per chain the unpenalised data loss summed over the batch (``(n_chains,)``),
+        and the gradient of their sum.
+
+        ``chains`` (bool per chain, optional): only these chains' terms, the
+        others' losses zero; the feature-table work is then that of their
+        entries alone (:meth:`ChainTerms.losses_gradient`).
+        """
+        return self._minus_given(
+            lambda objective: objective._chain_losses_gradient(theta, chains))
+
+    def _chain_losses_gradient(self, theta, chains=None):
+        return self.terms.losses_gradient(theta, self.n_threads, chains)
+
+    def _data_loss_gradient(self, theta):
+        chain_losses, grad = self._chain_losses_gradient(theta)
+        return float(chain_losses.sum()), grad
+
+
+class ChainPseudoLikelihood(_ChainwiseObjective):
     """Chain-wise (blocked) pseudolikelihood: ``sum_c -log p(y_c | y_-c, x)``.
 
     Each chain's exact conditional likelihood given the other chains' gold
@@ -401,96 +529,11 @@ class ChainPseudoLikelihood(Objective):
 
     supports_partial_labels = False
 
-    def __init__(self, batch, *, joint_states=None, **kwargs):
-        super().__init__(batch, **kwargs)
-        self.joint_states = joint_states
-        self._tables = self.layout.kernel_tables(self.forbidden)
-        self._label_offset = np.ascontiguousarray(self.layout.graph.label_offset, dtype=np.int32)
-        self._table_cache = None
-        self._allowed = (None if joint_states is None else
-                         allowed_by_joint_states(batch.gold, np.asarray(joint_states),
-                                                 self._label_offset))
-        if self.clamp:
-            if joint_states is None:
-                self._allowed = np.ones((len(batch.gold), int(self._label_offset[-1])), np.uint8)
-            self._allowed = self._clamped_allowed(self._allowed)
-
-    def _clamped_allowed(self, allowed):
-        """``allowed`` with only the given label left at every given (token, chain)."""
-        b, off = self.batch, self._label_offset
-        for c in range(len(off) - 1):
-            rows = np.arange(len(b.gold)) if b.known is None else np.flatnonzero(b.known[:, c])
-            keep = allowed[rows, off[c] + b.gold[rows, c]]
-            allowed[rows, off[c]:off[c + 1]] = 0
-            allowed[rows, off[c] + b.gold[rows, c]] = keep
-        return allowed
-
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states)
 
-    def chain_losses_gradient(self, theta, chains=None):
-        """Per chain the unpenalised data loss ``-log p(y_c | y_-c, x)`` summed over
-        the batch (``(n_chains,)``), and the gradient of their sum.
 
-        ``chains`` (bool per chain, optional): only these chains' terms, the
-        others' losses zero; the feature-table work is then that of their
-        entries alone (:meth:`_table_of`).
-        """
-        return self._minus_given(
-            lambda objective: objective._chain_losses_gradient(theta, chains))
-
-    def _data_loss_gradient(self, theta):
-        chain_losses, grad = self._chain_losses_gradient(theta)
-        return float(chain_losses.sum()), grad
-
-    def _chain_losses_gradient(self, theta, chains=None):
-        b, layout = self.batch, self.layout
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        tables, chain_on = self._tables, None
-        reduced = chains is not None and not np.all(chains)
-        if reduced:
-            entries, tables = self._table_of(chains)
-            # the kernel's theta: the kept table entries, then everything after the table
-            theta = np.concatenate([theta[entries], theta[layout.n_table:]])
-            chain_on = np.asarray(chains, dtype=np.uint8)
-        # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
-        # would only oversubscribe the cores
-        with threadpool_limits(limits=1, user_api="blas"):
-            losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, self.n_threads,
-                                               self._allowed, chain_on)
-        if reduced:
-            full = np.zeros(layout.n_params)
-            full[entries] = grad[:len(entries)]
-            full[layout.n_table:] = grad[len(entries):]
-            grad = full
-        return losses.sum(axis=0), grad
-
-    def _table_of(self, chains):
-        """``(entries, tables)``: the feature-table entries of ``chains`` (bool per
-        chain) and of the couplings, and the kernel tables of the feature table
-        reduced to them; kept for the last ``chains`` asked."""
-        key = tuple(np.flatnonzero(chains))
-        if self._table_cache is None or self._table_cache[0] != key:
-            layout = self.layout
-            keep = weight_mask(layout, "coupling", None)
-            for c in key:
-                keep |= weight_mask(layout, None, c)
-            entries = np.flatnonzero(keep[:layout.n_table])
-            n_per_feature = np.bincount(self._entry_feature()[entries],
-                                        minlength=layout.n_features)
-            feat_ptr = np.zeros(layout.n_features + 1, dtype=np.int64)
-            np.cumsum(n_per_feature, out=feat_ptr[1:])
-            tables = layout.kernel_tables(self.forbidden,
-                                          (feat_ptr, layout.ent_col[entries]))
-            self._table_cache = (key, (entries, tables))
-        return self._table_cache[1]
-
-    def _entry_feature(self):
-        """Per feature-table entry its observation (feature) index."""
-        return np.repeat(np.arange(self.layout.n_features), np.diff(self.layout.feat_ptr))
-
-
-class IndependentChains(ChainPseudoLikelihood):
+class IndependentChains(_ChainwiseObjective, BlockObjective):
     """The chains' likelihoods without couplings: ``sum_c -log p(y_c | x)``.
 
     The coupling-free model is the independent chains: each chain's exact
@@ -499,7 +542,11 @@ class IndependentChains(ChainPseudoLikelihood):
     zero on them, so a solver never moves them (from zeros, or from a warm
     start's values, which pass through unchanged); a fine-tuning stage with the
     joint likelihood then learns them (``FactorialCRF``'s default).  Computed
-    by the chain-wise kernel, whose couplings then contribute nothing.
+    by the chain-wise kernel (:class:`ChainTerms`), whose couplings then
+    contribute nothing.
+
+    A :class:`~skfcrf.estimators._solvers.BlockObjective`: the loss is a sum of
+    one function per chain's weights (its unary and in-chain templates).
 
     Missing labels are marginalised: a chain's term for a sequence is
     ``log Z_c - log Z_c(given labels)``, the second forward-backward over the
@@ -513,8 +560,6 @@ class IndependentChains(ChainPseudoLikelihood):
         # the weights that couple chains: couplings and joint-state transitions
         self._coupling = (weight_mask(self.layout, "coupling", None)
                           | weight_mask(self.layout, "state_transition", None))
-        #: the weights of each chain (its unary and in-chain templates): the loss is
-        #: a sum of one function per block, which :class:`~._solvers.BlockLBFGS` uses
         self.blocks = [np.flatnonzero(weight_mask(self.layout, None, c) & ~self._coupling)
                        for c in range(self.layout.graph.n_chains)]
 
@@ -565,7 +610,7 @@ class IndependentChains(ChainPseudoLikelihood):
         nnz = np.bincount(obs.direct[1], minlength=layout.n_features).astype(np.float64)
         if obs.diff is not None:
             nnz += np.bincount(obs.diff[1], minlength=layout.n_features)
-        table = 2.0 * nnz[self._entry_feature()]
+        table = 2.0 * nnz[self.terms.entry_feature()]
         n_tokens = len(self.batch.gold)
         shared = 2.0 * nnz.sum() + 1.8 * n_tokens * layout.score_width
         return np.array([table[blk[blk < layout.n_table]].sum() + shared

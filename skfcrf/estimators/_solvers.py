@@ -5,6 +5,9 @@ A solver minimises any objective of :mod:`skfcrf.estimators._objectives`
 reports every iteration (epoch, for the online solver) to a
 :class:`ConvergenceMonitor`, which keeps the loss curve, prints progress and asks
 the user's callback whether to stop.  ``solve`` returns a :class:`SolverResult`.
+
+:class:`BlockLBFGS` needs more: a :class:`BlockObjective`, whose loss is a sum of
+functions of disjoint weight blocks.
 """
 import time
 import warnings
@@ -14,7 +17,8 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["ConvergenceMonitor", "SolverResult", "LBFGS", "BlockLBFGS", "OnlineLBFGS", "OWLQN",
+__all__ = ["ConvergenceMonitor", "SolverResult", "LBFGS", "BlockObjective", "BlockLBFGS",
+           "OnlineLBFGS", "OWLQN",
            "SOLVERS", "pseudo_gradient", "two_loop", "warn_if_not_converged"]
 
 
@@ -374,12 +378,40 @@ class OnlineLBFGS:
                             f"stopped at max_iter={self.max_iter} epochs", at_max_iter=True)
 
 
+class BlockObjective:
+    """The contract of :class:`BlockLBFGS`: a loss that is a sum of one function per
+    block of weights, the blocks disjoint.
+
+    Subclasses (such as the independent chains' likelihoods,
+    :class:`~skfcrf.estimators._objectives.IndependentChains`) provide
+
+    ``blocks``
+        List of int index arrays into ``theta``, one per block.
+    ``block_losses_gradient(theta, active=None) -> (losses, grad)``
+        Per block its loss, and the gradient of their sum; ``active`` (bool per
+        block): only those blocks are evaluated, the others' losses are NaN and
+        their gradient zero.
+    ``block_costs()``
+        Estimated cost of evaluating each block alone (any unit), or None when
+        unknown (the default): the blocks then get equal iteration budgets.
+    ``loss_gradient(theta)``
+        The summed loss, as every objective has.
+    """
+
+    blocks = ()
+
+    def block_losses_gradient(self, theta, active=None):
+        raise NotImplementedError
+
+    def block_costs(self):
+        return None
+
+
 class BlockLBFGS:
     """L-BFGS on a loss that is a sum of functions of disjoint weight blocks.
 
-    For objectives with ``blocks`` (index arrays) and
-    ``block_losses_gradient(theta) -> (block losses, gradient)``, such as the
-    independent chains' likelihoods: every block keeps its own L-BFGS memory,
+    For a :class:`BlockObjective`, such as the independent chains'
+    likelihoods: every block keeps its own L-BFGS memory,
     step length and stopping test, and all blocks move in the same
     evaluations (one evaluation gives every block's loss, so their line
     searches run in lockstep).  One L-BFGS over the summed loss shares one
@@ -390,7 +422,7 @@ class BlockLBFGS:
 
     Budget: ``max_iter`` iterations for a block that costs more than half as
     much per evaluation as the costliest (``objective.block_costs()``, when
-    the objective has it); a block that costs at most ``1/k`` of the costliest
+    the objective knows them); a block that costs at most ``1/k`` of the costliest
     may run ``k * max_iter``, no more work than the costliest block's
     ``max_iter`` (whole multiples: a block is not run on for a fraction of
     the stage).  Once the costlier blocks have stopped, the evaluations are
@@ -422,12 +454,16 @@ class BlockLBFGS:
     def block_iterations(self, objective):
         """Iterations each block may run (see the class docstring)."""
         n_blocks = len(objective.blocks)
-        if not self.equal_work or not hasattr(objective, "block_costs"):
+        costs = objective.block_costs() if self.equal_work else None
+        if costs is None:
             return np.full(n_blocks, self.max_iter, dtype=np.int64)
-        costs = np.maximum(np.asarray(objective.block_costs(), dtype=np.float64), 1e-300)
+        costs = np.maximum(np.asarray(costs, dtype=np.float64), 1e-300)
         return self.max_iter * np.floor(costs.max() / costs).astype(np.int64)
 
     def solve(self, objective, theta0, monitor):
+        if not isinstance(objective, BlockObjective):
+            raise TypeError(f"BlockLBFGS minimises a BlockObjective, not a "
+                            f"{type(objective).__name__}")
         blocks = objective.blocks
         n_blocks = len(blocks)
         caps = self.block_iterations(objective)
