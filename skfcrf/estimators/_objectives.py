@@ -317,6 +317,25 @@ class Likelihood(Objective):
                     state_counts - self.batch.gold_state_counts(self.joint_states),
                     self.joint_states))
 
+    def held_potentials(self, theta):
+        """What :meth:`state_transition_loss_gradient` holds fixed: the log-potentials
+        of ``theta`` (clamped if ``clamp``), the gold statistics and the gold
+        labelling's score under them, ``(unary, pair, stats, gold_score)``."""
+        unary, pair, edge_offset = self._potentials(theta)
+        stats = self.batch.gold_stats(edge_offset)
+        return unary, pair, stats, stats.score(unary, pair)
+
+    def state_transition_loss_gradient(self, theta, held):
+        """Unpenalised data loss at ``theta`` with the potentials ``held``
+        (:meth:`held_potentials`) in place of ``theta``'s, and its gradient with
+        respect to the joint-state transition weights alone (``method="joint"``):
+        one joint-state forward-backward, no observation scores."""
+        unary, pair, stats, gold_score = held
+        state_trans = self.layout.state_transitions(theta, self.joint_states)
+        _, _, log_z, counts, gold_path = self._joint_inference(unary, pair, stats, state_trans)
+        state_loss, state_grad = self._state_loss_gradient(gold_path, counts)
+        return float(log_z.sum()) - gold_score + state_loss, state_grad
+
     def _data_loss_gradient(self, theta):
         b, layout = self.batch, self.layout
         unary, pair, edge_offset = self._potentials(theta)
@@ -668,8 +687,10 @@ class StateTransitionStage(Restricted):
     ``state_transition_iter``).  A :class:`Restricted` likelihood that computes
     the log-potentials of the held weights once, so an evaluation is one
     joint-state forward-backward: no observation scores and no feature
-    gradient.  With partial labels the clamped part (module docstring) is held
-    the same way.  The likelihood must compute on this process's batch.
+    gradient (:meth:`Likelihood.held_potentials`,
+    :meth:`Likelihood.state_transition_loss_gradient`).  With partial labels the
+    clamped part (module docstring) is held the same way.  The likelihood must
+    compute on this process's batch.
 
     Parameters
     ----------
@@ -693,21 +714,16 @@ class StateTransitionStage(Restricted):
         for sign, part in ((1.0, likelihood), (-1.0, likelihood.clamped_part())):
             if part is None:
                 continue
-            unary, pair, edge_offset = part._potentials(self.theta)
-            stats = part.batch.gold_stats(edge_offset)
-            self._parts.append((sign, part, unary, pair, stats, stats.score(unary, pair)))
+            self._parts.append((sign, part, part.held_potentials(self.theta)))
 
     def loss_gradient(self, v):
         v = np.asarray(v, dtype=np.float64)
         theta = self.full(v)
         loss, grad = 0.0, np.zeros(v.size)
-        for sign, part, unary, pair, stats, gold_score in self._parts:
-            state_trans = part.layout.state_transitions(theta, part.joint_states)
-            _, _, log_z, counts, gold_path = part._joint_inference(unary, pair, stats,
-                                                                   state_trans)
-            state_loss, state_grad = part._state_loss_gradient(gold_path, counts)
-            loss += sign * (float(log_z.sum()) - gold_score + state_loss)
-            grad += sign * state_grad
+        for sign, part, held in self._parts:
+            part_loss, part_grad = part.state_transition_loss_gradient(theta, held)
+            loss += sign * part_loss
+            grad += sign * part_grad
         lik = self.objective
         return (lik.scale * loss + self._held_penalty + 0.5 * lik.inv_var * float(v @ v),
                 lik.scale * grad + lik.inv_var * v)
