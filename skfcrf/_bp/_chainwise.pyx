@@ -47,7 +47,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 import numpy as np
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles
 from ._common cimport longest_sequence
 from ._structure cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
@@ -112,28 +112,23 @@ cdef struct Scratch:
     double* counts      # L x L   tied: sum_t alpha_{t-1} (x) w_t
 
 
-cdef Py_ssize_t _scratch_size(Py_ssize_t T, Py_ssize_t width, Py_ssize_t L) noexcept nogil:
-    """Doubles of one thread's :c:type:`Scratch`."""
-    return 2 * T * width + width + 5 * T * L + T + L + 3 * L * L
-
-
-cdef Scratch _carve_scratch(double* base, Py_ssize_t T, Py_ssize_t width,
+cdef Scratch _carve_scratch(Carver* c, Py_ssize_t T, Py_ssize_t width,
                             Py_ssize_t L) noexcept nogil:
-    """One thread's buffers, laid out one after another from ``base``."""
+    """One thread's buffers, taken one after another from ``c``."""
     cdef Scratch s
-    s.scores = base
-    s.dscore = s.scores + T * width
-    s.acc = s.dscore + T * width
-    s.u = s.acc + width
-    s.psi = s.u + T * L
-    s.alpha = s.psi + T * L
-    s.beta = s.alpha + T * L
-    s.w = s.beta + T * L
-    s.norm = s.w + T * L
-    s.tmp = s.norm + T
-    s.trans = s.tmp + L
-    s.trans_log = s.trans + L * L
-    s.counts = s.trans_log + L * L
+    s.scores = take_doubles(c, T * width)
+    s.dscore = take_doubles(c, T * width)
+    s.acc = take_doubles(c, width)
+    s.u = take_doubles(c, T * L)
+    s.psi = take_doubles(c, T * L)
+    s.alpha = take_doubles(c, T * L)
+    s.beta = take_doubles(c, T * L)
+    s.w = take_doubles(c, T * L)
+    s.norm = take_doubles(c, T)
+    s.tmp = take_doubles(c, L)
+    s.trans = take_doubles(c, L * L)
+    s.trans_log = take_doubles(c, L * L)
+    s.counts = take_doubles(c, L * L)
     return s
 
 
@@ -461,9 +456,10 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef const unsigned char[:, ::1] allowed_view
     cdef const unsigned char[::1] chain_on_view
     cdef Py_ssize_t n_blocks, b, sq, T, t_max
-    cdef Py_ssize_t per
+    cdef size_t per
     cdef Block scratch
-    cdef double* base
+    cdef char* base
+    cdef Carver c
     cdef Scratch s
     tied_log_arr, tied_exp_arr, tied_shift_arr = tables.chain_transitions(theta)
     cdef const double[::1] tied_log = tied_log_arr
@@ -508,12 +504,15 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                              f"{m.n_chains} chains")
         m.chain_on = &chain_on_view[0]
     n_threads = max(1, n_threads)
-    per = _scratch_size(t_max, m.width, m.max_labels)
-    scratch = allocate(n_threads * per, sizeof(double))     # MemoryError if it cannot
-    base = <double*> scratch.ptr
+    c = carver(NULL)
+    _carve_scratch(&c, t_max, m.width, m.max_labels)
+    per = c.used
+    scratch = allocate(n_threads * per, 1)     # MemoryError if it cannot
+    base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         # assigned in the parallel block, so private to each thread
-        s = _carve_scratch(base + threadid() * per, t_max, m.width, m.max_labels)
+        c = carver(base + threadid() * per)
+        s = _carve_scratch(&c, t_max, m.width, m.max_labels)
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             for sq in range(block_ptr[b], block_ptr[b + 1]):
                 T = seq_ptr[sq + 1] - seq_ptr[sq]

@@ -47,7 +47,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 import numpy as np
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport first_or_null, longest_sequence, maxplus
 
 
@@ -317,6 +317,42 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
     return delta[(T - 1) * S + path[T - 1]]
 
 
+cdef struct ViterbiWork:
+    double* delta       # t_max x S
+    double* phi         # S
+    double* best        # S
+    int* path           # t_max
+
+
+cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S) noexcept nogil:
+    """One thread's Viterbi buffers, taken one after another from ``c``."""
+    cdef ViterbiWork v
+    v.delta = take_doubles(c, t_max * S)
+    v.phi = take_doubles(c, S)
+    v.best = take_doubles(c, S)
+    v.path = take_ints(c, t_max)
+    return v
+
+
+cdef struct FBWork:
+    double* alpha       # t_max x S
+    double* beta        # t_max x S
+    double* psi         # t_max x S
+    double* norm        # t_max
+    double* tmp         # S
+
+
+cdef FBWork _carve_fb(Carver* c, Py_ssize_t t_max, Py_ssize_t S) noexcept nogil:
+    """One thread's forward-backward buffers, taken one after another from ``c``."""
+    cdef FBWork f
+    f.alpha = take_doubles(c, t_max * S)
+    f.beta = take_doubles(c, t_max * S)
+    f.psi = take_doubles(c, t_max * S)
+    f.norm = take_doubles(c, t_max)
+    f.tmp = take_doubles(c, S)
+    return f
+
+
 def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, ::1] unary,
                   const double[::1] pair, int[:, ::1] labels, double[::1] score,
                   int n_threads=1):
@@ -329,32 +365,32 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     cdef Tables tb = jt.tables(unary, pair)
     cdef Trans tr = jt.trans()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1, per
+    cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1
+    cdef size_t per
     cdef Block scratch
-    cdef double* base
-    cdef double* delta
-    cdef double* phi
-    cdef double* best
-    cdef int* path
+    cdef char* base
+    cdef Carver cv
+    cdef ViterbiWork v
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
-    per = (t_max + 2) * S + t_max       # delta, phi, best (doubles) and the path (ints)
-    scratch = allocate(n_threads * per, sizeof(double))
-    base = <double*> scratch.ptr
+    cv = carver(NULL)
+    _carve_viterbi(&cv, t_max, S)
+    per = cv.used
+    scratch = allocate(n_threads * per, 1)
+    base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
-        delta = base + threadid() * per
-        phi = delta + t_max * S
-        best = phi + S
-        path = <int*> (best + S)
+        cv = carver(base + threadid() * per)
+        v = _carve_viterbi(&cv, t_max, S)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
             T = seq_ptr[sq + 1] - seq_ptr[sq]
             if T == 0:
                 score[sq] = 0.0
                 continue
-            score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, delta, phi, best, path)
+            score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, v.delta, v.phi, v.best,
+                                          v.path)
             for t in range(T):
                 for c in range(C):
-                    labels[seq_ptr[sq] + t, c] = tb.states[path[t] * C + c]
+                    labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]
 
 
 cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssize_t g0,
@@ -469,37 +505,34 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef double shift = jt.shift
     cdef int want_counts = counts is not None
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1, per
+    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1
+    cdef size_t per
     cdef Block scratch
-    cdef double* base
-    cdef double* alpha
-    cdef double* beta
-    cdef double* psi
-    cdef double* norm
-    cdef double* tmp
+    cdef char* base
+    cdef Carver cv
+    cdef FBWork f
     cdef double* node_p = &node[0, 0] if node.shape[0] else NULL
     cdef Py_ssize_t ldn = node.shape[1]
     cdef double* pm = &pmarg[0]
     cdef const long long* toff = &jt.tied_off[0]
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
-    per = 3 * t_max * S + t_max + S
-    scratch = allocate(n_threads * per, sizeof(double))
-    base = <double*> scratch.ptr
+    cv = carver(NULL)
+    _carve_fb(&cv, t_max, S)
+    per = cv.used
+    scratch = allocate(n_threads * per, 1)
+    base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
-        alpha = base + threadid() * per
-        beta = alpha + t_max * S
-        psi = beta + t_max * S
-        norm = psi + t_max * S
-        tmp = norm + t_max
+        cv = carver(base + threadid() * per)
+        f = _carve_fb(&cv, t_max, S)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
             T = seq_ptr[sq + 1] - seq_ptr[sq]
             if T == 0:
                 log_z[sq] = 0.0
                 continue
-            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, alpha, beta, psi,
-                                     norm, tmp,
+            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, f.alpha, f.beta, f.psi,
+                                     f.norm, f.tmp,
                                      &counts[threadid(), 0] if want_counts else NULL)
             if log_z[sq] != -INFINITY:
-                _aggregate(&tb, seq_ptr[sq], T, alpha, beta, node_p, ldn, pm,
+                _aggregate(&tb, seq_ptr[sq], T, f.alpha, f.beta, node_p, ldn, pm,
                            &tied_acc[threadid(), 0], toff)

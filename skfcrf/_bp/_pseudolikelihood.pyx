@@ -65,7 +65,7 @@ from scipy.linalg.cython_blas cimport dgemm
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles
 from ._structure cimport LinkView, Links, ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -136,20 +136,34 @@ cdef struct Scratch:
     double* gfull   # Tmax * C: full score at the gold label
 
 
-cdef inline Scratch make_scratch(double* buf, int lmax) noexcept nogil:
-    """Carve one thread's scratch arrays out of ``buf`` (see the sizes in :class:`Scratch`)."""
+cdef Scratch make_scratch(Carver* c, int lmax, Py_ssize_t tmax, int ltot,
+                          int n_chains) noexcept nogil:
+    """One thread's scratch arrays (see the sizes in :class:`Scratch`), taken one after
+    another from ``c``."""
     cdef Scratch w
-    w.su = buf
-    w.sw = buf + lmax
-    w.qu = buf + 2 * lmax
-    w.qw = buf + 3 * lmax
-    w.q = buf + 4 * lmax
-    w.EU = w.q + lmax * lmax
-    w.EW = w.EU + CHUNK * lmax
-    w.R = w.EW + CHUNK * lmax
-    w.CM = w.R + CHUNK * lmax
-    w.shift = w.CM + CHUNK * lmax
+    w.su = take_doubles(c, lmax)
+    w.sw = take_doubles(c, lmax)
+    w.qu = take_doubles(c, lmax)
+    w.qw = take_doubles(c, lmax)
+    w.q = take_doubles(c, lmax * lmax)
+    w.EU = take_doubles(c, CHUNK * lmax)
+    w.EW = take_doubles(c, CHUNK * lmax)
+    w.R = take_doubles(c, CHUNK * lmax)
+    w.CM = take_doubles(c, CHUNK * lmax)
+    w.shift = take_doubles(c, CHUNK)
+    w.F = take_doubles(c, tmax * ltot)
+    w.mfull = take_doubles(c, tmax * n_chains)
+    w.gfull = take_doubles(c, tmax * n_chains)
     return w
+
+
+cdef Block thread_scratch(int n_threads, int lmax, Py_ssize_t tmax, int ltot, int n_chains,
+                          size_t* per):
+    """Memory for every thread's :func:`make_scratch`, ``per[0]`` bytes each."""
+    cdef Carver c = carver(NULL)
+    make_scratch(&c, lmax, tmax, ltot, n_chains)
+    per[0] = c.used
+    return allocate(n_threads * c.used, 1)
 
 
 cdef inline long long pos_base(const Model* m, int e, Py_ssize_t g) noexcept nogil:
@@ -588,11 +602,6 @@ cdef Model make_model(Links links, const long long[::1] edge_offset) noexcept:
     return m
 
 
-cdef Py_ssize_t scratch_size(int lmax) noexcept nogil:
-    """Doubles of one thread's :c:type:`Scratch` arrays (without the per-sequence cache)."""
-    return 4 * lmax + lmax * lmax + 4 * CHUNK * lmax + CHUNK
-
-
 def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] unary,
                       const double[::1] pair, const long long[::1] edge_offset,
                       const int[:, ::1] gold, int n_threads=1):
@@ -627,11 +636,7 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef double[:, ::1] dtied = dtied_arr
     cdef double[:, ::1] dtiedT = dtiedT_arr
     cdef double[:, ::1] outer = outer_arr
-    # per-thread cache of one sequence's exp(full scores) (see Scratch.F)
     cdef Py_ssize_t tmax = int(np.max(np.diff(seq_ptr))) if n_seq else 0
-    cdef Py_ssize_t per_seq = max(tmax * (graph.total_labels + 2 * C), 1)
-    seq_cache_arr = np.empty((n_threads, per_seq), dtype=np.float64)
-    cdef double[:, ::1] seq_cache = seq_cache_arr
     cdef int lmax = links.max_labels
     cdef Model base_model = make_model(links, edge_offset)
     base_model.unary = &unary[0, 0] if n else NULL
@@ -643,15 +648,14 @@ def _pseudolikelihood(graph, const long long[::1] seq_ptr, const double[:, ::1] 
     cdef Py_ssize_t s, T, start, b
     cdef Model m
     cdef Scratch w
-    cdef Py_ssize_t per = scratch_size(lmax)
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Carver c
+    cdef size_t per
+    cdef Block scratch = thread_scratch(n_threads, lmax, tmax, graph.total_labels, C, &per)
     with nogil, parallel(num_threads=n_threads):
         # whole-struct assignments make w and m private to each thread
-        w = make_scratch(<double*> scratch.ptr + threadid() * per, lmax)
+        c = carver(<char*> scratch.ptr + threadid() * per)
+        w = make_scratch(&c, lmax, tmax, base_model.ltot, C)
         m = base_model
-        w.F = &seq_cache[threadid(), 0]
-        w.mfull = w.F + tmax * m.ltot
-        w.gfull = w.mfull + tmax * C
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             m.dtied = &dtied[b, 0]
             m.dtiedT = &dtiedT[b, 0]
@@ -914,7 +918,6 @@ def _objective(ParameterTables tables, obs, const int[:, ::1] gold, const double
     P_arr[:, :links.tied_size] = np.asarray(links.tied_log)[:links.tied_size]
     cdef double[:, ::1] P = P_arr
     cdef double[:, ::1] DP = np.zeros((n_threads, n_local))
-    cdef double[:, ::1] F = np.empty((n_threads, max(tmax * (ltot + 2 * C), 1)))
     cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
     # per block of sequences (see sequence_blocks): weight gradient and tied accumulators
     cdef long long[::1] blocks = sequence_blocks(seq_ptr,
@@ -935,14 +938,13 @@ def _objective(ParameterTables tables, obs, const int[:, ::1] gold, const double
     cdef Model m
     cdef Scratch w
     cdef SequenceBuffers sb
-    cdef Py_ssize_t per = scratch_size(lmax)
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
+    cdef Carver c
+    cdef size_t per
+    cdef Block scratch = thread_scratch(n_threads, lmax, tmax, ltot, C, &per)
     with nogil, parallel(num_threads=n_threads):
         th = threadid()
-        w = make_scratch(<double*> scratch.ptr + th * per, lmax)
-        w.F = &F[th, 0]
-        w.mfull = w.F + tmax * ltot
-        w.gfull = w.mfull + tmax * C
+        c = carver(<char*> scratch.ptr + th * per)
+        w = make_scratch(&c, lmax, tmax, ltot, C)
         # whole-struct assignments make w, sb and m private to each thread
         sb = sequence_buffers(&S[th, 0], &S[th, 0] if pr.unary_only else &U[th, 0],
                               &DU[th, 0], &acc[th, 0])

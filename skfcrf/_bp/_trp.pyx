@@ -38,7 +38,7 @@ import numpy as np
 from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, fabs, INFINITY
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec
 from ._structure cimport LinkView, Links, TrpLayout, TrpView
 
@@ -719,55 +719,58 @@ cdef double _beliefs(const TrpView* tp, const LinkView* lk, Work* wk, const doub
     return -INFINITY if infeasible else lz
 
 
-cdef void _carve(Work* wk, double* dbuf, int* ibuf, Py_ssize_t Tmax, Py_ssize_t Emax,
-                 Py_ssize_t Vmax, const TrpView* tp) noexcept nogil:
-    wk.phi = dbuf
-    wk.msg = wk.phi + Tmax * tp.Ltot
-    wk.psi = wk.msg + Tmax * tp.MS
-    wk.h = wk.psi + Tmax * tp.PS
-    wk.h2 = wk.h + tp.maxL
-    wk.mt = wk.h2 + tp.maxL
-    wk.pb = wk.mt + tp.maxL
-    wk.lbuf = wk.pb + tp.maxsz
-    wk.eu = ibuf
-    wk.ev = wk.eu + Emax
-    wk.ek = wk.ev + Emax
-    wk.et = wk.ek + Emax
-    wk.perm = wk.et + Emax
-    wk.upd = wk.perm + Emax
-    wk.tre = wk.upd + Emax
-    wk.uf = wk.tre + Vmax
-    wk.dptr = wk.uf + Vmax
-    wk.adj = wk.dptr + Vmax + 1
-    wk.cur = wk.adj + 2 * Vmax
-    wk.order = wk.cur + Vmax
-    wk.pare = wk.order + Vmax
-    wk.vis = wk.pare + Vmax
-    wk.dec = wk.vis + Vmax
-    wk.vbp = wk.dec + Vmax
-    wk.vlab = wk.vbp + Tmax * tp.maxL
-    wk.vd = wk.lbuf + tp.maxsz
-    wk.pshift = wk.vd + 3 * tp.maxL
+cdef void _carve(Work* wk, Carver* c, Py_ssize_t Tmax, Py_ssize_t Emax, Py_ssize_t Vmax,
+                 const TrpView* tp) noexcept nogil:
+    """One thread's buffers, taken one after another from ``c`` (doubles, then ints)."""
+    wk.phi = take_doubles(c, Tmax * tp.Ltot)
+    wk.msg = take_doubles(c, Tmax * tp.MS)
+    wk.psi = take_doubles(c, Tmax * tp.PS)
+    wk.h = take_doubles(c, tp.maxL)
+    wk.h2 = take_doubles(c, tp.maxL)
+    wk.mt = take_doubles(c, tp.maxL)
+    wk.pb = take_doubles(c, tp.maxsz)
+    wk.lbuf = take_doubles(c, tp.maxsz)
+    wk.vd = take_doubles(c, 3 * tp.maxL)
+    wk.pshift = take_doubles(c, Tmax * tp.K)
+    wk.eu = take_ints(c, Emax)
+    wk.ev = take_ints(c, Emax)
+    wk.ek = take_ints(c, Emax)
+    wk.et = take_ints(c, Emax)
+    wk.perm = take_ints(c, Emax)
+    wk.upd = take_ints(c, Emax)
+    wk.tre = take_ints(c, Vmax)
+    wk.uf = take_ints(c, Vmax)
+    wk.dptr = take_ints(c, Vmax + 1)
+    wk.adj = take_ints(c, 2 * Vmax)
+    wk.cur = take_ints(c, Vmax)
+    wk.order = take_ints(c, Vmax)
+    wk.pare = take_ints(c, Vmax)
+    wk.vis = take_ints(c, Vmax)
+    wk.dec = take_ints(c, Vmax)
+    wk.vbp = take_ints(c, Tmax * tp.maxL)
+    wk.vlab = take_ints(c, Tmax + 1)
     wk.E = 0
 
 
 cdef class _Workspace:
-    """One :c:type:`Work` per thread, carved out of two checked allocations."""
-    cdef Block works, dbuf, ibuf
+    """One :c:type:`Work` per thread, its buffers carved out of one checked allocation."""
+    cdef Block works, buf
 
     def __cinit__(self, TrpLayout layout, Py_ssize_t Tmax, int n_threads):
         cdef TrpView tp = layout.view()
         cdef Py_ssize_t Emax = Tmax * tp.K + 1
         cdef Py_ssize_t Vmax = Tmax * tp.C + 1
-        cdef Py_ssize_t nd = Tmax * (tp.Ltot + tp.MS + tp.PS + tp.K) + 6 * tp.maxL + 2 * tp.maxsz
-        cdef Py_ssize_t ni = 6 * Emax + 10 * Vmax + Tmax * tp.maxL + Tmax + 2
+        cdef Work probe
+        cdef Carver c = carver(NULL)
+        cdef size_t per
         cdef int tid
+        _carve(&probe, &c, Tmax, Emax, Vmax, &tp)
+        per = c.used
         self.works = allocate(n_threads, sizeof(Work))
-        self.dbuf = allocate(n_threads * nd, sizeof(double))
-        self.ibuf = allocate(n_threads * ni, sizeof(int))
+        self.buf = allocate(n_threads * per, 1)
         for tid in range(n_threads):
-            _carve(<Work*> self.works.ptr + tid, <double*> self.dbuf.ptr + tid * nd,
-                   <int*> self.ibuf.ptr + tid * ni, Tmax, Emax, Vmax, &tp)
+            c = carver(<char*> self.buf.ptr + tid * per)
+            _carve(<Work*> self.works.ptr + tid, &c, Tmax, Emax, Vmax, &tp)
 
 
 cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] unary,
