@@ -31,6 +31,11 @@ seen in the training labels, held as ``state_from`` / ``state_to`` ``(P, C)``
 label indices.  Their weights add to the in-chain transition scores of the
 exact inference over joint label states (:mod:`skfcrf._bp.joint`); no other
 inference method can use them.
+
+The fused objective kernels take the layout as one object,
+:meth:`ParameterLayout.kernel_tables` (a :class:`skfcrf._bp._structure.ParameterTables`:
+the offsets above, the edge tables, the feature table and the forbidden
+assignments in the kernels' one encoding).
 """
 import numpy as np
 

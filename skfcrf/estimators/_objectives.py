@@ -29,6 +29,14 @@ An objective owns whatever its inference produces along the way: the
 likelihood objective keeps, per evaluation, which sequences' TRP runs converged
 and how many trees they took (:meth:`Likelihood.inference_stats`).
 
+The fused kernels (pseudolikelihood, chain-wise) read the model through one
+contract, the :class:`~skfcrf._bp._structure.ParameterTables` that
+:meth:`~skfcrf.estimators._model.ParameterLayout.kernel_tables` builds once per
+objective (offsets, edge tables, feature table, forbidden assignments); a call
+passes only ``theta``, the observation rows and the gold labels.  The chain-wise
+objectives own their kernel state as a :class:`ChainTerms`; the independent
+chains are a :class:`~skfcrf.estimators._solvers.BlockObjective`.
+
 :data:`OBJECTIVES` maps the estimator's ``objective=`` names to the classes.
 """
 import numpy as np
