@@ -55,8 +55,10 @@ that stay in cache, so no whole-batch score, potential or gradient array is ever
 The edge templates and their tied tables (``exp``, inverse, transposes) are a
 :class:`skfcrf._bp._structure.Links` with one link per template
 (:func:`~skfcrf._bp._structure.template_links`), the structure the inference kernels use;
-:c:type:`Model` points into it.  Per-thread scratch comes from
-:func:`skfcrf._bp._alloc.allocate` (``MemoryError`` on failure).
+:c:type:`Model` points into it.  Per-thread scratch (the conditionals' buffers, a
+sequence's scores, potentials and their gradients) is carved from one
+:func:`skfcrf._bp._alloc.allocate` block (``MemoryError`` on failure) by the
+:c:type:`~skfcrf._bp._alloc.Carver` of :mod:`skfcrf._bp._alloc`.
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport log, INFINITY
@@ -735,13 +737,14 @@ cdef struct SequenceBuffers:
     # the Model's pair / dpair: tied matrices, then T x k blocks of the untied edges
 
 
-cdef inline SequenceBuffers sequence_buffers(double* S, double* unary, double* dunary,
-                                             double* acc) noexcept nogil:
+cdef SequenceBuffers carve_sequence_buffers(Carver* c, Py_ssize_t tmax, Py_ssize_t width,
+                                            int ltot) noexcept nogil:
+    """One thread's :c:type:`SequenceBuffers`, taken one after another from ``c``."""
     cdef SequenceBuffers sb
-    sb.S = S
-    sb.unary = unary
-    sb.dunary = dunary
-    sb.acc = acc
+    sb.S = take_doubles(c, tmax * width)
+    sb.unary = sb.S if width == ltot else take_doubles(c, tmax * ltot)
+    sb.dunary = take_doubles(c, tmax * ltot)
+    sb.acc = take_doubles(c, width)
     return sb
 
 
@@ -910,15 +913,8 @@ def _objective(ParameterTables tables, obs, const int[:, ::1] gold, const double
 
     loss_arr = np.zeros(n_seq, dtype=np.float64)
     cdef double[::1] loss = loss_arr
-    # per-thread work arrays (see SequenceBuffers and Scratch)
-    cdef double[:, ::1] S = np.empty((n_threads, max(tmax * width, 1)))
-    cdef double[:, ::1] U = np.empty((n_threads, 1 if width == ltot else max(tmax * ltot, 1)))
-    cdef double[:, ::1] DU = np.empty((n_threads, max(tmax * ltot, 1)))
-    P_arr = np.zeros((n_threads, n_local))
-    P_arr[:, :links.tied_size] = np.asarray(links.tied_log)[:links.tied_size]
-    cdef double[:, ::1] P = P_arr
-    cdef double[:, ::1] DP = np.zeros((n_threads, n_local))
-    cdef double[:, ::1] acc = np.empty((n_threads, max(width, 1)))
+    cdef Py_ssize_t n_local_pair = n_local, tied_size = links.tied_size, j
+    cdef const double* tied_log = &links.tied_log[0]
     # per block of sequences (see sequence_blocks): weight gradient and tied accumulators
     cdef long long[::1] blocks = sequence_blocks(seq_ptr,
                                                  n_params + 3 * max(links.tacc_size, 1))
@@ -938,21 +934,34 @@ def _objective(ParameterTables tables, obs, const int[:, ::1] gold, const double
     cdef Model m
     cdef Scratch w
     cdef SequenceBuffers sb
-    cdef Carver c
+    cdef Carver c = carver(NULL)
     cdef size_t per
-    cdef Block scratch = thread_scratch(n_threads, lmax, tmax, ltot, C, &per)
+    cdef Block scratch
+    cdef double* pair
+    cdef double* dpair
+    # per thread: the scratch of the conditionals, the sequence's scores and potentials
+    # (see SequenceBuffers), and its pair potentials and their gradient (local layout)
+    make_scratch(&c, lmax, tmax, ltot, C)
+    carve_sequence_buffers(&c, tmax, width, ltot)
+    take_doubles(&c, 2 * n_local_pair)
+    per = c.used
+    scratch = allocate(n_threads * per, 1)
     with nogil, parallel(num_threads=n_threads):
         th = threadid()
+        # whole-struct assignments make w, sb and m private to each thread
         c = carver(<char*> scratch.ptr + th * per)
         w = make_scratch(&c, lmax, tmax, ltot, C)
-        # whole-struct assignments make w, sb and m private to each thread
-        sb = sequence_buffers(&S[th, 0], &S[th, 0] if pr.unary_only else &U[th, 0],
-                              &DU[th, 0], &acc[th, 0])
+        sb = carve_sequence_buffers(&c, tmax, width, ltot)
+        pair = take_doubles(&c, n_local_pair)
+        dpair = take_doubles(&c, n_local_pair)
+        for j in range(n_local_pair):
+            pair[j] = tied_log[j] if j < tied_size else 0.0
+            dpair[j] = 0.0
         m = base_model
         m.unary = sb.unary
         m.dunary = sb.dunary
-        m.pair = &P[th, 0]
-        m.dpair = &DP[th, 0]
+        m.pair = pair
+        m.dpair = dpair
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             m.dtied = &dtied[b, 0]
             m.dtiedT = &dtiedT[b, 0]
