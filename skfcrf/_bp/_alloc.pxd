@@ -46,3 +46,8 @@ cdef inline double* take_doubles(Carver* c, Py_ssize_t n) noexcept nogil:
 cdef inline int* take_ints(Carver* c, Py_ssize_t n) noexcept nogil:
     """The next ``n`` ints of ``c`` (take them after the doubles: alignment)."""
     return <int*> _take(c, n, sizeof(int))
+
+
+cdef inline const double** take_pointers(Carver* c, Py_ssize_t n) noexcept nogil:
+    """The next ``n`` pointers to doubles of ``c`` (take them after the doubles)."""
+    return <const double**> _take(c, n, sizeof(double*))

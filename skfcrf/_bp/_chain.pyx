@@ -18,7 +18,7 @@ import numpy as np
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
                        maxplus)
 from ._structure cimport LinkView, Links
@@ -270,6 +270,48 @@ cdef void _viterbi(const LinkView* lk, int k, int L, const double* unary, Py_ssi
         labels[(g0 + t - 1) * ldl] = best
 
 
+cdef struct FBWork:
+    double* alpha       # Tmax x L
+    double* u           # Tmax x L
+    double* scale       # Tmax
+    double* beta        # L
+    double* nbeta       # L
+    double* w           # L
+    double* xi          # L x L
+    double* mbuf        # L x L
+
+
+cdef FBWork _carve_fb(Carver* c, Py_ssize_t Tmax, int L) noexcept nogil:
+    """One thread's forward-backward buffers, taken one after another from ``c``."""
+    cdef FBWork f
+    f.alpha = take_doubles(c, Tmax * L)
+    f.u = take_doubles(c, Tmax * L)
+    f.scale = take_doubles(c, Tmax)
+    f.beta = take_doubles(c, L)
+    f.nbeta = take_doubles(c, L)
+    f.w = take_doubles(c, L)
+    f.xi = take_doubles(c, L * L)
+    f.mbuf = take_doubles(c, L * L)
+    return f
+
+
+cdef struct ViterbiWork:
+    double* delta       # L
+    double* nd          # L
+    double* mbuf        # L x L
+    int* bp             # Tmax x L
+
+
+cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t Tmax, int L) noexcept nogil:
+    """One thread's Viterbi buffers, taken one after another from ``c``."""
+    cdef ViterbiWork v
+    v.delta = take_doubles(c, L)
+    v.nd = take_doubles(c, L)
+    v.mbuf = take_doubles(c, L * L)
+    v.bp = take_ints(c, Tmax * L)
+    return v
+
+
 def chain_marginals(Links links, const long long[::1] seq_ptr, const double[:, ::1] unary,
                     double[:, ::1] node, double[::1] pout, double[::1] logz, int n_threads):
     """Forward-backward for every sequence of one chain; fills the output arrays.
@@ -285,7 +327,6 @@ def chain_marginals(Links links, const long long[::1] seq_ptr, const double[:, :
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef int tid, rc
-    cdef double* buf
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
@@ -300,31 +341,28 @@ def chain_marginals(Links links, const long long[::1] seq_ptr, const double[:, :
     cdef Py_ssize_t ldt = tacc.shape[1]
     cdef double* raw_p = &rawacc[0, 0]
     cdef Py_ssize_t ldr = rawacc.shape[1]
-    cdef Py_ssize_t per = 2 * Tmax * L + Tmax + 3 * L + 2 * L * L
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
-    cdef double* base = <double*> scratch.ptr
+    cdef Carver c = carver(NULL)
+    cdef FBWork f
+    _carve_fb(&c, Tmax, L)
+    cdef size_t per = c.used
+    cdef Block scratch = allocate(n_threads * per, 1)
+    cdef char* base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         tid = threadid()
-        buf = base + tid * per
+        c = carver(base + tid * per)
+        f = _carve_fb(&c, Tmax, L)
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 logz[s] = 0.0
                 continue
-            rc = _fb_scaled(&lk, k, L, unary_p, ldu, g0, T, buf, buf + Tmax * L,
-                            buf + 2 * Tmax * L, buf + 2 * Tmax * L + Tmax,
-                            buf + 2 * Tmax * L + Tmax + L, buf + 2 * Tmax * L + Tmax + 2 * L,
-                            buf + 2 * Tmax * L + Tmax + 3 * L,
-                            buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
+            rc = _fb_scaled(&lk, k, L, unary_p, ldu, g0, T, f.alpha, f.u, f.scale, f.beta,
+                            f.nbeta, f.w, f.xi, f.mbuf,
                             node_p, pout_p, tacc_p + tid * ldt, raw_p + tid * ldr, &logz[s])
             if rc != 0:
-                _fb_log(&lk, k, L, unary_p, ldu, g0, T, buf,
-                        buf + 2 * Tmax * L + Tmax, buf + 2 * Tmax * L + Tmax + L,
-                        buf + 2 * Tmax * L + Tmax + 2 * L,
-                        buf + 2 * Tmax * L + Tmax + 3 * L,
-                        buf + 2 * Tmax * L + Tmax + 3 * L + L * L,
-                        node_p, pout_p, tacc_p + tid * ldt, &logz[s])
+                _fb_log(&lk, k, L, unary_p, ldu, g0, T, f.alpha, f.beta, f.nbeta, f.w, f.xi,
+                        f.mbuf, node_p, pout_p, tacc_p + tid * ldt, &logz[s])
     q0, q1 = links.tmpl_ptr[k], links.tmpl_ptr[k + 1]
     if links.tied[k] and q1 > q0:
         add = raw_arr.sum(axis=0) * links.tied_exp_of(k).ravel()
@@ -344,22 +382,20 @@ def chain_viterbi(Links links, const long long[::1] seq_ptr, const double[:, ::1
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t ldl = labels.shape[1]
     cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
-    cdef double* buf
-    cdef int* ibuf
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    cdef Py_ssize_t per = 2 * L + L * L
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
-    cdef Block iscratch = allocate(n_threads * Tmax * L, sizeof(int))
-    cdef int tid
+    cdef Carver c = carver(NULL)
+    cdef ViterbiWork v
+    _carve_viterbi(&c, Tmax, L)
+    cdef size_t per = c.used
+    cdef Block scratch = allocate(n_threads * per, 1)
+    cdef char* base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
-        tid = threadid()
-        buf = <double*> scratch.ptr + tid * per
-        ibuf = <int*> iscratch.ptr + tid * Tmax * L
+        c = carver(base + threadid() * per)
+        v = _carve_viterbi(&c, Tmax, L)
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 continue
-            _viterbi(&lk, k, L, unary_p, ldu, g0, T, buf, buf + L, ibuf, buf + 2 * L,
-                     lab_p, ldl)
+            _viterbi(&lk, k, L, unary_p, ldu, g0, T, v.delta, v.nd, v.bp, v.mbuf, lab_p, ldl)

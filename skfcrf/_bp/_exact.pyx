@@ -21,7 +21,7 @@ import numpy as np
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
-from ._alloc cimport Block, allocate
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_pointers
 from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec, maxplus
 from ._structure cimport LinkView, Links, ProductSpace, ProductView
 
@@ -331,6 +331,63 @@ cdef void _viterbi(const LinkView* lk, const ProductView* pd, const double* unar
             labels[(g - 1) * ldl + c] = pd.lab[best * C + c]
 
 
+cdef struct FBWork:
+    double* alpha       # Tmax x S
+    double* u           # Tmax x S
+    double* scale       # Tmax
+    double* beta        # S
+    double* nbeta       # S
+    double* w           # S
+    double* tA          # S
+    double* tB          # S
+    double* gam         # S
+    double* xi          # the largest link matrix
+    double* mbufs       # one per chain
+    const double** Ms   # C
+
+
+cdef FBWork _carve_fb(Carver* c, Py_ssize_t Tmax, Py_ssize_t S, int C, int msz) noexcept nogil:
+    """One thread's forward-backward buffers, taken one after another from ``c``."""
+    cdef FBWork f
+    f.alpha = take_doubles(c, Tmax * S)
+    f.u = take_doubles(c, Tmax * S)
+    f.scale = take_doubles(c, Tmax)
+    f.beta = take_doubles(c, S)
+    f.nbeta = take_doubles(c, S)
+    f.w = take_doubles(c, S)
+    f.tA = take_doubles(c, S)
+    f.tB = take_doubles(c, S)
+    f.gam = take_doubles(c, S)
+    f.xi = take_doubles(c, msz)
+    f.mbufs = take_doubles(c, C * msz)
+    f.Ms = take_pointers(c, C)
+    return f
+
+
+cdef struct ViterbiWork:
+    double* delta       # Tmax x S
+    double* ul          # S
+    double* tA          # S
+    double* tB          # S
+    double* cbuf        # the largest link matrix
+    double* mbufs       # one per chain
+    const double** Ps   # C
+
+
+cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t Tmax, Py_ssize_t S, int C,
+                                int msz) noexcept nogil:
+    """One thread's Viterbi buffers, taken one after another from ``c``."""
+    cdef ViterbiWork v
+    v.delta = take_doubles(c, Tmax * S)
+    v.ul = take_doubles(c, S)
+    v.tA = take_doubles(c, S)
+    v.tB = take_doubles(c, S)
+    v.cbuf = take_doubles(c, msz)
+    v.mbufs = take_doubles(c, C * msz)
+    v.Ps = take_pointers(c, C)
+    return v
+
+
 def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
                       const double[:, ::1] unary, double[:, ::1] node, double[::1] pout,
                       double[::1] logz, int n_threads):
@@ -349,8 +406,6 @@ def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
     cdef int tid, rc, msz = pd.maxsz
-    cdef double* buf
-    cdef const double** Ms
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef double* node_p = &node[0, 0] if node.shape[0] > 0 else NULL
     cdef double* pout_p = &pout[0] if pout.shape[0] > 0 else NULL
@@ -358,29 +413,24 @@ def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
     cdef double[:, ::1] tacc = tacc_arr
     cdef double* tacc_p = &tacc[0, 0]
     cdef Py_ssize_t ldt = tacc.shape[1]
-    cdef Py_ssize_t per = 2 * Tmax * S + Tmax + 6 * S + msz + C * msz
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
-    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
+    cdef Carver c = carver(NULL)
+    cdef FBWork f
+    _carve_fb(&c, Tmax, S, C, msz)
+    cdef size_t per = c.used
+    cdef Block scratch = allocate(n_threads * per, 1)
+    cdef char* base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         tid = threadid()
-        buf = <double*> scratch.ptr + tid * per
-        Ms = <const double**> matrices.ptr + tid * C
+        c = carver(base + tid * per)
+        f = _carve_fb(&c, Tmax, S, C, msz)
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 logz[s] = 0.0
                 continue
-            rc = _fb(&lk, &pd, unary_p, ldu, g0, T,
-                     buf, buf + Tmax * S, buf + 2 * Tmax * S,
-                     buf + 2 * Tmax * S + Tmax,
-                     buf + 2 * Tmax * S + Tmax + S,
-                     buf + 2 * Tmax * S + Tmax + 2 * S,
-                     buf + 2 * Tmax * S + Tmax + 3 * S,
-                     buf + 2 * Tmax * S + Tmax + 4 * S,
-                     buf + 2 * Tmax * S + Tmax + 5 * S,
-                     buf + 2 * Tmax * S + Tmax + 6 * S,
-                     buf + 2 * Tmax * S + Tmax + 6 * S + msz, Ms,
+            rc = _fb(&lk, &pd, unary_p, ldu, g0, T, f.alpha, f.u, f.scale, f.beta, f.nbeta,
+                     f.w, f.tA, f.tB, f.gam, f.xi, f.mbufs, f.Ms,
                      node_p, pout_p, tacc_p + tid * ldt, &logz[s])
             if rc != 0:
                 logz[s] = -INFINITY
@@ -399,23 +449,22 @@ def product_viterbi(ProductSpace space, const long long[::1] seq_ptr,
     cdef Py_ssize_t ldu = unary.shape[1]
     cdef Py_ssize_t ldl = labels.shape[1]
     cdef Py_ssize_t Tmax = longest_sequence(seq_ptr), s, T, g0
-    cdef int tid, msz = pd.maxsz
-    cdef double* buf
-    cdef const double** Ps
+    cdef int msz = pd.maxsz
     cdef const double* unary_p = &unary[0, 0] if unary.shape[0] > 0 else NULL
     cdef int* lab_p = &labels[0, 0] if labels.shape[0] > 0 else NULL
-    cdef Py_ssize_t per = Tmax * S + 3 * S + msz + C * msz
-    cdef Block scratch = allocate(n_threads * per, sizeof(double))
-    cdef Block matrices = allocate(n_threads * C, sizeof(double*))
+    cdef Carver c = carver(NULL)
+    cdef ViterbiWork v
+    _carve_viterbi(&c, Tmax, S, C, msz)
+    cdef size_t per = c.used
+    cdef Block scratch = allocate(n_threads * per, 1)
+    cdef char* base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
-        tid = threadid()
-        buf = <double*> scratch.ptr + tid * per
-        Ps = <const double**> matrices.ptr + tid * C
+        c = carver(base + threadid() * per)
+        v = _carve_viterbi(&c, Tmax, S, C, msz)
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:
                 continue
-            _viterbi(&lk, &pd, unary_p, ldu, g0, T, buf, buf + Tmax * S,
-                     buf + Tmax * S + S, buf + Tmax * S + 2 * S, buf + Tmax * S + 3 * S,
-                     buf + Tmax * S + 3 * S + msz, Ps, lab_p, ldl)
+            _viterbi(&lk, &pd, unary_p, ldu, g0, T, v.delta, v.ul, v.tA, v.tB, v.cbuf,
+                     v.mbufs, v.Ps, lab_p, ldl)
