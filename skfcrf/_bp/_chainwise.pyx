@@ -60,34 +60,11 @@ CHAINWISE_BLOCKS = 8
 
 
 cdef struct Model:
-    # sizes
-    Py_ssize_t width
-    Py_ssize_t ltot
-    Py_ssize_t n_chains
-    Py_ssize_t n_edges
-    Py_ssize_t n_table
-    Py_ssize_t bias_unary
-    Py_ssize_t max_labels
-    # per chain
-    const int* n_labels
-    const int* label_offset
-    const long long* chain_tied
+    ParameterView p                 # the model (sizes, per chain, per edge, feature table)
+    # per chain: the tied transitions at theta (see ParameterTables.chain_transitions)
     const double* tied_shift
     const double* tied_log
     const double* tied_exp
-    const int* chain_untied_ptr     # untied in-chain edges of chain c:
-    const int* chain_untied         # chain_untied[chain_untied_ptr[c]:chain_untied_ptr[c+1]]
-    # per edge
-    const int* e_kind
-    const int* e_a
-    const int* e_b
-    const long long* e_col
-    const long long* e_bias
-    const unsigned char* forbid
-    const long long* forbid_offset
-    # features
-    const long long* feat_ptr
-    const int* ent_col
     const double* theta
     # data
     const int* gold
@@ -135,11 +112,11 @@ cdef Scratch _carve_scratch(Carver* c, Py_ssize_t T, Py_ssize_t width,
 cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
                                Py_ssize_t k) noexcept nogil:
     """Score of assignment ``k`` of edge ``e`` at a token whose score row is ``row``."""
-    if m.forbid[m.forbid_offset[e] + k]:
+    if m.p.forbid[m.p.forbid_offset[e] + k]:
         return -INFINITY
-    if m.e_col[e] >= 0:
-        return row[m.e_col[e] + k]
-    return m.theta[m.e_bias[e] + k]
+    if m.p.e_col[e] >= 0:
+        return row[m.p.e_col[e] + k]
+    return m.theta[m.p.bias_edge[e] + k]
 
 
 cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nogil:
@@ -147,27 +124,27 @@ cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nog
     cdef Py_ssize_t t, k, e, size
     cdef double* row
     for t in range(T):
-        row = scores + t * m.width
-        for k in range(m.ltot):
-            row[k] += m.theta[m.bias_unary + k]
-        for e in range(m.n_edges):
-            if m.e_col[e] >= 0:
-                size = m.n_labels[m.e_a[e]] * m.n_labels[m.e_b[e]]
+        row = scores + t * m.p.width
+        for k in range(m.p.ltot):
+            row[k] += m.theta[m.p.bias_unary + k]
+        for e in range(m.p.n_edges):
+            if m.p.e_col[e] >= 0:
+                size = m.p.n_labels[m.p.e_a[e]] * m.p.n_labels[m.p.e_b[e]]
                 for k in range(size):
-                    row[m.e_col[e] + k] += m.theta[m.e_bias[e] + k]
+                    row[m.p.e_col[e] + k] += m.theta[m.p.bias_edge[e] + k]
 
 
 cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
                                Py_ssize_t* stride, Py_ssize_t* base) noexcept nogil:
     """Whether coupling ``e`` touches chain ``c``; then chain c's label ``l`` with the
     other chain's gold label at token ``g`` is assignment ``l * stride + base``."""
-    if m.e_kind[e] != 1:
+    if m.p.e_kind[e] != 1:
         return 0
-    if m.e_a[e] == c:
-        stride[0], base[0] = m.n_labels[m.e_b[e]], m.gold[g * m.n_chains + m.e_b[e]]
+    if m.p.e_a[e] == c:
+        stride[0], base[0] = m.p.n_labels[m.p.e_b[e]], m.gold[g * m.p.n_chains + m.p.e_b[e]]
         return 1
-    if m.e_b[e] == c:
-        stride[0], base[0] = 1, m.gold[g * m.n_chains + m.e_a[e]] * m.n_labels[c]
+    if m.p.e_b[e] == c:
+        stride[0], base[0] = 1, m.gold[g * m.p.n_chains + m.p.e_a[e]] * m.p.n_labels[c]
         return 1
     return 0
 
@@ -175,36 +152,36 @@ cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ss
 cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                         Py_ssize_t T) noexcept nogil:
     """u[t, l]: chain c's unary plus its couplings to the other chains' gold labels."""
-    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c]
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c]
     cdef Py_ssize_t t, l, e, stride, base
     cdef const double* row
     cdef double* u
     for t in range(T):
-        row = s.scores + t * m.width
+        row = s.scores + t * m.p.width
         u = s.u + t * L
         for l in range(L):
             u[l] = row[off + l]
-        for e in range(m.n_edges):
+        for e in range(m.p.n_edges):
             if _coupling_slot(m, c, e, g0 + t, &stride, &base):
                 for l in range(L):
                     u[l] += _edge_score(m, row, e, l * stride + base)
         if m.has_allowed:
             for l in range(L):
-                if not m.allowed[(g0 + t) * m.ltot + off + l]:
+                if not m.allowed[(g0 + t) * m.p.ltot + off + l]:
                     u[l] = -INFINITY
 
 
 cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
                                Py_ssize_t t) noexcept nogil:
     """Token t's transition scores of chain c into trans_log, exp-shifted into trans; the shift."""
-    cdef Py_ssize_t L = m.n_labels[c], k, q, e
-    cdef const double* row = s.scores + t * m.width
-    cdef const double* tied = m.tied_log + m.chain_tied[c]
+    cdef Py_ssize_t L = m.p.n_labels[c], k, q, e
+    cdef const double* row = s.scores + t * m.p.width
+    cdef const double* tied = m.tied_log + m.p.chain_tied[c]
     cdef double mx = -INFINITY, v
     for k in range(L * L):
         v = tied[k]
-        for q in range(m.chain_untied_ptr[c], m.chain_untied_ptr[c + 1]):
-            e = m.chain_untied[q]
+        for q in range(m.p.chain_untied_ptr[c], m.p.chain_untied_ptr[c + 1]):
+            e = m.p.chain_untied[q]
             v = v + _edge_score(m, row, e, k)
         s.trans_log[k] = v
         if v > mx:
@@ -219,9 +196,9 @@ cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
 cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0, Py_ssize_t T,
                         double* grad) noexcept nogil:
     """-log p(y_c | y_-c, x) of one sequence; adds its score and tied-weight gradients."""
-    cdef Py_ssize_t L = m.n_labels[c], off = m.label_offset[c], C = m.n_chains
-    cdef int untied = m.chain_untied_ptr[c + 1] > m.chain_untied_ptr[c]
-    cdef const double* E = m.tied_exp + m.chain_tied[c]
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], C = m.p.n_chains
+    cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
+    cdef const double* E = m.tied_exp + m.p.chain_tied[c]
     cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
     cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
     cdef double* u
@@ -248,7 +225,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             log_z += shift
             y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
             gold_score += (s.trans_log[yp * L + y] if untied
-                           else m.tied_log[m.chain_tied[c] + yp * L + y])
+                           else m.tied_log[m.p.chain_tied[c] + yp * L + y])
         mx = -INFINITY
         for l in range(L):
             if s.tmp[l] > 0.0 and u[l] > mx:
@@ -285,14 +262,14 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
         if untied:
             # per-position pair marginals into every untied in-chain template's columns
-            drow = s.dscore + t * m.width
-            for q in range(m.chain_untied_ptr[c], m.chain_untied_ptr[c + 1]):
-                e = m.chain_untied[q]
+            drow = s.dscore + t * m.p.width
+            for q in range(m.p.chain_untied_ptr[c], m.p.chain_untied_ptr[c + 1]):
+                e = m.p.chain_untied[q]
                 for lp in range(L):
                     a = s.alpha[(t - 1) * L + lp]
                     for l in range(L):
-                        drow[m.e_col[e] + lp * L + l] += a * E[lp * L + l] * s.w[t * L + l]
-                drow[m.e_col[e] + yp * L + y] -= 1.0
+                        drow[m.p.e_col[e] + lp * L + l] += a * E[lp * L + l] * s.w[t * L + l]
+                drow[m.p.e_col[e] + yp * L + y] -= 1.0
             # the tied templates' share: sum over positions
             for lp in range(L):
                 a = s.alpha[(t - 1) * L + lp]
@@ -311,13 +288,13 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     # unary and coupling gradients
     for t in range(T):
         y = m.gold[(g0 + t) * C + c]
-        drow = s.dscore + t * m.width
+        drow = s.dscore + t * m.p.width
         for l in range(L):
             s.tmp[l] = s.alpha[t * L + l] * s.beta[t * L + l]
         s.tmp[y] -= 1.0
         for l in range(L):
             drow[off + l] += s.tmp[l]
-        for e in range(m.n_edges):
+        for e in range(m.p.n_edges):
             if _coupling_slot(m, c, e, g0 + t, &stride, &base):
                 for l in range(L):
                     _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
@@ -364,38 +341,38 @@ cdef inline void _add_edge_grad(const Model* m, double* drow, Py_ssize_t e, Py_s
                                 double v, double* grad) noexcept nogil:
     if v == 0.0:
         return
-    if m.e_col[e] >= 0:
-        drow[m.e_col[e] + k] += v
+    if m.p.e_col[e] >= 0:
+        drow[m.p.e_col[e] + k] += v
     else:
-        grad[m.e_bias[e] + k] += v
+        grad[m.p.bias_edge[e] + k] += v
 
 
 cdef void _add_tied_transition(const Model* m, Py_ssize_t c, const double* marg,
                                Py_ssize_t gold_k, double* grad) noexcept nogil:
     """Tied in-chain templates of chain c: add a position's pair marginal minus gold."""
-    cdef Py_ssize_t e, k, L = m.n_labels[c]
-    for e in range(m.n_edges):
-        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
+    cdef Py_ssize_t e, k, L = m.p.n_labels[c]
+    for e in range(m.p.n_edges):
+        if m.p.e_kind[e] == 0 and m.p.e_a[e] == c and m.p.e_col[e] < 0:
             for k in range(L * L):
-                grad[m.e_bias[e] + k] += marg[k]
-            grad[m.e_bias[e] + gold_k] -= 1.0
+                grad[m.p.bias_edge[e] + k] += marg[k]
+            grad[m.p.bias_edge[e] + gold_k] -= 1.0
 
 
 cdef void _add_tied_gold(const Model* m, Py_ssize_t c, Py_ssize_t gold_k,
                          double* grad) noexcept nogil:
     cdef Py_ssize_t e
-    for e in range(m.n_edges):
-        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
-            grad[m.e_bias[e] + gold_k] -= 1.0
+    for e in range(m.p.n_edges):
+        if m.p.e_kind[e] == 0 and m.p.e_a[e] == c and m.p.e_col[e] < 0:
+            grad[m.p.bias_edge[e] + gold_k] -= 1.0
 
 
 cdef void _add_tied_expected(const Model* m, Py_ssize_t c, const double* counts,
                              double* grad) noexcept nogil:
-    cdef Py_ssize_t e, k, L = m.n_labels[c]
-    for e in range(m.n_edges):
-        if m.e_kind[e] == 0 and m.e_a[e] == c and m.e_col[e] < 0:
+    cdef Py_ssize_t e, k, L = m.p.n_labels[c]
+    for e in range(m.p.n_edges):
+        if m.p.e_kind[e] == 0 and m.p.e_a[e] == c and m.p.e_col[e] < 0:
             for k in range(L * L):
-                grad[m.e_bias[e] + k] += counts[k]
+                grad[m.p.bias_edge[e] + k] += counts[k]
 
 
 cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
@@ -405,14 +382,14 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     gradient to ``grad`` (one block's accumulator)."""
     cdef Py_ssize_t c, k, t, e, size
     cdef double loss = 0.0, part
-    for k in range(T * m.width):
+    for k in range(T * m.p.width):
         s.scores[k] = 0.0
         s.dscore[k] = 0.0
-    if m.n_table:
-        sequence_scores(direct, diff, has_diff, m.feat_ptr, m.ent_col, m.theta, g0, T,
-                        m.width, s.scores, s.acc)
+    if m.p.n_table:
+        sequence_scores(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, m.theta, g0, T,
+                        m.p.width, s.scores, s.acc)
     _add_biases(m, s.scores, T)
-    for c in range(m.n_chains):
+    for c in range(m.p.n_chains):
         if m.chain_on != NULL and not m.chain_on[c]:
             continue
         part = _chain_term(m, s, c, g0, T, grad)
@@ -422,15 +399,15 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
         loss += part
     # biases of unary columns and untied edges: column sums of dscore
     for t in range(T):
-        for k in range(m.ltot):
-            grad[m.bias_unary + k] += s.dscore[t * m.width + k]
-        for e in range(m.n_edges):
-            if m.e_col[e] >= 0:
-                size = m.n_labels[m.e_a[e]] * m.n_labels[m.e_b[e]]
+        for k in range(m.p.ltot):
+            grad[m.p.bias_unary + k] += s.dscore[t * m.p.width + k]
+        for e in range(m.p.n_edges):
+            if m.p.e_col[e] >= 0:
+                size = m.p.n_labels[m.p.e_a[e]] * m.p.n_labels[m.p.e_b[e]]
                 for k in range(size):
-                    grad[m.e_bias[e] + k] += s.dscore[t * m.width + m.e_col[e] + k]
-    if m.n_table:
-        sequence_gradient(direct, diff, has_diff, m.feat_ptr, m.ent_col, g0, T, m.width,
+                    grad[m.p.bias_edge[e] + k] += s.dscore[t * m.p.width + m.p.e_col[e] + k]
+    if m.p.n_table:
+        sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, m.p.width,
                           s.dscore, grad)
     return loss
 
@@ -449,7 +426,6 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     and add no gradient.
     """
     cdef Model m
-    cdef ParameterView pv = tables.view()
     cdef const long long[::1] seq_ptr = obs.seq_ptr
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = gold.shape[0]
@@ -478,17 +454,9 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef int has_diff = obs.diff is not None
     n_blocks = block_ptr.shape[0] - 1
     t_max = longest_sequence(seq_ptr)
-    m.width, m.ltot = pv.width, pv.ltot
-    m.n_chains, m.n_edges = pv.n_chains, pv.n_edges
-    m.n_table, m.bias_unary, m.max_labels = pv.n_table, pv.bias_unary, pv.max_labels
-    m.n_labels, m.label_offset = pv.n_labels, pv.label_offset
-    m.chain_tied, m.tied_shift = pv.chain_tied, &tied_shift[0]
-    m.tied_log, m.tied_exp = &tied_log[0], &tied_exp[0]
-    m.chain_untied_ptr, m.chain_untied = pv.chain_untied_ptr, pv.chain_untied
-    m.e_kind, m.e_a, m.e_b = pv.e_kind, pv.e_a, pv.e_b
-    m.e_col, m.e_bias = pv.e_col, pv.bias_edge
-    m.forbid, m.forbid_offset = pv.forbid, pv.forbid_offset
-    m.feat_ptr, m.ent_col, m.theta = pv.feat_ptr, pv.ent_col, &theta[0]
+    m.p = tables.view()
+    m.tied_shift, m.tied_log, m.tied_exp = &tied_shift[0], &tied_log[0], &tied_exp[0]
+    m.theta = &theta[0]
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = allowed is not None
     if m.has_allowed:
@@ -499,20 +467,20 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     m.chain_on = NULL
     if chain_on is not None:
         chain_on_view = chain_on
-        if chain_on_view.shape[0] != m.n_chains:
+        if chain_on_view.shape[0] != m.p.n_chains:
             raise ValueError(f"chain_on has {chain_on_view.shape[0]} entries for "
-                             f"{m.n_chains} chains")
+                             f"{m.p.n_chains} chains")
         m.chain_on = &chain_on_view[0]
     n_threads = max(1, n_threads)
     c = carver(NULL)
-    _carve_scratch(&c, t_max, m.width, m.max_labels)
+    _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)
     per = c.used
     scratch = allocate(n_threads * per, 1)     # MemoryError if it cannot
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         # assigned in the parallel block, so private to each thread
         c = carver(base + threadid() * per)
-        s = _carve_scratch(&c, t_max, m.width, m.max_labels)
+        s = _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
             for sq in range(block_ptr[b], block_ptr[b + 1]):
                 T = seq_ptr[sq + 1] - seq_ptr[sq]
