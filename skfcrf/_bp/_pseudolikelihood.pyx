@@ -712,19 +712,11 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
 
 cdef struct Parameters:
     # what maps a sequence's observations to its potentials (see pseudolikelihood_objective)
+    ParameterView p                # the model: offsets, edge tables, feature table, forbid
     CSR direct
     CSR diff
     int has_diff
-    const long long* feat_ptr
-    const int* ent_col
-    Py_ssize_t n_table
     const double* theta
-    Py_ssize_t bias_unary
-    const long long* bias_edge
-    const long long* edge_col      # score column of each untied edge's first entry
-    const unsigned char* forbid
-    const long long* forbid_offset
-    Py_ssize_t width               # columns of the score matrix
     int unary_only                 # width == ltot: the score rows are the unary rows
 
 
@@ -764,7 +756,7 @@ cdef inline UntiedBlock untied_block(const Parameters* pr, const Model* m, int e
     b.lo = 0
     if not m.edge_tied[e]:
         b.k = m.n_labels[m.edge_a[e]] * m.n_labels[m.edge_b[e]]
-        b.col = pr.edge_col[e]
+        b.col = pr.p.e_col[e]
         b.lo = m.edge_offset[e]
     return b
 
@@ -773,19 +765,19 @@ cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuff
                               Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
     """Scores of the sequence's tokens (rows ``g0 ..``) and its potentials: unary rows into
     ``sb.unary``, untied pair blocks into ``m.pair``; their gradients zeroed."""
-    cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef Py_ssize_t t, j, k, col, lo, width = pr.p.width
     cdef UntiedBlock ub
     cdef int e, l, ltot = m.ltot
     cdef double* S = sb.S
     cdef double* pair = <double*> m.pair
     for j in range(T * width):
         S[j] = 0.0
-    if pr.n_table:
-        sequence_scores(pr.direct, pr.diff, pr.has_diff, pr.feat_ptr, pr.ent_col, pr.theta, g0,
+    if pr.p.n_table:
+        sequence_scores(pr.direct, pr.diff, pr.has_diff, pr.p.feat_ptr, pr.p.ent_col, pr.theta, g0,
                         T, width, S, sb.acc)
     for t in range(T):
         for l in range(ltot):
-            sb.unary[t * ltot + l] = S[t * width + l] + pr.theta[pr.bias_unary + l]
+            sb.unary[t * ltot + l] = S[t * width + l] + pr.theta[pr.p.bias_unary + l]
             sb.dunary[t * ltot + l] = 0.0
     for e in range(m.n_edges):
         ub = untied_block(pr, m, e)
@@ -794,10 +786,10 @@ cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuff
             continue
         for t in range(T):
             for j in range(k):
-                if pr.forbid[pr.forbid_offset[e] + j]:
+                if pr.p.forbid[pr.p.forbid_offset[e] + j]:
                     pair[lo + t * k + j] = -INFINITY
                 else:
-                    pair[lo + t * k + j] = S[t * width + col + j] + pr.theta[pr.bias_edge[e] + j]
+                    pair[lo + t * k + j] = S[t * width + col + j] + pr.theta[pr.p.bias_edge[e] + j]
                 m.dpair[lo + t * k + j] = 0.0
 
 
@@ -805,7 +797,7 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
                                    Py_ssize_t g0, Py_ssize_t T, double* grad) noexcept nogil:
     """Add the gradient w.r.t. the parameters (biases, then feature weights through the
     score gradient, built in ``sb.S``) of the potentials' gradient of one sequence."""
-    cdef Py_ssize_t t, j, k, col, lo, width = pr.width
+    cdef Py_ssize_t t, j, k, col, lo, width = pr.p.width
     cdef UntiedBlock ub
     cdef int e, l, ltot = m.ltot
     cdef double v
@@ -814,7 +806,7 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
         srow = sb.S + t * width
         for l in range(ltot):
             v = sb.dunary[t * ltot + l]
-            grad[pr.bias_unary + l] += v
+            grad[pr.p.bias_unary + l] += v
             if not pr.unary_only:
                 srow[l] = v
     for e in range(m.n_edges):
@@ -826,31 +818,24 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
             srow = sb.S + t * width + col
             for j in range(k):
                 # a forbidden entry's potential does not depend on the weights
-                v = 0.0 if pr.forbid[pr.forbid_offset[e] + j] else m.dpair[lo + t * k + j]
+                v = 0.0 if pr.p.forbid[pr.p.forbid_offset[e] + j] else m.dpair[lo + t * k + j]
                 srow[j] = v
-                grad[pr.bias_edge[e] + j] += v
-    if pr.n_table:
-        sequence_gradient(pr.direct, pr.diff, pr.has_diff, pr.feat_ptr, pr.ent_col, g0, T,
+                grad[pr.p.bias_edge[e] + j] += v
+    if pr.p.n_table:
+        sequence_gradient(pr.direct, pr.diff, pr.has_diff, pr.p.feat_ptr, pr.p.ent_col, g0, T,
                           width, sb.dunary if pr.unary_only else sb.S, grad)
 
 
 cdef Parameters make_parameters(const ParameterView* pv, CSR direct, CSR diff, int has_diff,
                                 const double* theta) noexcept:
-    """:c:type:`Parameters` over the tables' arrays and the call's (kept alive by the caller)."""
+    """:c:type:`Parameters` over the tables' view and the call's arrays (kept alive by the
+    caller)."""
     cdef Parameters pr
+    pr.p = pv[0]
     pr.direct = direct
     pr.diff = diff
     pr.has_diff = has_diff
-    pr.feat_ptr = pv.feat_ptr
-    pr.ent_col = pv.ent_col
-    pr.n_table = pv.n_table
     pr.theta = theta
-    pr.bias_unary = pv.bias_unary
-    pr.bias_edge = pv.bias_edge
-    pr.edge_col = pv.e_col
-    pr.forbid = pv.forbid
-    pr.forbid_offset = pv.forbid_offset
-    pr.width = pv.width
     pr.unary_only = pv.width == pv.ltot
     return pr
 
