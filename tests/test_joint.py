@@ -186,16 +186,15 @@ def _two_tracks():
 
 
 def test_joint_marginals_rescued_where_linear_forward_underflows():
-    from skfcrf.estimators._decoding import log_partition, sum_product
+    from skfcrf.inference import JointStateInference
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
     _, raw = joint_marginals(graph, states, seq_ptr, unary, pair)
     assert raw[0] < 1000                         # the kernel alone loses B's path
-    options = dict(max_iter=1, tol=1e-6, seeds=np.zeros(1, np.uint64), n_threads=1,
-                   joint_states=states)
+    method = JointStateInference(graph, joint_states=states)
     expected = logsumexp([800.0, 1700.0])
-    assert log_partition(graph, seq_ptr, unary, pair, "joint", **options)[0] == pytest.approx(expected)
-    node, log_z, _, _ = sum_product(graph, seq_ptr, unary, pair, "joint", **options)
+    assert method.log_partition(seq_ptr, unary, pair)[0] == pytest.approx(expected)
+    node, log_z, _, _ = method.sum_product(seq_ptr, unary, pair)
     assert log_z[0] == pytest.approx(expected)
     np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
 
