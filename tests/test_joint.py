@@ -203,7 +203,7 @@ def test_joint_marginals_rescued_where_linear_forward_underflows():
 def test_rescued_sequences_equal_exact_inference(case):
     """Redoing every sequence in the log domain keeps node and pair marginals and log Z
     exact (tied and untied couplings, forbidden pairs)."""
-    from skfcrf._bp.joint import rescue_sequence
+    from skfcrf._bp.nbest import rescue_sequence
 
     graph, seq_ptr, unary, pair, _, product = case_problem(case, 40 + case, [1, 4, 3],
                                                            forbid=True)
@@ -218,7 +218,8 @@ def test_rescued_sequences_equal_exact_inference(case):
 
 
 def test_training_statistics_rescued_where_linear_forward_underflows():
-    from skfcrf._bp.joint import rescue_sequence, underflowed
+    from skfcrf._bp.joint import underflowed
+    from skfcrf._bp.nbest import rescue_sequence
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
     node, pmarg, log_z = joint_marginals(graph, states, seq_ptr, unary, pair,

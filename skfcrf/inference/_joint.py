@@ -22,12 +22,12 @@ from threadpoolctl import threadpool_limits
 from skfcrf._bp.joint import (
     joint_map,
     joint_marginals,
-    rescue_sequence,
     supports_joint,
     underflowed,
 )
 from skfcrf._bp.nbest import (
     logdomain_state_marginals,
+    rescue_sequence,
     state_log_partition,
     state_max_marginals,
     state_nbest,
