@@ -60,6 +60,7 @@ from skfcrf.estimators._structure import (
     resolve_couplings,
 )
 from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
+from skfcrf.metrics._accuracy import joint_accuracy
 
 #: What :func:`training_problem` returns: the objective ``fit`` minimises, the
 #: starting weights and the random state the solver draws from.
@@ -991,26 +992,18 @@ class FactorialCRF(BaseEstimator):
                             n=n, chain=chain, kind=kind)
 
     def score(self, X, y):
-        """Joint accuracy: the fraction of tokens at which every chain is right.
+        """Joint accuracy (:func:`skfcrf.metrics.joint_accuracy`): the fraction of tokens
+        at which every chain is right.
 
-        Tokens with a missing label (``None``) in ``y`` are skipped.
+        Tokens with a missing label (``None``) in ``y`` and empty sequences are
+        skipped; ``ValueError`` when nothing is left to score.
         """
         y_seqs, _ = check_label_sequences(y, allow_empty_sequences=True, allow_missing=True)
         pred = self.predict(X)
         if len(pred) != len(y_seqs):
             raise ValueError(f"X and y have different numbers of sequences: {len(pred)} != {len(y_seqs)}")
-        right = total = 0
-        for i, (p, t) in enumerate(zip(pred, y_seqs)):
-            p = np.asarray(p, dtype=object)
-            p = p.reshape(-1, 1) if p.ndim == 1 else p
-            if len(p) == len(t) == 0:  # an empty sequence: nothing to compare
-                continue
-            if p.shape != t.shape:
-                raise ValueError(f"sequence {i}: prediction shape {p.shape} != label shape {t.shape}")
-            given = np.not_equal(t, None).all(axis=1)
-            right += int(np.all(p[given] == t[given], axis=1).sum())
-            total += int(given.sum())
-        return right / total if total else 0.0
+        scored = [i for i, t in enumerate(y_seqs) if len(t)]     # empty ones hold nothing
+        return joint_accuracy([y_seqs[i] for i in scored], [pred[i] for i in scored])
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):
