@@ -79,9 +79,12 @@ class FactorialCRF(BaseEstimator):
 
     Each chain has a unary and an in-chain pairwise clique template; coupled
     chain pairs share a between-chain pairwise template at every token; all
-    weights are tied across time.  Training maximises the penalised
-    pseudolikelihood or likelihood; decoding is exact for one chain and uses
-    loopy belief propagation with the TRP schedule for several.
+    weights are tied across time.  By default training is staged: every chain
+    alone by its exact likelihood (``objective="independent"``), then the
+    couplings by the exact joint likelihood over the label combinations seen in
+    training (``finetune_iter``); decoding is exact, over one chain or those
+    joint label states (``inference="auto"``), with loopy belief propagation
+    (TRP) only where exact inference does not apply.
 
     Parameters
     ----------
@@ -772,7 +775,11 @@ class FactorialCRF(BaseEstimator):
         return out, status, n_iter
 
     def predict(self, X):
-        """Most probable labelling of each sequence (Viterbi, or TRP max-product).
+        """Most probable labelling of each sequence by the model's ``inference`` method.
+
+        Exact Viterbi over one chain or the joint label states by default; TRP
+        max-product where exact inference does not apply (:meth:`decode` says
+        which, per sequence).
 
         Returns
         -------
