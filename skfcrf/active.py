@@ -51,15 +51,6 @@ from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from skfcrf._bp.nbest import conditional_max_marginals, state_max_marginals
-from skfcrf.estimators._decoding import (
-    _clamped,
-    _exact_states,
-    log_partition,
-    map_labels,
-    marginals_given,
-)
-
 __all__ = ["Strategy", "STRATEGIES", "get_strategy", "max_marginals", "token_evidence",
            "informativeness", "query", "ActiveLearner"]
 
@@ -249,27 +240,12 @@ def _crf_and_features(model, X):
 
 def _node_evidence(crf, X, fixed, viterbi):
     """Marginals ``(N, Ltot)``, log max-marginals (or None) and ``seq_ptr`` of ``X``."""
-    seq_ptr, unary, pair, method, options = crf._inference_inputs(X)
+    seq_ptr, unary, pair, method = crf._inference_inputs(X)
     fixed = crf._fixed_labels(fixed, seq_ptr, method)
-    graph = crf.graph_
-    node, _, _ = marginals_given(graph, seq_ptr, unary, pair, method, fixed, **options)
+    node, _, _ = method.marginals_given(seq_ptr, unary, pair, fixed)
     if not viterbi:
         return node, None, seq_ptr
-    clamped = _clamped(graph, unary, fixed)
-    log_z = log_partition(graph, seq_ptr, clamped, pair, method, **options)
-    if method == "trp":
-        labels, _, _ = map_labels(graph, seq_ptr, clamped, pair, method, **options)
-        mm = conditional_max_marginals(graph, seq_ptr, clamped, pair, labels)
-    else:
-        states = _exact_states(graph, method, options.get("joint_states"))
-        mm = state_max_marginals(graph, states, seq_ptr, clamped, pair,
-                                 options.get("state_trans") if method == "joint" else None)
-    seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
-    with np.errstate(invalid="ignore"):
-        logm = mm - log_z[seq_of][:, None]
-    if method == "trp":
-        logm = np.minimum(logm, 0.0)
-    return node, logm, seq_ptr
+    return node, method.log_max_marginals(seq_ptr, unary, pair, fixed), seq_ptr
 
 
 def _split(node, seq_ptr, offsets):

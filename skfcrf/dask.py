@@ -60,7 +60,6 @@ from sklearn.utils._param_validation import Interval
 
 from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._validation import check_label_sequences
-from skfcrf.estimators._decoding import resolve_method
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory
@@ -80,6 +79,7 @@ from skfcrf.estimators._structure import (
     resolve_couplings,
     unseen_transition_masks,
 )
+from skfcrf.inference import resolve_method
 
 __all__ = ["DaskFactorialCRF", "FANIN"]
 
@@ -312,7 +312,7 @@ class _ClusterData:
         if self._trp is None:
             return None
         converged, iterations, n = self._trp
-        return {"method": self.method, "converged_fraction": converged / n,
+        return {"method": self.method.name, "converged_fraction": converged / n,
                 "mean_iterations": iterations / n}
 
 
@@ -568,7 +568,7 @@ class DaskFactorialCRF(FactorialCRF):
             unique_int(np.concatenate(keys + [s["keys"] for s in structure])))
         self.joint_states_ = joint_states_from_labels(np.vstack([s["states"] for s in structure]))
         if transitions == "auto":
-            several_joint = (self.n_chains_ > 1 and self._method() == "joint")
+            several_joint = self.n_chains_ > 1 and self._method().over_joint_states
             transitions = "unseen" if several_joint else None
         self.forbidden_ = self._forbidden(transitions, structure)
         if self._uses_state_transitions(self._method(), partial=False):

@@ -87,7 +87,7 @@ class Enumeration:
     """Every allowed labelling of one sequence under the fitted model, with its score."""
 
     def __init__(self, est, x, joint):
-        seq_ptr, unary, pair, _, _ = est._inference_inputs([x])
+        seq_ptr, unary, pair, _ = est._inference_inputs([x])
         graph = est.graph_
         eo = pair_layout(graph, int(seq_ptr[-1]))
         states = {tuple(r) for r in est.joint_states_.tolist()}

@@ -186,16 +186,15 @@ def _two_tracks():
 
 
 def test_joint_marginals_rescued_where_linear_forward_underflows():
-    from skfcrf.estimators._decoding import log_partition, sum_product
+    from skfcrf.inference import JointStateInference
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
     _, raw = joint_marginals(graph, states, seq_ptr, unary, pair)
     assert raw[0] < 1000                         # the kernel alone loses B's path
-    options = dict(max_iter=1, tol=1e-6, seeds=np.zeros(1, np.uint64), n_threads=1,
-                   joint_states=states)
+    method = JointStateInference(graph, joint_states=states)
     expected = logsumexp([800.0, 1700.0])
-    assert log_partition(graph, seq_ptr, unary, pair, "joint", **options)[0] == pytest.approx(expected)
-    node, log_z, _, _ = sum_product(graph, seq_ptr, unary, pair, "joint", **options)
+    assert method.log_partition(seq_ptr, unary, pair)[0] == pytest.approx(expected)
+    node, log_z, _, _ = method.sum_product(seq_ptr, unary, pair)
     assert log_z[0] == pytest.approx(expected)
     np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
 
@@ -204,7 +203,7 @@ def test_joint_marginals_rescued_where_linear_forward_underflows():
 def test_rescued_sequences_equal_exact_inference(case):
     """Redoing every sequence in the log domain keeps node and pair marginals and log Z
     exact (tied and untied couplings, forbidden pairs)."""
-    from skfcrf._bp.joint import rescue_sequence
+    from skfcrf._bp.nbest import rescue_sequence
 
     graph, seq_ptr, unary, pair, _, product = case_problem(case, 40 + case, [1, 4, 3],
                                                            forbid=True)
@@ -219,7 +218,8 @@ def test_rescued_sequences_equal_exact_inference(case):
 
 
 def test_training_statistics_rescued_where_linear_forward_underflows():
-    from skfcrf._bp.joint import rescue_sequence, underflowed
+    from skfcrf._bp.joint import underflowed
+    from skfcrf._bp.nbest import rescue_sequence
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
     node, pmarg, log_z = joint_marginals(graph, states, seq_ptr, unary, pair,

@@ -23,7 +23,7 @@ from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "supports_joint",
            "state_transition_scores",
-           "underflowed", "rescue_sequence",
+           "underflowed",
            "transition_tables", "joint_map", "joint_marginals"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
@@ -256,30 +256,3 @@ def underflowed(log_z, lower):
     with np.errstate(invalid="ignore"):
         return np.flatnonzero(np.isfinite(lower)
                               & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))
-
-
-def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,
-                    state_trans=None, state_counts=None):
-    """Redo sequence ``s`` of :func:`joint_marginals`'s output by log-domain
-    forward-backward, in place: its ``log_z`` entry, its rows of ``node`` and its
-    share of ``pmarg`` (the kernel's share, recomputed on the sequence alone, is
-    replaced by the exact one) -- and of the state pair counts ``state_counts``
-    ``(S, S)`` when given (a model with joint-state transitions ``state_trans``)."""
-    from skfcrf._bp.nbest import logdomain_pair_marginals, sequence_pair
-
-    edge_offset = pair_layout(graph, unary.shape[0])
-    rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
-    T = len(rows)
-    own_pair = sequence_pair(graph, pair, edge_offset, rows)
-    _, kernel_counts, _, kernel_states = joint_marginals(
-        graph, states, np.array([0, T], np.int64), unary[rows], own_pair, n_threads,
-        pair_marginals=True, state_trans=state_trans, state_pairs=True)
-    log_z[s], node[rows], exact_counts, exact_states = logdomain_pair_marginals(
-        graph, states, unary, pair, rows, state_trans, state_pairs=True)
-    local = pair_layout(graph, T)
-    for e in range(graph.n_edges):
-        delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
-        start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
-        pmarg[start:start + delta.size] += delta
-    if state_counts is not None:
-        state_counts += exact_states - kernel_states

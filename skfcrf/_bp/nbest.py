@@ -38,12 +38,12 @@ import itertools
 import numpy as np
 
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
-from skfcrf._bp.joint import state_transition_scores
+from skfcrf._bp.joint import joint_marginals, state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
            "logdomain_state_marginals", "state_index", "state_path_scores", "state_steps",
-           "following_tokens", "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "following_tokens", "rescue_sequence", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -540,3 +540,28 @@ def sequence_pair(graph, pair, edge_offset, rows):
             k = graph.edge_size(e)
             parts.append(block[rows[0] * k:(rows[-1] + 1) * k])
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,
+                    state_trans=None, state_counts=None):
+    """Redo sequence ``s`` of :func:`joint_marginals`'s output by log-domain
+    forward-backward, in place: its ``log_z`` entry, its rows of ``node`` and its
+    share of ``pmarg`` (the kernel's share, recomputed on the sequence alone, is
+    replaced by the exact one) -- and of the state pair counts ``state_counts``
+    ``(S, S)`` when given (a model with joint-state transitions ``state_trans``)."""
+    edge_offset = pair_layout(graph, unary.shape[0])
+    rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+    T = len(rows)
+    own_pair = sequence_pair(graph, pair, edge_offset, rows)
+    _, kernel_counts, _, kernel_states = joint_marginals(
+        graph, states, np.array([0, T], np.int64), unary[rows], own_pair, n_threads,
+        pair_marginals=True, state_trans=state_trans, state_pairs=True)
+    log_z[s], node[rows], exact_counts, exact_states = logdomain_pair_marginals(
+        graph, states, unary, pair, rows, state_trans, state_pairs=True)
+    local = pair_layout(graph, T)
+    for e in range(graph.n_edges):
+        delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
+        start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
+        pmarg[start:start + delta.size] += delta
+    if state_counts is not None:
+        state_counts += exact_states - kernel_states

@@ -29,6 +29,7 @@ from skfcrf.cli._files import (
 )
 from skfcrf.cli._progress import FitProgress
 from skfcrf.estimators._model import SUPPORT_MODES
+from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
 
 
@@ -227,7 +228,7 @@ def add_model_options(t):
     m.add_argument("--forbidden-couplings", metavar="FILE",
                    help="label pairs that may not co-occur in coupled chains: a file with one "
                    "'CHAIN_I CHAIN_J LABEL_I LABEL_J' per line, CHAIN_I < CHAIN_J")
-    m.add_argument("--inference", choices=("auto", "joint", "trp", "exact"), default="auto",
+    m.add_argument("--inference", choices=("auto", *METHODS), default="auto",
                    help="inference for decoding (and the likelihood objective) "
                    "(default: %(default)s; stored in the model)")
     m.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=1000,

@@ -25,11 +25,11 @@ from sklearn.utils import metadata_routing
 from threadpoolctl import threadpool_limits
 
 from skfcrf.crfsuite import metrics
-from skfcrf.estimators._decoding import map_labels
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
 from skfcrf.estimators._model import ParameterLayout, _valid_edge_rows, gold_assignment
 from skfcrf.estimators._objectives import Restricted, TrainingBatch
 from skfcrf.estimators._solvers import OWLQN
+from skfcrf.inference import ExactInference
 
 __all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
 
@@ -798,13 +798,12 @@ class _HeldOut:
         index = {lab: i for i, lab in enumerate(self.labels)}
         self.gold = np.array([index.get(lab, -1) for seq in y for lab in seq], dtype=np.int64)
         self.n_threads = kernel_threads(crf.n_jobs)
-        self.seeds = np.zeros(len(self.seq_ptr) - 1, dtype=np.uint64)
 
     def scores(self, coef):
         crf = self.crf
         unary, pair, _ = crf.layout_.potentials(coef, self.obs, self.n_threads, crf.forbidden_)
-        pred, _, _ = map_labels(crf.graph_, self.seq_ptr, unary, pair, "exact", max_iter=1,
-                                tol=0.0, seeds=self.seeds, n_threads=self.n_threads)
+        pred, _, _ = ExactInference(crf.graph_, n_threads=self.n_threads).map(
+            self.seq_ptr, unary, pair)
         pred = pred[:, 0].astype(np.int64)
         L = len(self.labels)
         right = pred == self.gold

@@ -3,7 +3,8 @@
 ``fit`` reads: validate the parameters and the data -> encode observations and
 labels -> build the model structure (graph, parameter layout, constraints) ->
 an objective object (:mod:`._objectives`) -> a solver (:mod:`._solvers`) ->
-fitted attributes.  Prediction (:mod:`._decoding`) never changes the estimator.
+fitted attributes.  Prediction asks the model's inference method
+(:mod:`skfcrf.inference`) and never changes the estimator.
 """
 import numbers
 from collections import namedtuple
@@ -19,15 +20,6 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
-from skfcrf.estimators._decoding import (
-    SequenceDecoding,
-    decode_ranked,
-    log_partition,
-    log_probs,
-    map_labels,
-    marginals_given,
-    resolve_method,
-)
 from skfcrf.estimators._early_stopping import (
     EarlyStopping,
     validation_scorer,
@@ -67,6 +59,8 @@ from skfcrf.estimators._structure import (
     forbidden_masks,
     resolve_couplings,
 )
+from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
+from skfcrf.metrics._accuracy import joint_accuracy
 
 #: What :func:`training_problem` returns: the objective ``fit`` minimises, the
 #: starting weights and the random state the solver draws from.
@@ -85,9 +79,12 @@ class FactorialCRF(BaseEstimator):
 
     Each chain has a unary and an in-chain pairwise clique template; coupled
     chain pairs share a between-chain pairwise template at every token; all
-    weights are tied across time.  Training maximises the penalised
-    pseudolikelihood or likelihood; decoding is exact for one chain and uses
-    loopy belief propagation with the TRP schedule for several.
+    weights are tied across time.  By default training is staged: every chain
+    alone by its exact likelihood (``objective="independent"``), then the
+    couplings by the exact joint likelihood over the label combinations seen in
+    training (``finetune_iter``); decoding is exact, over one chain or those
+    joint label states (``inference="auto"``), with loopy belief propagation
+    (TRP) only where exact inference does not apply.
 
     Parameters
     ----------
@@ -335,7 +332,7 @@ class FactorialCRF(BaseEstimator):
         "transition_features": [StrOptions(set(SUPPORT_MODES))],
         "coupling_features": [StrOptions(set(SUPPORT_MODES))],
         "coupling": [StrOptions({"adjacent", "all", "none"}), list, tuple],
-        "inference": [StrOptions({"auto", "trp", "exact", "joint"})],
+        "inference": [StrOptions({"auto", *METHODS})],
         "bp_max_iter": [_POSITIVE_INT],
         "bp_tol": [_POSITIVE_REAL],
         "forbidden_transitions": [None, StrOptions({"auto", "unseen"}), list, tuple, dict],
@@ -516,7 +513,7 @@ class FactorialCRF(BaseEstimator):
                 or monitor.stopped_by_callback or (stopper is not None and stopper.triggered)):
             return None
         method = resolve_method(self.inference, self.graph_, self.joint_states_)
-        if method not in ("exact", "joint"):
+        if not method.exact:
             return None
         return Likelihood(objective.batch, method=method, joint_states=self.joint_states_,
                           sigma=self.sigma, forbidden=self.forbidden_,
@@ -630,7 +627,7 @@ class FactorialCRF(BaseEstimator):
         transitions = self.forbidden_transitions
         if transitions == "auto":
             # with missing labels the unseen transitions are not known well enough
-            several_joint = self.n_chains_ > 1 and method == "joint" and not partial
+            several_joint = self.n_chains_ > 1 and method.over_joint_states and not partial
             transitions = "unseen" if several_joint else None
         forbidden = forbidden_masks(self.graph_, self.classes_, transitions,
                                     self.forbidden_couplings, seq_ptr, gold)
@@ -646,23 +643,23 @@ class FactorialCRF(BaseEstimator):
         if partial:
             gold = complete_labels(
                 self.layout_, self.layout_.observation_rows(Xm.tocsr(), seq_ptr), seq_ptr, gold,
-                self.classes_, self.forbidden_, method,
-                dict(max_iter=self.bp_max_iter, tol=self.bp_tol,
-                     seeds=np.zeros(len(seq_ptr) - 1, np.uint64),
-                     n_threads=kernel_threads(self.n_jobs), joint_states=self.joint_states_))
+                self.classes_, self.forbidden_,
+                method.bind(max_iter=self.bp_max_iter, tol=self.bp_tol,
+                            seeds=np.zeros(len(seq_ptr) - 1, np.uint64),
+                            n_threads=kernel_threads(self.n_jobs)))
         return Xm, seq_ptr, gold, (known if partial else None), labelled, warm
 
     def _uses_state_transitions(self, method, partial):
         """Whether the model gets joint-state transition weights (``state_transitions``)."""
         trains_joint = self.objective == "likelihood" or self.finetune_iter > 0
-        usable = self.n_chains_ > 1 and method == "joint"
+        usable = self.n_chains_ > 1 and method.over_joint_states
         if self.state_transitions == "auto":
             return usable and trains_joint and not partial
         if self.state_transitions and not usable:
             raise ValueError(
                 "state_transitions=True needs several chains and inference over the joint "
                 "label states (inference='joint', or 'auto' resolving to it); this model has "
-                f"{self.n_chains_} chain(s) and inference {method!r}")
+                f"{self.n_chains_} chain(s) and inference {method.name!r}")
         return bool(self.state_transitions)
 
     def _build_structure(self, Xm, seq_ptr, gold):
@@ -743,7 +740,7 @@ class FactorialCRF(BaseEstimator):
             )
 
     def _inference_inputs(self, X):
-        """Potentials of ``X`` and the arguments every inference call takes."""
+        """Potentials of ``X``: ``seq_ptr, unary, pair``, and the model's inference method."""
         self._check_fitted()
         Xm, seq_ptr = self.encoder_.transform(X)
         n_threads = kernel_threads(self.n_jobs)
@@ -754,22 +751,20 @@ class FactorialCRF(BaseEstimator):
         seeds = check_random_state(state).randint(
             0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
         states = getattr(self, "joint_states_", None)
-        method = resolve_method(self.inference, self.graph_, states)
-        state_trans = None
+        method = resolve_method(self.inference, self.graph_, states, max_iter=self.bp_max_iter,
+                                tol=self.bp_tol, seeds=seeds, n_threads=n_threads)
         if self.layout_.n_state_pairs:
-            if method != "joint":
+            if not method.over_joint_states:
                 raise ValueError(
                     "this model has joint-state transition weights, which only inference "
                     f"over the joint label states uses; inference={self.inference!r} resolves "
-                    f"to {method!r} (set inference='joint' or 'auto')")
-            state_trans = self.layout_.state_transitions(self.coef_, states)
-        options = dict(max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=seeds,
-                       n_threads=n_threads, joint_states=states, state_trans=state_trans)
-        return seq_ptr, unary, pair, method, options
+                    f"to {method.name!r} (set inference='joint' or 'auto')")
+            method = method.bind(state_trans=self.layout_.state_transitions(self.coef_, states))
+        return seq_ptr, unary, pair, method
 
     def _decoded_labels(self, X):
-        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
-        labels, status, n_iter = map_labels(self.graph_, seq_ptr, unary, pair, method, **options)
+        seq_ptr, unary, pair, method = self._inference_inputs(X)
+        labels, status, n_iter = method.map(seq_ptr, unary, pair)
         decoded = np.empty(labels.shape, dtype=object)
         for c in range(self.n_chains_):
             decoded[:, c] = self.classes_[c][labels[:, c]]
@@ -780,7 +775,11 @@ class FactorialCRF(BaseEstimator):
         return out, status, n_iter
 
     def predict(self, X):
-        """Most probable labelling of each sequence (Viterbi, or TRP max-product).
+        """Most probable labelling of each sequence by the model's ``inference`` method.
+
+        Exact Viterbi over one chain or the joint label states by default; TRP
+        max-product where exact inference does not apply (:meth:`decode` says
+        which, per sequence).
 
         Returns
         -------
@@ -795,7 +794,7 @@ class FactorialCRF(BaseEstimator):
         encoded = encode_fixed(fixed, seq_ptr, self.classes_, self._one_chain)
         if encoded is not None:
             check_fixed(encoded, self.graph_, self.forbidden_,
-                        self.joint_states_ if method == "joint" else None)
+                        self.joint_states_ if method.over_joint_states else None)
         return encoded
 
     def _as_output(self, labels):
@@ -863,10 +862,9 @@ class FactorialCRF(BaseEstimator):
         """
         if not isinstance(n_best, numbers.Integral) or isinstance(n_best, bool) or n_best < 1:
             raise ValueError(f"n_best must be a positive integer, got {n_best!r}")
-        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
+        seq_ptr, unary, pair, method = self._inference_inputs(X)
         fixed = self._fixed_labels(fixed, seq_ptr, method)
-        ranked = decode_ranked(self.graph_, seq_ptr, unary, pair, method, fixed, int(n_best),
-                               **options)
+        ranked = method.decode_ranked(seq_ptr, unary, pair, fixed, int(n_best))
         out = []
         for entries in ranked:
             records = [SequenceDecoding(self._as_output(lab), st, n, log_prob=lp)
@@ -906,7 +904,7 @@ class FactorialCRF(BaseEstimator):
         self._check_fitted()
         y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
                                           allow_empty_sequences=True, allow_missing=True)
-        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
+        seq_ptr, unary, pair, method = self._inference_inputs(X)
         if len(y_seqs) != len(seq_ptr) - 1:
             raise ValueError(f"X and y have different numbers of sequences: "
                              f"{len(seq_ptr) - 1} != {len(y_seqs)}")
@@ -916,16 +914,15 @@ class FactorialCRF(BaseEstimator):
         gold = encode_labels(self.classes_, y_seqs,
                              "it was not in the training data; log_prob scores labellings "
                              "with the labels the model was trained on only")
-        values = log_probs(self.graph_, seq_ptr, unary, pair, np.maximum(gold, 0), method,
-                           **options)
+        log_z = method.log_partition(seq_ptr, unary, pair)
+        values = method.log_probs(seq_ptr, unary, pair, np.maximum(gold, 0), log_z)
         missing = (gold < 0).any(axis=1)
         if missing.any():
             partial = np.unique(np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))[missing])
             clamped = FixedLabels(gold, seq_ptr, self.classes_, name="y").clamp(self.graph_, unary)
             with np.errstate(invalid="ignore"):
-                given = (log_partition(self.graph_, seq_ptr, clamped, pair, method, **options)
-                         - log_partition(self.graph_, seq_ptr, unary, pair, method, **options))
-            values[partial] = np.minimum(given[partial], 0.0) if method == "trp" else given[partial]
+                given = method.log_partition(seq_ptr, clamped, pair) - log_z
+            values[partial] = method.bound(given[partial])
         return values
 
     def predict_marginals(self, X, fixed=None, return_status=False):
@@ -954,10 +951,9 @@ class FactorialCRF(BaseEstimator):
         ValueError
             For ``fixed`` as in :meth:`decode`.
         """
-        seq_ptr, unary, pair, method, options = self._inference_inputs(X)
+        seq_ptr, unary, pair, method = self._inference_inputs(X)
         fixed = self._fixed_labels(fixed, seq_ptr, method)
-        node, status, _ = marginals_given(self.graph_, seq_ptr, unary, pair, method, fixed,
-                                          **options)
+        node, status, _ = method.marginals_given(seq_ptr, unary, pair, fixed)
         off = self.graph_.label_offset
         marginals = [[node[seq_ptr[s]:seq_ptr[s + 1], off[c]:off[c + 1]].copy()
                       for c in range(self.n_chains_)] for s in range(len(seq_ptr) - 1)]
@@ -1003,26 +999,18 @@ class FactorialCRF(BaseEstimator):
                             n=n, chain=chain, kind=kind)
 
     def score(self, X, y):
-        """Joint accuracy: the fraction of tokens at which every chain is right.
+        """Joint accuracy (:func:`skfcrf.metrics.joint_accuracy`): the fraction of tokens
+        at which every chain is right.
 
-        Tokens with a missing label (``None``) in ``y`` are skipped.
+        Tokens with a missing label (``None``) in ``y`` and empty sequences are
+        skipped; ``ValueError`` when nothing is left to score.
         """
         y_seqs, _ = check_label_sequences(y, allow_empty_sequences=True, allow_missing=True)
         pred = self.predict(X)
         if len(pred) != len(y_seqs):
             raise ValueError(f"X and y have different numbers of sequences: {len(pred)} != {len(y_seqs)}")
-        right = total = 0
-        for i, (p, t) in enumerate(zip(pred, y_seqs)):
-            p = np.asarray(p, dtype=object)
-            p = p.reshape(-1, 1) if p.ndim == 1 else p
-            if len(p) == len(t) == 0:  # an empty sequence: nothing to compare
-                continue
-            if p.shape != t.shape:
-                raise ValueError(f"sequence {i}: prediction shape {p.shape} != label shape {t.shape}")
-            given = np.not_equal(t, None).all(axis=1)
-            right += int(np.all(p[given] == t[given], axis=1).sum())
-            total += int(given.sum())
-        return right / total if total else 0.0
+        scored = [i for i, t in enumerate(y_seqs) if len(t)]     # empty ones hold nothing
+        return joint_accuracy([y_seqs[i] for i in scored], [pred[i] for i in scored])
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):

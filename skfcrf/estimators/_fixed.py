@@ -16,7 +16,7 @@ score ``-inf``), TRP -- then infers given the fixed labels.
 labels in a forbidden transition or forbidden coupling, and for inference over
 joint label states a token whose fixed labels are in no joint state.  Other
 conflicts (through free tokens in between) are found by exact inference and
-located by :func:`skfcrf.estimators._decoding.locate_conflict`.
+located by :meth:`skfcrf.inference.InferenceMethod.locate_conflict`.
 """
 import numpy as np
 

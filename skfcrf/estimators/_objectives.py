@@ -42,14 +42,13 @@ chains are a :class:`~skfcrf.estimators._solvers.BlockObjective`.
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from skfcrf._bp import inference
 from skfcrf._bp._chainwise import chainwise_objective
-from skfcrf._bp.joint import joint_marginals, rescue_sequence, underflowed
-from skfcrf._bp.nbest import state_path_scores, state_steps
+from skfcrf._bp.nbest import state_steps
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
 from skfcrf.estimators._solvers import BlockObjective
+from skfcrf.inference import resolve_method
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainTerms",
            "ChainPseudoLikelihood", "IndependentChains",
@@ -254,9 +253,10 @@ class Likelihood(Objective):
 
     Parameters
     ----------
-    method : {"exact", "joint", "trp"}
+    method : InferenceMethod or {"exact", "joint", "trp"}
         Inference for the marginals and ``log Z`` (TRP: the Bethe
-        approximation; joint: exact over ``joint_states``).
+        approximation; joint: exact over ``joint_states``); a name is
+        resolved by :func:`skfcrf.inference.resolve_method`.
     bp_max_iter, bp_tol : int, float
         TRP's iteration cap and tolerance.
     joint_states : ndarray of shape (S, n_chains), optional
@@ -270,10 +270,13 @@ class Likelihood(Objective):
     def __init__(self, batch, *, method, bp_max_iter=1000, bp_tol=1e-6, joint_states=None,
                  **kwargs):
         super().__init__(batch, **kwargs)
-        if self.layout.n_state_pairs and method != "joint":
+        if isinstance(method, str):
+            method = resolve_method(method, self.layout.graph, joint_states)
+        if self.layout.n_state_pairs and not method.over_joint_states:
             raise ValueError("joint-state transitions need inference over the joint label "
-                             f"states (inference='joint'), not {method!r}")
-        self.method = method
+                             f"states (inference='joint'), not {method.name!r}")
+        self.method = method.bind(max_iter=bp_max_iter, tol=bp_tol, n_threads=self.n_threads,
+                                  joint_states=joint_states)
         self.joint_states = joint_states
         self.bp_max_iter = bp_max_iter
         self.bp_tol = bp_tol
@@ -298,25 +301,18 @@ class Likelihood(Objective):
             unary = self.batch.given_labels().clamp(self.layout.graph, unary)
         return unary, pair, edge_offset
 
-    def _joint_inference(self, unary, pair, stats, state_trans):
-        """Exact inference over the joint states: ``node, pmarg, log_z, state_counts,
-        gold_path`` (the gold labelling's joint-state transition score per sequence;
-        ``state_counts`` and ``gold_path`` are None and 0 without those weights)."""
+    def _inference(self, unary, pair, stats, state_trans):
+        """The method's :meth:`~skfcrf.inference.InferenceMethod.training_marginals` on the
+        batch: ``node, pmarg, log_z, state_counts, converged, n_iter``, and ``gold_path``
+        (per sequence the gold labelling's score outside ``unary`` and ``pair``, its
+        joint-state transitions)."""
         b = self.batch
-        with threadpool_limits(limits=1, user_api="blas"):
-            node, pmarg, log_z, state_counts = joint_marginals(
-                self.layout.graph, self.joint_states, b.seq_ptr, unary, pair, self.n_threads,
-                pair_marginals=True, state_trans=state_trans, state_pairs=True)
-        gold_path = (0.0 if state_trans is None else
-                     state_path_scores(self.joint_states, b.seq_ptr, b.gold, state_trans))
-        # log Z below the gold score: the scaled forward pass lost an underflowed
-        # state; those sequences are redone in the log domain (rare, slow)
-        for s in underflowed(log_z, stats.sequence_scores(unary, pair) + gold_path):
-            rescue_sequence(self.layout.graph, self.joint_states, b.seq_ptr, unary, pair, s,
-                            node, pmarg, log_z, self.n_threads, state_trans, state_counts)
-        if state_trans is None:
-            state_counts = None
-        return node, pmarg, log_z, state_counts, gold_path
+        method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
+        gold_path = method.extra_scores(b.seq_ptr, b.gold)
+        # the gold labelling's score is a lower bound on log Z
+        node, pmarg, log_z, state_counts, converged, n_iter = method.training_marginals(
+            b.seq_ptr, unary, pair, lower=lambda: stats.sequence_scores(unary, pair) + gold_path)
+        return node, pmarg, log_z, state_counts, gold_path, converged, n_iter
 
     def _state_loss_gradient(self, gold_path, state_counts):
         """The joint-state transitions' part of the loss and their gradient."""
@@ -336,11 +332,11 @@ class Likelihood(Objective):
     def state_transition_loss_gradient(self, theta, held):
         """Unpenalised data loss at ``theta`` with the potentials ``held``
         (:meth:`held_potentials`) in place of ``theta``'s, and its gradient with
-        respect to the joint-state transition weights alone (``method="joint"``):
-        one joint-state forward-backward, no observation scores."""
+        respect to the joint-state transition weights alone (inference over the
+        joint states): one joint-state forward-backward, no observation scores."""
         unary, pair, stats, gold_score = held
         state_trans = self.layout.state_transitions(theta, self.joint_states)
-        _, _, log_z, counts, gold_path = self._joint_inference(unary, pair, stats, state_trans)
+        _, _, log_z, counts, gold_path, _, _ = self._inference(unary, pair, stats, state_trans)
         state_loss, state_grad = self._state_loss_gradient(gold_path, counts)
         return float(log_z.sum()) - gold_score + state_loss, state_grad
 
@@ -349,16 +345,10 @@ class Likelihood(Objective):
         unary, pair, edge_offset = self._potentials(theta)
         stats = b.gold_stats(edge_offset)
         state_trans = layout.state_transitions(theta, self.joint_states)
-        if self.method == "joint":
-            node, pmarg, log_z, state_counts, gold_path = self._joint_inference(
-                unary, pair, stats, state_trans)
-        else:
-            node, pmarg, log_z, converged, n_iter = inference.marginals(
-                layout.graph, b.seq_ptr, unary, pair, method=self.method,
-                max_iter=self.bp_max_iter, tol=self.bp_tol, seeds=b.seeds,
-                n_threads=self.n_threads)
-            if self.method == "trp" and not self.clamp:
-                self._record(converged, n_iter)
+        node, pmarg, log_z, state_counts, gold_path, converged, n_iter = self._inference(
+            unary, pair, stats, state_trans)
+        if not self.method.exact and not self.clamp:
+            self._record(converged, n_iter)
         loss = float(log_z.sum() - stats.score(unary, pair))
         dunary = node
         dunary.ravel()[stats.unary_index] -= 1.0
@@ -374,7 +364,7 @@ class Likelihood(Objective):
     def inference_stats(self):
         if not self._converged:
             return None
-        return {"method": self.method,
+        return {"method": self.method.name,
                 "converged_fraction": float(np.concatenate(self._converged).mean()),
                 "mean_iterations": float(np.concatenate(self._n_iter).mean())}
 
@@ -710,7 +700,7 @@ class StateTransitionStage(Restricted):
     """
 
     def __init__(self, likelihood, theta):
-        if likelihood.method != "joint" or not likelihood.layout.n_state_pairs:
+        if not likelihood.method.over_joint_states or not likelihood.layout.n_state_pairs:
             raise ValueError("the joint-state transition stage needs a likelihood over the "
                              "joint label states with joint-state transition weights")
         layout = likelihood.layout

@@ -30,7 +30,6 @@ import numpy as np
 
 from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._bp.nbest import labelling_scores
-from skfcrf.estimators._decoding import check_feasible, map_labels
 from skfcrf.estimators._fixed import FixedLabels
 
 __all__ = ["labelled_sequences", "joint_states_given", "complete_labels"]
@@ -71,7 +70,7 @@ def joint_states_given(gold, n_labels):
     return np.ascontiguousarray(states, dtype=np.int32)
 
 
-def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method, options):
+def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method):
     """``gold`` with every missing label filled so that the model's constraints allow it.
 
     Parameters
@@ -86,11 +85,8 @@ def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method, opti
         The chains' labels (for error messages).
     forbidden : dict
         The model's forbidden assignments (edge -> mask).
-    method : str
-        The model's inference method (``"joint"``, ``"exact"``, ``"trp"``).
-    options : dict
-        ``max_iter``, ``tol``, ``seeds``, ``n_threads``, ``joint_states`` as
-        the decoding functions take them.
+    method : skfcrf.inference.InferenceMethod
+        The model's inference method.
 
     Returns
     -------
@@ -104,14 +100,14 @@ def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method, opti
     """
     graph = layout.graph
     zero = np.zeros(layout.n_params)
-    unary, pair, _ = layout.potentials(zero, obs, options["n_threads"], forbidden)
+    unary, pair, _ = layout.potentials(zero, obs, method.n_threads, forbidden)
     given = FixedLabels(np.ascontiguousarray(gold, dtype=np.int32),
                         np.asarray(seq_ptr, np.int64), classes, name="y")
     clamped = given.clamp(graph, unary)
     # joint-state Viterbi only visits joint states, so its labelling is inside them
-    labels, _, _ = map_labels(graph, seq_ptr, clamped, pair, method, **options)
+    labels, _, _ = method.map(seq_ptr, clamped, pair)
     scores = labelling_scores(graph, seq_ptr, clamped, pair, labels)
-    check_feasible(graph, seq_ptr, unary, pair, method, given, scores, **options)
+    method.check_feasible(seq_ptr, unary, pair, given, scores)
     if not np.isfinite(scores).all():     # TRP's max-product found none (not a proof)
         s = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise ValueError(f"y[{s}]: no labelling agreeing with its given labels was found "

@@ -81,11 +81,11 @@ from joblib import effective_n_jobs
 
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph
 from skfcrf._version import __version__
-from skfcrf.estimators._decoding import resolve_method
 from skfcrf.estimators._model import ParameterLayout
 from skfcrf.estimators._npz_io import NpzReader, atomic_write
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.estimators._structure import resolve_couplings
+from skfcrf.inference import resolve_method
 
 FORMAT = "skfcrf-model"
 #: The format version :func:`save` writes.

@@ -1,6 +1,5 @@
 """scikit-learn scorers for sequence and segmentation metrics."""
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.metrics import make_scorer
 
 from skfcrf.metrics._accuracy import average_accuracy, chain_accuracy, joint_accuracy
@@ -149,24 +148,13 @@ class _RepairedScorer:
         self._what = what
 
     def __call__(self, estimator, X, y_true, **kwargs):
-        X = list(X)
-        return self.scorer(_RepairedPredictor(estimator, self.repair), X, y_true, **kwargs)
+        from skfcrf.structure._repaired import Repaired
+
+        return self.scorer(Repaired.around_fitted(estimator, self.repair), list(X), y_true,
+                           **kwargs)
 
     def __repr__(self):
         metric, chain = self._what
         name = metric if isinstance(metric, str) else getattr(metric, "__name__", repr(metric))
         chain_s = "" if chain is None else f", chain={chain}"
         return f"make_chain_scorer({name!r}{chain_s}, repair={self.repair!r})"
-
-
-class _RepairedPredictor(BaseEstimator):
-    """Stands in for a fitted estimator: ``predict`` returns its predictions, repaired."""
-
-    def __init__(self, estimator, rules):
-        self.estimator = estimator
-        self.rules = rules
-
-    def predict(self, X):
-        from skfcrf.structure import repair_sequences
-
-        return repair_sequences(self.estimator.predict(X), self.rules, X)

@@ -37,6 +37,8 @@ import zlib
 import numpy as np
 
 from skfcrf._validation import check_label_sequences
+from skfcrf.metrics._accuracy import chain_accuracy, joint_accuracy
+from skfcrf.metrics._segments import segment_boundaries, windowdiff
 from skfcrf.structure._render import _word
 from skfcrf.structure._segments import LabelScheme, chains_to_segments
 
@@ -193,8 +195,6 @@ def comparison_scores(y_true, y_pred, *, scheme=None):
         report too short for the window), ``"n_tokens"`` and ``"n_diff"``
         (tokens whose labels differ on some chain).
     """
-    from skfcrf.metrics import chain_accuracy, joint_accuracy, segment_boundaries, windowdiff
-
     gold = _labels_2d(y_true, "y_true")
     pred = _labels_2d(y_pred, "y_pred")
     if gold.shape != pred.shape:
@@ -481,8 +481,6 @@ def write_comparison_pages(directory, X, y_true, y_pred, *, decodings=None, name
         joint and per-chain accuracy, disagreements and decoding status, and the
         scores pooled over all reports.
     """
-    from skfcrf.metrics import chain_accuracy, joint_accuracy
-
     if not (isinstance(unit, str) and unit.isalpha() and unit.islower()):
         raise ValueError(f"unit must be one lowercase word such as 'report', got {unit!r}")
     units = unit + "s"

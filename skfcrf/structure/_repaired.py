@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
+from skfcrf.metrics._accuracy import joint_accuracy
 from skfcrf.structure._postprocess import resolve_rules
 from skfcrf.structure._repair import repair
 
@@ -113,6 +114,14 @@ class Repaired(MetaEstimatorMixin, BaseEstimator):
         self.estimator = estimator
         self.rules = rules
 
+    @classmethod
+    def around_fitted(cls, estimator, rules="formal"):
+        """A fitted ``Repaired`` around an already fitted ``estimator`` (no refit): what
+        :func:`skfcrf.metrics.make_chain_scorer` scores with ``repair=``."""
+        model = cls(estimator, rules)
+        model.estimator_ = estimator
+        return model
+
     # ------------------------------------------------------------------ parameters
     def set_params(self, **params):
         """Set parameters; keys that are not this estimator's go to ``estimator``."""
@@ -167,8 +176,6 @@ class Repaired(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         """Joint accuracy of the repaired predictions: the fraction of tokens at which
         every chain is right."""
-        from skfcrf.metrics import joint_accuracy
-
         return joint_accuracy(y, self.predict(X))
 
     def __sklearn_tags__(self):

@@ -1,0 +1,103 @@
+"""Calibration of the token marginals: expected calibration error per chain.
+
+Per chain, every test token's confidence is its largest marginal
+(``predict_marginals``) and it is right when that label is the gold one; the
+tokens are put in 10 equal-width bins of confidence and
+``ECE = sum_b n_b / N * |accuracy_b - mean confidence_b|``.  Also prints joint
+accuracy, the fit and decoding times, and the share of test sequences whose
+gold labelling has probability 0 (``log_prob == -inf``).
+
+    python benchmarks/bench_calibration.py --task dictations [--forbidden-transitions auto none]
+    python benchmarks/bench_calibration.py --task conll --n-train 2000 --n-test 500
+
+``dictations``: ``make_dictations(300, "rcg", random_state=1)``, the first 200
+reports to train, the last 100 to test, ``make_dictation_features()``,
+``sigma=31.6``.  ``conll``: CoNLL-2000 POS + chunks from word observations
+(``_conll.word_observations``), the first ``--n-train`` training sentences and
+the first ``--n-test`` test sentences.
+"""
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from skfcrf import FactorialCRF
+from skfcrf.metrics import joint_accuracy
+
+
+def expected_calibration_error(confidence, correct, n_bins=10):
+    """``sum_b n_b / N * |accuracy_b - confidence_b|`` over equal-width confidence bins."""
+    confidence = np.asarray(confidence, float)
+    correct = np.asarray(correct, float)
+    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        sel = bins == b
+        if sel.any():
+            ece += sel.mean() * abs(correct[sel].mean() - confidence[sel].mean())
+    return ece
+
+
+def chain_ece(crf, X, y):
+    """ECE per chain of ``crf``'s marginals on ``(X, y)``."""
+    marginals = crf.predict_marginals(X)
+    out = []
+    for c in range(crf.n_chains_):
+        conf, right = [], []
+        for seq_m, seq_y in zip(marginals, y):
+            m = seq_m[c]
+            gold = np.asarray(seq_y, dtype=object)[:, c]
+            conf.append(m.max(axis=1))
+            right.append(crf.classes_[c][m.argmax(axis=1)] == gold)
+        out.append(expected_calibration_error(np.concatenate(conf), np.concatenate(right)))
+    return out
+
+
+def data(task, n_train, n_test):
+    if task == "dictations":
+        from skfcrf.datasets import make_dictations
+        from skfcrf.transformers import make_dictation_features
+        X, y = make_dictations(300, style="rcg", random_state=1)
+        F = make_dictation_features().fit_transform(X)
+        return F[:200], y[:200], F[200:], y[200:], dict(sigma=31.6)
+    from _conll import load, word_observations
+    Xtr, ytr = load("train")
+    Xte, yte = load("test")
+    Xtr, ytr, Xte, yte = Xtr[:n_train], ytr[:n_train], Xte[:n_test], yte[:n_test]
+    both = word_observations(Xtr + Xte)
+    return both[:len(Xtr)], ytr, both[len(Xtr):], yte, {}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
+                    choices=("auto", "none", "unseen"))
+    ap.add_argument("--n-train", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    args = ap.parse_args()
+    Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    for forbidden in args.forbidden_transitions:
+        crf = FactorialCRF(n_jobs=args.n_jobs,
+                           forbidden_transitions=None if forbidden == "none" else forbidden,
+                           **params)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            crf.fit(Xtr, ytr)
+        fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pred = crf.predict(Xte)
+        decode = time.perf_counter() - t0
+        impossible = float(np.mean(np.isneginf(crf.log_prob(Xte, yte))))
+        ece = chain_ece(crf, Xte, yte)
+        print(f"{args.task} forbidden_transitions={forbidden}: joint {joint_accuracy(yte, pred):.4f}"
+              f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
+              f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The inference-method objects (skfcrf.inference): choice, registry and shared work."""
+import numpy as np
+import pytest
+
+from skfcrf import FactorialCRF
+from skfcrf._bp.graph import IN_CHAIN, Graph
+from skfcrf.inference import (
+    METHODS,
+    ExactInference,
+    InferenceMethod,
+    JointStateInference,
+    TRPInference,
+    resolve_method,
+)
+from skfcrf.inference import _joint as joint_module
+
+from _helpers import synthetic
+
+
+def _fitted(inference="auto"):
+    X, y = synthetic(n_seq=20, n_chains=2, seed=3)
+    return FactorialCRF(max_iter=20, finetune_iter=3, inference=inference).fit(X, y), X, y
+
+
+def test_registry_names_the_methods_and_every_entry_point_accepts_them():
+    assert set(METHODS) == {"exact", "joint", "trp"}
+    for name, cls in METHODS.items():
+        assert issubclass(cls, InferenceMethod) and cls.name == name
+    options = FactorialCRF._parameter_constraints["inference"][0].options
+    assert options == {"auto", *METHODS}
+
+
+def test_resolve_method_auto_and_errors():
+    one = Graph.build([3], [(0, 0, IN_CHAIN, 1)])
+    two = Graph.build([2, 2], [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1)])
+    states = np.array([[0, 0], [1, 1]], np.int32)
+    assert isinstance(resolve_method("auto", one), ExactInference)
+    assert isinstance(resolve_method("auto", two, states), JointStateInference)
+    assert isinstance(resolve_method("auto", two), TRPInference)
+    with pytest.raises(ValueError, match="inference='joint' needs"):
+        resolve_method("joint", two)
+    with pytest.raises(ValueError, match="unknown inference method 'bp'"):
+        resolve_method("bp", two)
+    method = resolve_method("trp", two, max_iter=7)
+    bound = method.bind(seeds=np.zeros(3, np.uint64))
+    assert bound.max_iter == 7 and method.seeds is None and bound.seeds is not None
+    with pytest.raises(TypeError, match="no input 'colour'"):
+        method.bind(colour=1)
+
+
+def test_decode_runs_one_joint_viterbi(monkeypatch):
+    crf, X, _ = _fitted()
+    assert crf._inference_inputs(X[:1])[3].name == "joint"
+    calls = []
+    original = joint_module.joint_map
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(joint_module, "joint_map", counting)
+    records = crf.decode(X)
+    assert len(calls) == 1                       # labels and the underflow check share it
+    assert [r.status for r in records] == ["exact"] * len(X)
+    np.testing.assert_allclose([r.log_prob for r in records], crf.log_prob(X, crf.predict(X)))
+
+
+@pytest.mark.parametrize("inference", ["joint", "exact", "trp"])
+def test_log_prob_with_missing_labels_computes_each_log_z_once(monkeypatch, inference):
+    crf, X, y = _fitted(inference)
+    cls = type(crf._inference_inputs(X[:1])[3])
+    calls = []
+    original = cls.log_partition
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, "log_partition", counting)
+    partial = [np.array(seq, dtype=object) for seq in y]
+    partial[0][0, 1] = None
+    values = crf.log_prob(X, partial)
+    assert len(calls) == 2                       # the model's log Z, and the clamped one
+    assert values[0] > crf.log_prob(X[:1], y[:1])[0] and values[0] <= 0.0
