@@ -35,8 +35,8 @@ inference method can use them.
 import numpy as np
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._bp.nbest import following_tokens, state_index
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
+from skfcrf._bp.joint import state_index
 from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
