@@ -1,7 +1,9 @@
 """The :class:`FactorialCRF` estimator.
 
 ``fit`` reads: validate the parameters and the data -> encode observations and
-labels -> build the model structure (graph, parameter layout, constraints) ->
+labels -> build the model structure (graph, parameter layout, constraints) from
+the training set's statistics, as a one-batch case of the pipeline a Dask fit
+runs per partition (:mod:`._statistics`) ->
 an objective object (:mod:`._objectives`) -> a solver (:mod:`._solvers`) ->
 fitted attributes.  Prediction asks the model's inference method
 (:mod:`skfcrf.inference`) and never changes the estimator.

@@ -162,9 +162,16 @@ def collect_options(params, n_chains, warm=False):
     """Keyword arguments of :meth:`StructureStatistics.collect`: what a model with
     settings ``params`` needs (a warm start keeps its layout)."""
     st = params.state_transitions
+    wanted = _trains_joint(params) if isinstance(st, str) else bool(st)    # "auto" or not
     return dict(modes=None if warm else _modes(params),
                 transitions=isinstance(params.forbidden_transitions, str),
-                state_pairs=(not warm and n_chains > 1 and (isinstance(st, str) or bool(st))))
+                state_pairs=not warm and n_chains > 1 and wanted)
+
+
+def _trains_joint(params):
+    """Whether the likelihood over the joint label states is trained (the objective or
+    the fine-tuning stage)."""
+    return params.objective == "likelihood" or params.finetune_iter > 0
 
 
 def check_memory(params, graph, n_features, stats):
@@ -202,10 +209,9 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
 
 def uses_state_transitions(params, n_chains, method, partial):
     """Whether the model gets joint-state transition weights (``state_transitions``)."""
-    trains_joint = params.objective == "likelihood" or params.finetune_iter > 0
     usable = n_chains > 1 and method.over_joint_states
     if isinstance(params.state_transitions, str):     # "auto"
-        return usable and trains_joint and not partial
+        return usable and _trains_joint(params) and not partial
     if params.state_transitions and not usable:
         raise ValueError(
             "state_transitions=True needs several chains and inference over the joint "
