@@ -10,13 +10,15 @@ How a fit runs (the client is the process calling ``fit``)::
     1. statistics        per partition, on the workers: observation names in order
                          of first occurrence and their instance frequencies, labels
                          per chain, sequence and token counts -> the client merges
-                         them in partition order: vocabulary, pruning, label sets
+                         them in partition order: vocabulary, pruning, label sets,
+                         the graph
     2. encoding          per partition, once: (CSR observations, seq_ptr, gold) kept
                          in the workers' memory (futures held by the client)
     3. structure         per encoded partition: feature-table keys of the
-                         "supported" templates, label combinations, unseen
-                         transitions, column counts -> the client builds graph_,
-                         layout_, joint_states_, forbidden_ from their union
+                         "supported" templates, label combinations, seen
+                         transitions, column counts -> the client merges them and
+                         builds layout_, joint_states_, forbidden_ as a local fit
+                         does from its one batch (skfcrf.estimators._statistics)
     4. objectives        per encoded partition: the objective object of the
                          estimator's settings over that partition (prior off)
     5. optimisation      in the client, by the solver code of FactorialCRF (scipy
@@ -58,28 +60,14 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
 from skfcrf.estimators._inspection import weight_mask
-from skfcrf.estimators._memory import check_fit_memory, estimate_fit_memory
-from skfcrf.estimators._model import (
-    ParameterLayout,
-    build_graph,
-    check_gold_allowed,
-    seen_state_pairs,
-    unique_int,
-)
+from skfcrf.estimators._model import check_gold_allowed
 from skfcrf.estimators._objectives import OBJECTIVES, Restricted, TrainingBatch
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
-from skfcrf.estimators._structure import (
-    edge_name,
-    encode_labels,
-    forbidden_masks,
-    resolve_couplings,
-    unseen_transition_masks,
-)
-from skfcrf.inference import resolve_method
+from skfcrf.estimators._statistics import StructureStatistics, collect_options
+from skfcrf.estimators._structure import edge_name, encode_labels, label_sets, merge_label_sets
 
 __all__ = ["DaskFactorialCRF", "FANIN"]
 
@@ -114,17 +102,9 @@ def _partition_statistics(part, index):
 
     def stats():
         y_seqs, one_chain = check_label_sequences(y)
-        counts = ObservationEncoder().count(X)
         n_chains = y_seqs[0].shape[1]
-        labels = []
-        for c in range(n_chains):
-            values = np.concatenate([s[:, c] for s in y_seqs])
-            try:
-                labels.append(np.unique(values))
-            except TypeError:
-                raise ValueError(f"labels of chain {c} must be mutually comparable "
-                                 "(all str or all numbers)") from None
-        return dict(counts=counts, n_chains=n_chains, one_chain=one_chain, labels=labels)
+        return dict(counts=ObservationEncoder().count(X), n_chains=n_chains,
+                    one_chain=one_chain, labels=label_sets(y_seqs, n_chains))
 
     return _in_partition(index, stats)
 
@@ -142,16 +122,9 @@ def _encode_partition(part, index, encoder, classes):
     return _in_partition(index, encode)
 
 
-def _structure_statistics(encoded, graph, classes, modes, unseen):
-    """Step 3: feature-table keys, label combinations, unseen transitions, sizes."""
-    Xm, seq_ptr, gold = encoded
-    return dict(
-        keys=ParameterLayout.support_keys(graph, Xm, seq_ptr, gold, *modes, supported_only=True),
-        states=joint_states_from_labels(gold),
-        state_pairs=np.hstack(seen_state_pairs(gold, seq_ptr)),
-        unseen=unseen_transition_masks(graph, classes, seq_ptr, gold) if unseen else None,
-        column_counts=np.bincount(Xm.indices, minlength=Xm.shape[1]),
-        n_tokens=Xm.shape[0], nnz=int(Xm.nnz))
+def _structure_statistics(encoded, graph, options):
+    """Step 3: the partition's :class:`~skfcrf.estimators._statistics.StructureStatistics`."""
+    return StructureStatistics.collect(graph, *encoded, **options)
 
 
 def _partition_objective(encoded, index, layout, forbidden, seeds, name, options, n_jobs):
@@ -535,46 +508,17 @@ class DaskFactorialCRF(FactorialCRF):
         self.n_chains_, self._one_chain = stats[0]["n_chains"], stats[0]["one_chain"]
         counts = ObservationCounts.merge(s["counts"] for s in stats)
         self.encoder_ = ObservationEncoder().fit_counts(counts, self.min_instance_freq)
-        classes = []
-        for c in range(self.n_chains_):
-            try:
-                classes.append(np.unique(np.concatenate([s["labels"][c] for s in stats])))
-            except TypeError:
-                raise ValueError(f"labels of chain {c} must be mutually comparable "
-                                 "(all str or all numbers)") from None
-        self.classes_ = classes
+        self.classes_ = merge_label_sets(s["labels"] for s in stats)
 
         encoder_f = cluster.put(self.encoder_)
         cluster.encoded = cluster.client.compute(
-            [dask.delayed(_encode_partition, pure=True)(p, k, encoder_f, classes)
+            [dask.delayed(_encode_partition, pure=True)(p, k, encoder_f, self.classes_)
              for k, p in zip(keep, partitions)])
-        self.n_features_in_ = len(self.encoder_.kept_columns)
-        self.observation_names_ = self.encoder_.names
-        self.couplings_ = resolve_couplings(self.coupling, self.n_chains_)
-        self.graph_ = build_graph([len(c) for c in classes], self.couplings_,
-                                  self.transition_features, self.coupling_features)
-        modes = (self.unary_features, self.transition_features, self.coupling_features)
-        transitions = self.forbidden_transitions
-        structure = cluster.client.gather(
-            [cluster.client.submit(_structure_statistics, enc, self.graph_, classes, modes,
-                                   transitions in ("auto", "unseen"), pure=False)
-             for enc in cluster.encoded])
-        self._check_memory(structure)
-        empty = sp.csr_matrix((0, self.n_features_in_))
-        keys = [ParameterLayout.support_keys(self.graph_, empty, np.zeros(1, np.int64),
-                                             np.zeros((0, self.n_chains_), np.int32), *modes)]
-        self.layout_ = ParameterLayout.from_keys(
-            self.graph_, self.n_features_in_,
-            unique_int(np.concatenate(keys + [s["keys"] for s in structure])))
-        self.joint_states_ = joint_states_from_labels(np.vstack([s["states"] for s in structure]))
-        if transitions == "auto":
-            several_joint = self.n_chains_ > 1 and self._method().over_joint_states
-            transitions = "unseen" if several_joint else None
-        self.forbidden_ = self._forbidden(transitions, structure)
-        if self._uses_state_transitions(self._method(), partial=False):
-            pairs = np.unique(np.vstack([s["state_pairs"] for s in structure]), axis=0)
-            C = self.n_chains_
-            self.layout_ = self.layout_.with_state_pairs(pairs[:, :C], pairs[:, C:])
+        self._fit_graph()
+        wanted = collect_options(self, self.n_chains_)
+        self._fit_model(StructureStatistics.merge(cluster.client.gather(
+            [cluster.client.submit(_structure_statistics, enc, self.graph_, wanted, pure=False)
+             for enc in cluster.encoded])))
 
         rng = check_random_state(self.random_state)
         sizes = [s["counts"].n_sequences for s in stats]
@@ -591,36 +535,6 @@ class DaskFactorialCRF(FactorialCRF):
         cluster.objectives.extend(parts)
         cluster.first_stage = parts
         return _cluster_objective(template, cluster, parts), np.zeros(self.layout_.n_params), rng
-
-    def _method(self):
-        return resolve_method(self.inference, self.graph_, self.joint_states_)
-
-    def _forbidden(self, transitions, structure):
-        """``forbidden_``: the transitions unseen in every partition, and the user's."""
-        masks = {}
-        if transitions == "unseen":
-            for e in range(self.graph_.n_edges):
-                parts = [s["unseen"].get(e) for s in structure]
-                if all(m is not None for m in parts):
-                    mask = np.logical_and.reduce(parts)
-                    if mask.any():
-                        masks[e] = mask
-            transitions = None
-        masks.update(forbidden_masks(self.graph_, self.classes_, transitions,
-                                     self.forbidden_couplings))
-        return masks
-
-    def _check_memory(self, structure):
-        """The memory guard for the largest process: the weights (client and every worker)
-        and the largest partition's arrays."""
-        largest = max(structure, key=lambda s: s["n_tokens"])
-        check_fit_memory(estimate_fit_memory(
-            self.graph_, largest["n_tokens"], self.n_features_in_, largest["nnz"],
-            unary_features=self.unary_features, transition_features=self.transition_features,
-            coupling_features=self.coupling_features, objective=self.objective,
-            lbfgs_memory=self.lbfgs_memory,
-            column_counts=np.sum([s["column_counts"] for s in structure], axis=0)),
-            self.max_memory, self.verbose)
 
     def _finetuning(self, objective, monitor, stopper):
         template = super()._finetuning(objective, monitor, stopper)

@@ -225,3 +225,5 @@ def test_errors(client):
         DaskFactorialCRF(client=client, npartitions=2).fit(X, bad)
     with pytest.raises(ValueError, match="needs a Dask client"):
         DaskFactorialCRF().fit(X, y)
+    with pytest.raises(MemoryError, match="max_memory"):   # the local fit's guard
+        DaskFactorialCRF(client=client, max_memory=1).fit(X, y)

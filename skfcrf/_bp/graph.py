@@ -108,3 +108,12 @@ def pair_layout(graph, n_tokens):
     edge_offset = np.zeros(graph.n_edges + 1, dtype=np.int64)
     np.cumsum(sizes, out=edge_offset[1:])
     return edge_offset
+
+
+def following_tokens(seq_ptr, n):
+    """Rows of the ``n`` stacked tokens whose predecessor (the row before) is in the
+    same sequence, ascending."""
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    starts = np.zeros(n, bool)
+    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
+    return np.flatnonzero(~starts)

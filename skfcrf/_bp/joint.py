@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
 
-__all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "supports_joint",
+__all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed",
            "transition_tables", "joint_map", "joint_marginals"]
@@ -40,6 +40,21 @@ def joint_states_from_labels(gold):
     if gold.ndim != 2:
         raise ValueError(f"gold must be 2-D (N, n_chains), got shape {gold.shape}")
     return np.ascontiguousarray(np.unique(gold, axis=0), dtype=np.int32)
+
+
+def state_index(states, labels):
+    """Row of ``states`` of every label combination in ``labels`` ``(N, C)``; -1 if absent."""
+    states = np.asarray(states, np.int64)
+    labels = np.asarray(labels, np.int64).reshape(-1, states.shape[1])
+    radix = np.maximum(np.maximum(states.max(axis=0, initial=0),
+                                  labels.max(axis=0, initial=0)) + 1, 1)
+    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    state_code, code = states @ weights, labels @ weights
+    order = np.argsort(state_code, kind="stable")
+    pos = np.searchsorted(state_code[order], code)
+    pos = np.minimum(pos, len(order) - 1)
+    found = state_code[order][pos] == code
+    return np.where(found, order[pos], -1)
 
 
 def supports_joint(graph, n_states):

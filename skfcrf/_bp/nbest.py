@@ -37,8 +37,8 @@ import itertools
 
 import numpy as np
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
-from skfcrf._bp.joint import joint_marginals, state_transition_scores
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, following_tokens, pair_layout
+from skfcrf._bp.joint import joint_marginals, state_index, state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
@@ -94,15 +94,6 @@ def labelling_scores(graph, seq_ptr, unary, pair, labels):
     return out
 
 
-def following_tokens(seq_ptr, n):
-    """Rows of the ``n`` stacked tokens whose predecessor (the row before) is in the
-    same sequence, ascending."""
-    seq_ptr = np.asarray(seq_ptr, np.int64)
-    starts = np.zeros(n, bool)
-    starts[seq_ptr[:-1][seq_ptr[:-1] < n]] = True
-    return np.flatnonzero(~starts)
-
-
 def state_steps(states, seq_ptr, labels):
     """The steps of the labelling ``labels`` ``(N, C)`` between consecutive tokens of a
     sequence whose label combinations are both among ``states``: the later tokens'
@@ -126,21 +117,6 @@ def state_path_scores(states, seq_ptr, labels, state_trans):
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
     np.add.at(out, seq_of[rows], state_trans[prev, cur])
     return out
-
-
-def state_index(states, labels):
-    """Row of ``states`` of every label combination in ``labels`` ``(N, C)``; -1 if absent."""
-    states = np.asarray(states, np.int64)
-    labels = np.asarray(labels, np.int64).reshape(-1, states.shape[1])
-    radix = np.maximum(np.maximum(states.max(axis=0, initial=0),
-                                  labels.max(axis=0, initial=0)) + 1, 1)
-    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
-    state_code, code = states @ weights, labels @ weights
-    order = np.argsort(state_code, kind="stable")
-    pos = np.searchsorted(state_code[order], code)
-    pos = np.minimum(pos, len(order) - 1)
-    found = state_code[order][pos] == code
-    return np.where(found, order[pos], -1)
 
 
 def product_states(graph):

@@ -1,7 +1,9 @@
 """The :class:`FactorialCRF` estimator.
 
 ``fit`` reads: validate the parameters and the data -> encode observations and
-labels -> build the model structure (graph, parameter layout, constraints) ->
+labels -> build the model structure (graph, parameter layout, constraints) from
+the training set's statistics, as a one-batch case of the pipeline a Dask fit
+runs per partition (:mod:`._statistics`) ->
 an objective object (:mod:`._objectives`) -> a solver (:mod:`._solvers`) ->
 fitted attributes.  Prediction asks the model's inference method
 (:mod:`skfcrf.inference`) and never changes the estimator.
@@ -17,7 +19,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOptions
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import _persistence
 from skfcrf.estimators._early_stopping import (
@@ -27,22 +28,10 @@ from skfcrf.estimators._early_stopping import (
 )
 from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
 from skfcrf.estimators._inspection import top_weights as _top_weights
-from skfcrf.estimators._memory import (
-    check_fit_memory,
-    column_counts,
-    estimate_fit_memory,
-    nnz_of,
-)
-from skfcrf.estimators._model import (
-    SUPPORT_MODES,
-    ParameterLayout,
-    build_graph,
-    check_gold_allowed,
-    seen_state_pairs,
-)
+from skfcrf.estimators._model import SUPPORT_MODES, check_gold_allowed
 from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
-from skfcrf.estimators._partial import complete_labels, joint_states_given, labelled_sequences
+from skfcrf.estimators._partial import complete_labels, labelled_sequences
 from skfcrf.estimators._solvers import (
     LBFGS,
     OWLQN,
@@ -52,13 +41,14 @@ from skfcrf.estimators._solvers import (
     OnlineLBFGS,
     warn_if_not_converged,
 )
-from skfcrf.estimators._structure import (
-    edge_name,
-    encode_labels,
-    fit_classes,
-    forbidden_masks,
-    resolve_couplings,
+from skfcrf.estimators._statistics import (
+    StructureStatistics,
+    build_model,
+    collect_options,
+    model_graph,
+    select_sequences,
 )
+from skfcrf.estimators._structure import edge_name, encode_labels, label_sets, merge_label_sets
 from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
 from skfcrf.metrics._accuracy import joint_accuracy
 
@@ -585,10 +575,12 @@ class FactorialCRF(BaseEstimator):
     def _encode_training_data(self, X, y):
         """Validated, encoded training data; fits the encoders and structure unless warm.
 
-        Returns ``Xm, seq_ptr, gold, known, labelled, warm``: ``gold`` is complete
-        (missing labels filled, :func:`complete_labels`), ``known`` the mask of
-        given labels (None: all given), ``labelled`` the indices of the
-        sequences with a given label (the others are left out of training).
+        The training set is the one batch of the model-building pipeline
+        (:mod:`._statistics`).  Returns ``Xm, seq_ptr, gold, known, labelled,
+        warm``: ``gold`` is complete (missing labels filled,
+        :func:`complete_labels`), ``known`` the mask of given labels (None: all
+        given), ``labelled`` the indices of the sequences with a given label
+        (the others are left out of training).
         """
         X, y_seqs, one_chain = self._check_Xy(X, y)
         labelled = labelled_sequences(y_seqs)
@@ -611,73 +603,42 @@ class FactorialCRF(BaseEstimator):
             self.encoder_ = encoder
             self.n_chains_ = y_seqs[0].shape[1]
             self._one_chain = one_chain
-            self.classes_ = fit_classes([y_seqs[i] for i in labelled], self.n_chains_)
+            self.classes_ = merge_label_sets([label_sets([y_seqs[i] for i in labelled],
+                                                         self.n_chains_)])
+            self._fit_graph()
         gold = encode_labels(self.classes_, y_seqs,
                              "warm_start=True keeps the labels of the first fit; fit without "
                              "it to learn new labels") if warm else encode_labels(self.classes_, y_seqs)
-        known = gold >= 0
-        rows = np.concatenate([np.arange(seq_ptr[i], seq_ptr[i + 1]) for i in labelled])
-        partial = not known[rows].all()     # a wholly unlabelled sequence is left out
-        if not warm:
-            self._build_structure(Xm, seq_ptr, gold)
-        seen = joint_states_given(gold, self.graph_.n_labels) if len(gold) else None
-        self.joint_states_ = (seen if not warm or seen is None else
-                              joint_states_from_labels(np.vstack([self.joint_states_, seen])))
-        method = resolve_method(self.inference, self.graph_, self.joint_states_)
-        transitions = self.forbidden_transitions
-        if transitions == "auto":
-            # with missing labels the unseen transitions are not known well enough
-            several_joint = self.n_chains_ > 1 and method.over_joint_states and not partial
-            transitions = "unseen" if several_joint else None
-        forbidden = forbidden_masks(self.graph_, self.classes_, transitions,
-                                    self.forbidden_couplings, seq_ptr, gold)
-        if warm and transitions == "unseen":
-            # a transition seen in an earlier fit stays allowed
-            forbidden = {e: m & self.forbidden_[e] for e, m in forbidden.items()
-                         if e in self.forbidden_ and (m & self.forbidden_[e]).any()}
-        self.forbidden_ = forbidden
+        stats = StructureStatistics.collect(self.graph_, Xm, seq_ptr, gold,
+                                            **collect_options(self, self.n_chains_, warm))
+        method = self._fit_model(stats, warm)
         check_gold_allowed(self.graph_, seq_ptr, gold, self.forbidden_,
                            lambda e: edge_name(self.graph_, e))
-        if not warm and self._uses_state_transitions(method, partial):
-            self.layout_ = self.layout_.with_state_pairs(*seen_state_pairs(gold, seq_ptr))
-        if partial:
+        known = gold >= 0 if stats.partial else None
+        if stats.partial:
             gold = complete_labels(
-                self.layout_, self.layout_.observation_rows(Xm.tocsr(), seq_ptr), seq_ptr, gold,
-                self.classes_, self.forbidden_,
+                self.layout_, seq_ptr, gold, self.classes_, self.forbidden_,
                 method.bind(max_iter=self.bp_max_iter, tol=self.bp_tol,
                             seeds=np.zeros(len(seq_ptr) - 1, np.uint64),
                             n_threads=kernel_threads(self.n_jobs)))
-        return Xm, seq_ptr, gold, (known if partial else None), labelled, warm
+        return Xm, seq_ptr, gold, known, labelled, warm
 
-    def _uses_state_transitions(self, method, partial):
-        """Whether the model gets joint-state transition weights (``state_transitions``)."""
-        trains_joint = self.objective == "likelihood" or self.finetune_iter > 0
-        usable = self.n_chains_ > 1 and method.over_joint_states
-        if self.state_transitions == "auto":
-            return usable and trains_joint and not partial
-        if self.state_transitions and not usable:
-            raise ValueError(
-                "state_transitions=True needs several chains and inference over the joint "
-                "label states (inference='joint', or 'auto' resolving to it); this model has "
-                f"{self.n_chains_} chain(s) and inference {method.name!r}")
-        return bool(self.state_transitions)
-
-    def _build_structure(self, Xm, seq_ptr, gold):
-        """Graph and parameter layout of the model, from the first fit's data."""
-        self.n_features_in_ = Xm.shape[1]
+    def _fit_graph(self):
+        """``n_features_in_``, ``observation_names_``, ``couplings_`` and ``graph_`` of
+        the fitted encoder and ``classes_``."""
+        self.n_features_in_ = len(self.encoder_.kept_columns)
         self.observation_names_ = self.encoder_.names
-        self.couplings_ = resolve_couplings(self.coupling, self.n_chains_)
-        self.graph_ = build_graph([len(c) for c in self.classes_], self.couplings_,
-                                  self.transition_features, self.coupling_features)
-        check_fit_memory(estimate_fit_memory(
-            self.graph_, Xm.shape[0], Xm.shape[1], nnz_of(Xm),
-            unary_features=self.unary_features, transition_features=self.transition_features,
-            coupling_features=self.coupling_features, objective=self.objective,
-            lbfgs_memory=self.lbfgs_memory, column_counts=column_counts(Xm),
-            n_sequences=len(seq_ptr) - 1), self.max_memory, self.verbose)
-        self.layout_ = ParameterLayout.from_training(
-            self.graph_, Xm, seq_ptr, gold, self.unary_features,
-            self.transition_features, self.coupling_features)
+        self.couplings_, self.graph_ = model_graph(self, self.classes_)
+
+    def _fit_model(self, stats, warm=False):
+        """``layout_``, ``joint_states_`` and ``forbidden_`` from the merged
+        :class:`StructureStatistics` of the training data (:func:`build_model`);
+        returns the model's inference method."""
+        model = build_model(self, self.graph_, self.n_features_in_, self.classes_, stats,
+                            previous=self if warm else None)
+        self.layout_, self.joint_states_, self.forbidden_ = (
+            model.layout, model.joint_states, model.forbidden)
+        return model.method
 
     def _objective(self, batch):
         """The objective object for this estimator's settings over ``batch``."""
@@ -1083,8 +1044,11 @@ def training_problem(estimator, X, y):
     Xm, seq_ptr, gold, known, labelled, warm = estimator._encode_training_data(X, y)
     rng = check_random_state(estimator.random_state)
     seeds = rng.randint(0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
-    batch = TrainingBatch(Xm.tocsr(), seq_ptr, gold, estimator.layout_, seeds, known)
-    if len(labelled) < batch.n_sequences:     # sequences without a label contribute nothing
-        batch = batch.subset(np.asarray(labelled))
+    Xm = Xm.tocsr()
+    if len(labelled) < len(seeds):     # sequences without a label contribute nothing
+        rows, seq_ptr = select_sequences(seq_ptr, labelled)
+        Xm, gold, seeds = Xm[rows], gold[rows], seeds[labelled]
+        known = None if known is None else known[rows]
+    batch = TrainingBatch(Xm, seq_ptr, gold, estimator.layout_, seeds, known)
     theta0 = estimator.coef_.copy() if warm else np.zeros(estimator.layout_.n_params)
     return TrainingProblem(estimator._objective(batch), theta0, rng)

@@ -41,8 +41,8 @@ import numpy as np
 
 from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._bp._structure import ParameterTables
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._bp.nbest import following_tokens, state_index
+from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
+from skfcrf._bp.joint import state_index
 from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
@@ -191,50 +191,69 @@ class ParameterLayout:
 
         The ``"supported"`` templates' entries come from the observations ``X``
         and gold labels; the ``"all"`` templates' from ``X.shape[1]`` alone
-        (skipped with ``supported_only``).  Keys of several parts of a training
-        set (sequences not split between parts) united are the keys of the
-        whole set: :meth:`from_keys` builds the same layout from them.
+        (:meth:`all_keys`; skipped with ``supported_only``).  Keys of several
+        parts of a training set (sequences not split between parts) united are
+        the keys of the whole set: :meth:`from_keys` builds the same layout from
+        them.
         """
+        modes = (unary_features, transition_features, coupling_features)
         n_tokens, n_features = X.shape
         X = X.tocsr()
         nnz_row = np.repeat(np.arange(n_tokens), np.diff(X.indptr))
         nnz_col = X.indices.astype(np.int64)
-        layout0 = cls(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
-                      np.zeros(0, dtype=np.int32))
-        keys = []   # int64 keys f * width + column
+        layout0 = cls._empty(graph, n_features)
         width = np.int64(layout0.score_width)
-        every = not supported_only
+        keys = [] if supported_only else [cls.all_keys(graph, n_features, *modes)]
         for c in range(graph.n_chains):
-            off, L = graph.label_offset[c], graph.n_labels[c]
-            if unary_features == "all" and every:
-                keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
-                             + off + np.arange(L)).ravel())
-            elif unary_features == "supported":
+            off = graph.label_offset[c]
+            if unary_features == "supported":
                 given = gold[nnz_row, c] >= 0       # a missing label supports nothing
                 keys.append(unique_int(nnz_col[given] * width + off + gold[nnz_row[given], c]))
         for e in range(graph.n_edges):
-            if graph.edge_tied[e]:
+            if graph.edge_tied[e] or cls._edge_mode(graph, e, modes) == "all":
                 continue
-            mode = transition_features if graph.edge_kind[e] == IN_CHAIN else coupling_features
-            col0, k = layout0.edge_col[e], graph.edge_size(e)
-            if mode == "all":
-                if every:
-                    keys.append((np.arange(n_features, dtype=np.int64)[:, None] * width
-                                 + col0 + np.arange(k)).ravel())
-            else:
-                rows = _valid_edge_rows(graph, e, seq_ptr, n_tokens)
-                assign = np.full(n_tokens, -1, dtype=np.int64)
-                assign[rows] = gold_assignment(graph, e, rows, gold)
-                ok = assign[nnz_row] >= 0
-                keys.append(unique_int(nnz_col[ok] * width + col0 + assign[nnz_row[ok]]))
+            rows = _valid_edge_rows(graph, e, seq_ptr, n_tokens)
+            assign = np.full(n_tokens, -1, dtype=np.int64)
+            assign[rows] = gold_assignment(graph, e, rows, gold)
+            ok = assign[nnz_row] >= 0
+            keys.append(unique_int(nnz_col[ok] * width + layout0.edge_col[e]
+                                   + assign[nnz_row[ok]]))
         return unique_int(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def all_keys(cls, graph, n_features, unary_features, transition_features,
+                 coupling_features):
+        """Sorted keys of the ``"all"`` templates' entries: every (observation,
+        assignment) pair of ``n_features`` observations."""
+        modes = (unary_features, transition_features, coupling_features)
+        layout0 = cls._empty(graph, n_features)
+        width = np.int64(layout0.score_width)
+        columns = [graph.label_offset[c] + np.arange(graph.n_labels[c])
+                   for c in range(graph.n_chains) if unary_features == "all"]
+        columns += [layout0.edge_col[e] + np.arange(graph.edge_size(e))
+                    for e in range(graph.n_edges)
+                    if not graph.edge_tied[e] and cls._edge_mode(graph, e, modes) == "all"]
+        if not columns:
+            return np.zeros(0, dtype=np.int64)
+        columns = np.sort(np.concatenate(columns).astype(np.int64))   # each < width
+        return (np.arange(n_features, dtype=np.int64)[:, None] * width + columns).ravel()
+
+    @staticmethod
+    def _edge_mode(graph, e, modes):
+        """Feature support of edge ``e`` under ``modes`` (unary, transition, coupling)."""
+        return modes[1] if graph.edge_kind[e] == IN_CHAIN else modes[2]
+
+    @classmethod
+    def _empty(cls, graph, n_features):
+        """The layout with no feature-table entries (its score columns)."""
+        return cls(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
+                   np.zeros(0, dtype=np.int32))
 
     @classmethod
     def from_keys(cls, graph, n_features, keys):
         """The layout whose feature table has the entries ``keys`` (sorted, distinct;
         :meth:`support_keys`)."""
-        width = cls(graph, n_features, np.zeros(n_features + 1, dtype=np.int64),
-                    np.zeros(0, dtype=np.int32)).score_width
+        width = cls._empty(graph, n_features).score_width
         feat = keys // width
         ent_col = (keys % width).astype(np.int32)
         feat_ptr = np.zeros(n_features + 1, dtype=np.int64)

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from skfcrf._bp._features import add_gradient, add_scores
-from skfcrf._bp.nbest import following_tokens
+from skfcrf._bp.graph import following_tokens
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.

@@ -27,12 +27,14 @@ Which statistics the given labels feed
 import itertools
 
 import numpy as np
+import scipy.sparse as sp
 
 from skfcrf._bp.joint import joint_states_from_labels
 from skfcrf._bp.nbest import labelling_scores
 from skfcrf.estimators._fixed import FixedLabels
 
-__all__ = ["labelled_sequences", "joint_states_given", "complete_labels"]
+__all__ = ["labelled_sequences", "joint_states_given", "given_combinations",
+           "expand_given_states", "complete_labels"]
 
 
 def labelled_sequences(y_seqs):
@@ -54,10 +56,23 @@ def joint_states_given(gold, n_labels):
     labels that agrees with none of them adds its given labels combined with
     every label (``range(n_labels[c])``) of each missing chain ``c``.
     """
-    gold = np.asarray(gold)
+    return expand_given_states(*given_combinations(gold), n_labels)
+
+
+def given_combinations(gold):
+    """``(complete, partial)``: the distinct rows of ``gold`` without and with a missing
+    label, sorted int32 arrays.  The pairs of several batches of sequences merge by
+    union (:func:`~skfcrf._bp.joint.joint_states_from_labels` of the stacked arrays);
+    :func:`expand_given_states` turns the merged pair into the joint states."""
+    gold = np.asarray(gold, dtype=np.int32)
     complete = (gold >= 0).all(axis=1)
-    states = joint_states_from_labels(gold[complete]) if complete.any() else gold[:0]
-    partial = np.unique(gold[~complete], axis=0)
+    return joint_states_from_labels(gold[complete]), joint_states_from_labels(gold[~complete])
+
+
+def expand_given_states(complete, partial, n_labels):
+    """The joint label states (:func:`joint_states_given`) of the distinct complete and
+    partial label combinations (:func:`given_combinations`)."""
+    states = complete
     extra = []
     for row in partial:
         given = row >= 0
@@ -70,14 +85,12 @@ def joint_states_given(gold, n_labels):
     return np.ascontiguousarray(states, dtype=np.int32)
 
 
-def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method):
+def complete_labels(layout, seq_ptr, gold, classes, forbidden, method):
     """``gold`` with every missing label filled so that the model's constraints allow it.
 
     Parameters
     ----------
     layout : ParameterLayout
-    obs : ObservationRows
-        The training observations (only their shape matters: the weights are zero).
     seq_ptr : int64 ndarray of shape (n_seq + 1,)
     gold : int32 ndarray of shape (N, n_chains)
         ``-1`` where a label is missing.
@@ -99,8 +112,11 @@ def complete_labels(layout, obs, seq_ptr, gold, classes, forbidden, method):
         constraints, naming the first given label after which none is left.
     """
     graph = layout.graph
-    zero = np.zeros(layout.n_params)
-    unary, pair, _ = layout.potentials(zero, obs, method.n_threads, forbidden)
+    # all weights zero: the observations score nothing, so none are prepared
+    n_tokens = len(gold)
+    none = layout.observation_rows(sp.csr_matrix((n_tokens, layout.n_features)), seq_ptr)
+    unary, pair, _ = layout.potentials(np.zeros(layout.n_params), none, method.n_threads,
+                                       forbidden)
     given = FixedLabels(np.ascontiguousarray(gold, dtype=np.int32),
                         np.asarray(seq_ptr, np.int64), classes, name="y")
     clamped = given.clamp(graph, unary)

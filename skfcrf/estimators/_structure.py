@@ -12,9 +12,10 @@ import numbers
 
 import numpy as np
 
-from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._bp.graph import IN_CHAIN, following_tokens
 
-__all__ = ["resolve_couplings", "fit_classes", "encode_labels", "forbidden_masks", "edge_name"]
+__all__ = ["resolve_couplings", "label_sets", "merge_label_sets", "fit_classes", "encode_labels",
+           "seen_transitions", "forbidden_masks", "edge_name"]
 
 
 def resolve_couplings(spec, n_chains):
@@ -48,22 +49,46 @@ def resolve_couplings(spec, n_chains):
     return sorted(pairs)
 
 
+def label_sets(y_seqs, n_chains):
+    """Per chain the sorted distinct labels given in the label sequences ``y_seqs``
+    (missing labels, ``None``, left out): the label statistic of one batch of
+    sequences, merged by :func:`merge_label_sets`."""
+    sets = []
+    for c in range(n_chains):
+        values = np.concatenate([s[:, c] for s in y_seqs]) if len(y_seqs) else np.zeros(0, object)
+        sets.append(_distinct_labels(values[np.not_equal(values, None)], c))
+    return sets
+
+
+def merge_label_sets(parts):
+    """``classes``: per chain the union of the batches' :func:`label_sets`, sorted.
+
+    ``ValueError`` when a chain has no label at all or labels that cannot be
+    ordered together (str and numbers).
+    """
+    parts = list(parts)
+    classes = []
+    for c in range(len(parts[0])):
+        labels = _distinct_labels(np.concatenate([p[c] for p in parts]), c)
+        if labels.size == 0:
+            raise ValueError(f"chain {c} has no label in y: every label of it is missing")
+        classes.append(labels)
+    return classes
+
+
+def _distinct_labels(values, c):
+    try:
+        return np.unique(values)
+    except TypeError:
+        raise ValueError(
+            f"labels of chain {c} must be mutually comparable (all str or all numbers)"
+        ) from None
+
+
 def fit_classes(y_seqs, n_chains):
     """Per chain the sorted distinct labels of the label sequences ``y_seqs``
-    (missing labels, ``None``, left out)."""
-    classes = []
-    for c in range(n_chains):
-        values = np.concatenate([s[:, c] for s in y_seqs])
-        values = values[np.not_equal(values, None)]
-        if values.size == 0:
-            raise ValueError(f"chain {c} has no label in y: every label of it is missing")
-        try:
-            classes.append(np.unique(values))
-        except TypeError:
-            raise ValueError(
-                f"labels of chain {c} must be mutually comparable (all str or all numbers)"
-            ) from None
-    return classes
+    (missing labels, ``None``, left out): the classes of one batch."""
+    return merge_label_sets([label_sets(y_seqs, n_chains)])
 
 
 def encode_labels(classes, y_seqs, unknown="the model knows only the labels it was trained on"):
@@ -153,27 +178,23 @@ def _transition_masks(graph, classes, spec):
     return masks
 
 
-def unseen_transition_masks(graph, classes, seq_ptr, gold):
-    """Per in-chain edge the ``(L, L)`` mask of transitions absent from ``gold``
-    (a pair with a missing label, ``-1``, shows no transition)."""
-    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+def seen_transitions(graph, seq_ptr, gold):
+    """Per in-chain edge the ``(L, L)`` mask of the transitions that occur in ``gold``
+    (a pair with a missing label, ``-1``, shows no transition).  The masks of
+    several batches of sequences merge by ``|``."""
     gold = np.asarray(gold)
-    # consecutive tokens of one sequence: every row but the first of each sequence
-    follows = np.ones(len(gold), dtype=bool)
-    follows[seq_ptr[:-1][seq_ptr[:-1] < len(gold)]] = False
-    nxt = np.flatnonzero(follows)
-    masks = {}
+    nxt = following_tokens(seq_ptr, len(gold))
+    seen = {}
     for e in range(graph.n_edges):
         if graph.edge_kind[e] != IN_CHAIN:
             continue
         c = int(graph.edge_a[e])
-        L = len(classes[c])
-        mask = np.ones((L, L), dtype=bool)
+        L = int(graph.n_labels[c])
+        mask = np.zeros((L, L), dtype=bool)
         both = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
-        mask[gold[both - 1, c], gold[both, c]] = False
-        if mask.any():
-            masks[e] = mask
-    return masks
+        mask[gold[both - 1, c], gold[both, c]] = True
+        seen[e] = mask
+    return seen
 
 
 def _coupling_masks(graph, classes, spec, masks):
@@ -202,20 +223,18 @@ def _coupling_masks(graph, classes, spec, masks):
     return masks
 
 
-def forbidden_masks(graph, classes, forbidden_transitions, forbidden_couplings, seq_ptr=None,
-                    gold=None):
+def forbidden_masks(graph, classes, forbidden_transitions, forbidden_couplings, seen=None):
     """Edge index -> boolean mask of forbidden assignments, from the user's settings.
 
     ``forbidden_transitions="unseen"`` forbids, per chain, every transition
-    that never occurs in the training labels ``gold`` (``(N, n_chains)`` label
-    indices, sequences delimited by ``seq_ptr``).
+    absent from ``seen`` (:func:`seen_transitions` of the training labels).
     """
     masks = {}
     if isinstance(forbidden_transitions, str):
         if forbidden_transitions != "unseen":
             raise ValueError("forbidden_transitions must be None, 'unseen', a list or a dict, "
                              f"got {forbidden_transitions!r}")
-        masks.update(unseen_transition_masks(graph, classes, seq_ptr, gold))
+        masks.update({e: ~mask for e, mask in seen.items() if not mask.all()})
     elif forbidden_transitions is not None:
         masks.update(_transition_masks(graph, classes, forbidden_transitions))
     if forbidden_couplings is not None:

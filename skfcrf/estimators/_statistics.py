@@ -1,0 +1,261 @@
+"""One model-building pipeline: the model structure from mergeable statistics.
+
+A fit builds its model from statistics gathered per *batch* of training
+sequences (a sequence never split between batches) and merged.  A local fit
+(:func:`~skfcrf.estimators._fcrf.training_problem`) has one batch, the whole
+training set; a Dask fit (:mod:`skfcrf.dask`) one per partition.  Both run
+these functions:
+
+1. raw sequences: observation counts (:meth:`ObservationEncoder.count
+   <skfcrf.estimators._observations.ObservationEncoder.count>`, merged by
+   :meth:`~skfcrf.estimators._observations.ObservationCounts.merge`; the one
+   batch of a local fit is counted and encoded in one pass,
+   :meth:`~skfcrf.estimators._observations.ObservationEncoder.fit_transform`)
+   and label sets (:func:`~skfcrf.estimators._structure.label_sets`, merged by
+   :func:`~skfcrf.estimators._structure.merge_label_sets`) -> the observation
+   encoder and ``classes_``; then the graph (:func:`model_graph`);
+2. encoded sequences: :class:`StructureStatistics` -- feature-table keys of the
+   ``"supported"`` templates, label combinations, seen in-chain transitions,
+   consecutive label combinations, column counts, sizes -- merged by
+   :meth:`StructureStatistics.merge`;
+3. :func:`build_model` from the merged statistics: the memory guard
+   (:func:`check_memory`), the parameter layout, the joint label states, the
+   forbidden assignments (:func:`forbidden_assignments`, home of the
+   ``forbidden_transitions="auto"`` rule) and the joint-state transition weights.
+
+Every statistic merges by union, sum or ``|``, so the model built from the
+merged statistics of any split of the sequences into batches is the model of
+the whole set, bit for bit.  The memory guard is for the process that holds
+the largest batch (a worker of a Dask fit; the only process of a local one).
+"""
+import dataclasses
+from collections import namedtuple
+
+import numpy as np
+
+from skfcrf._bp.joint import joint_states_from_labels
+from skfcrf.estimators._memory import check_fit_memory, column_counts, estimate_fit_memory
+from skfcrf.estimators._model import ParameterLayout, build_graph, seen_state_pairs, unique_int
+from skfcrf.estimators._partial import expand_given_states, given_combinations
+from skfcrf.estimators._structure import forbidden_masks, resolve_couplings, seen_transitions
+from skfcrf.inference import resolve_method
+
+__all__ = ["StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
+           "check_memory", "forbidden_assignments", "uses_state_transitions",
+           "select_sequences"]
+
+#: What :func:`build_model` returns: the parameter layout, the joint label states,
+#: the forbidden assignments (edge -> mask) and the model's inference method.
+Model = namedtuple("Model", ["layout", "joint_states", "forbidden", "method"])
+
+
+def _modes(params):
+    return params.unary_features, params.transition_features, params.coupling_features
+
+
+@dataclasses.dataclass
+class StructureStatistics:
+    """What the model structure needs to know about a batch of encoded sequences.
+
+    Attributes
+    ----------
+    keys : int64 ndarray or None
+        Sorted distinct feature-table keys of the ``"supported"`` templates
+        (:meth:`ParameterLayout.support_keys
+        <skfcrf.estimators._model.ParameterLayout.support_keys>`); None when not
+        collected (a warm start keeps its layout).
+    complete_states, partial_states : int32 ndarray of shape (n, n_chains)
+        Distinct label combinations of the tokens without and with a missing
+        label (:func:`~skfcrf.estimators._partial.given_combinations`).
+    state_pairs : int32 ndarray of shape (P, 2 * n_chains) or None
+        Distinct label combinations of consecutive tokens, ``from`` then ``to``
+        (:func:`~skfcrf.estimators._model.seen_state_pairs`); None when not collected.
+    seen : dict or None
+        In-chain edge -> ``(L, L)`` mask of the transitions seen
+        (:func:`~skfcrf.estimators._structure.seen_transitions`); None when not
+        collected.
+    column_counts : int ndarray of shape (n_features,)
+        Stored observation entries per column.
+    n_tokens, nnz, n_sequences : int
+        Sizes of the largest batch (by tokens).
+    partial : bool
+        Whether a sequence with a given label has a missing one.
+    """
+
+    keys: object
+    complete_states: np.ndarray
+    partial_states: np.ndarray
+    state_pairs: object
+    seen: object
+    column_counts: np.ndarray
+    n_tokens: int
+    nnz: int
+    n_sequences: int
+    partial: bool
+
+    @classmethod
+    def collect(cls, graph, X, seq_ptr, gold, *, modes=None, transitions=True,
+                state_pairs=True):
+        """The statistics of the encoded sequences ``X`` (sparse ``(N, n_features)``),
+        ``seq_ptr`` and label indices ``gold`` (``-1``: missing).
+
+        ``modes``: the feature support ``(unary, transition, coupling)`` whose
+        keys to collect (None: none); ``transitions`` / ``state_pairs``: whether
+        to collect the seen transitions / consecutive label combinations
+        (:func:`collect_options` says what a model needs).
+        """
+        X = X.tocsr()
+        gold = np.asarray(gold, dtype=np.int32)
+        seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+        n_seq = len(seq_ptr) - 1
+        complete, partial = given_combinations(gold)
+        known = gold >= 0
+        seq_of = np.repeat(np.arange(n_seq), np.diff(seq_ptr))
+        labelled = np.zeros(n_seq, dtype=bool)
+        labelled[seq_of[known.any(axis=1)]] = True
+        return cls(
+            keys=(None if modes is None else
+                  ParameterLayout.support_keys(graph, X, seq_ptr, gold, *modes,
+                                               supported_only=True)),
+            complete_states=complete, partial_states=partial,
+            state_pairs=np.hstack(seen_state_pairs(gold, seq_ptr)) if state_pairs else None,
+            seen=seen_transitions(graph, seq_ptr, gold) if transitions else None,
+            column_counts=column_counts(X), n_tokens=X.shape[0], nnz=int(X.nnz),
+            n_sequences=n_seq, partial=not known[labelled[seq_of]].all())
+
+    @classmethod
+    def merge(cls, parts):
+        """The statistics of the concatenated batches ``parts``."""
+        parts = list(parts)
+        first = parts[0]
+        largest = max(parts, key=lambda p: p.n_tokens)
+        return cls(
+            keys=None if first.keys is None else unique_int(np.concatenate(
+                [p.keys for p in parts])),
+            complete_states=joint_states_from_labels(
+                np.vstack([p.complete_states for p in parts])),
+            partial_states=joint_states_from_labels(
+                np.vstack([p.partial_states for p in parts])),
+            state_pairs=None if first.state_pairs is None else np.unique(
+                np.vstack([p.state_pairs for p in parts]), axis=0),
+            seen=None if first.seen is None else {
+                e: np.logical_or.reduce([p.seen[e] for p in parts]) for e in first.seen},
+            column_counts=np.sum([p.column_counts for p in parts], axis=0),
+            n_tokens=largest.n_tokens, nnz=largest.nnz, n_sequences=largest.n_sequences,
+            partial=any(p.partial for p in parts))
+
+    def joint_states(self, n_labels):
+        """The joint label states of the training labels
+        (:func:`~skfcrf.estimators._partial.joint_states_given`)."""
+        return expand_given_states(self.complete_states, self.partial_states, n_labels)
+
+
+def model_graph(params, classes):
+    """``(couplings, graph)`` of a model with settings ``params`` and labels ``classes``."""
+    couplings = resolve_couplings(params.coupling, len(classes))
+    graph = build_graph([len(c) for c in classes], couplings, params.transition_features,
+                        params.coupling_features)
+    return couplings, graph
+
+
+def collect_options(params, n_chains, warm=False):
+    """Keyword arguments of :meth:`StructureStatistics.collect`: what a model with
+    settings ``params`` needs (a warm start keeps its layout)."""
+    st = params.state_transitions
+    wanted = _trains_joint(params) if isinstance(st, str) else bool(st)    # "auto" or not
+    return dict(modes=None if warm else _modes(params),
+                transitions=isinstance(params.forbidden_transitions, str),
+                state_pairs=not warm and n_chains > 1 and wanted)
+
+
+def _trains_joint(params):
+    """Whether the likelihood over the joint label states is trained (the objective or
+    the fine-tuning stage)."""
+    return params.objective == "likelihood" or params.finetune_iter > 0
+
+
+def check_memory(params, graph, n_features, stats):
+    """The memory guard: ``MemoryError`` when the estimated peak memory of the fit
+    (:func:`~skfcrf.estimators._memory.estimate_fit_memory`; the weights, and the
+    largest batch's arrays) exceeds ``params.max_memory`` or the memory available."""
+    u, t, c = _modes(params)
+    return check_fit_memory(estimate_fit_memory(
+        graph, stats.n_tokens, n_features, stats.nnz, unary_features=u,
+        transition_features=t, coupling_features=c, objective=params.objective,
+        lbfgs_memory=params.lbfgs_memory, column_counts=stats.column_counts,
+        n_sequences=stats.n_sequences), params.max_memory, params.verbose)
+
+
+def forbidden_assignments(params, graph, classes, stats, method, previous=None):
+    """``forbidden_``: edge -> mask of the assignments the model forbids.
+
+    ``forbidden_transitions="auto"`` is ``"unseen"`` when the model has several
+    chains, ``method`` is over the joint label states and every label of the
+    labelled sequences is given (with missing labels the unseen transitions are
+    not known well enough); else None.  ``previous``: the forbidden assignments
+    of the fit a warm start continues (a transition seen then stays allowed).
+    """
+    transitions = params.forbidden_transitions
+    if isinstance(transitions, str) and transitions == "auto":
+        several_joint = graph.n_chains > 1 and method.over_joint_states and not stats.partial
+        transitions = "unseen" if several_joint else None
+    forbidden = forbidden_masks(graph, classes, transitions, params.forbidden_couplings,
+                                stats.seen)
+    if previous is not None and isinstance(transitions, str):
+        forbidden = {e: m & previous[e] for e, m in forbidden.items()
+                     if e in previous and (m & previous[e]).any()}
+    return forbidden
+
+
+def uses_state_transitions(params, n_chains, method, partial):
+    """Whether the model gets joint-state transition weights (``state_transitions``)."""
+    usable = n_chains > 1 and method.over_joint_states
+    if isinstance(params.state_transitions, str):     # "auto"
+        return usable and _trains_joint(params) and not partial
+    if params.state_transitions and not usable:
+        raise ValueError(
+            "state_transitions=True needs several chains and inference over the joint "
+            "label states (inference='joint', or 'auto' resolving to it); this model has "
+            f"{n_chains} chain(s) and inference {method.name!r}")
+    return bool(params.state_transitions)
+
+
+def build_model(params, graph, n_features, classes, stats, previous=None):
+    """The model of settings ``params`` over ``graph`` from merged statistics ``stats``.
+
+    Checks the memory (before the feature table is allocated), then builds the
+    parameter layout, the joint label states, the forbidden assignments and the
+    joint-state transition weights.  ``previous``: the fitted estimator a warm
+    start continues; its layout is kept, its joint states and forbidden
+    assignments are merged with those of ``stats``.
+
+    Returns
+    -------
+    Model
+    """
+    if previous is None:
+        check_memory(params, graph, n_features, stats)
+        keys = [ParameterLayout.all_keys(graph, n_features, *_modes(params)), stats.keys]
+        layout = ParameterLayout.from_keys(graph, n_features, unique_int(np.concatenate(keys)))
+        joint_states = stats.joint_states(graph.n_labels)
+    else:
+        layout = previous.layout_
+        joint_states = joint_states_from_labels(
+            np.vstack([previous.joint_states_, stats.joint_states(graph.n_labels)]))
+    method = resolve_method(params.inference, graph, joint_states)
+    forbidden = forbidden_assignments(params, graph, classes, stats, method,
+                                      None if previous is None else previous.forbidden_)
+    if previous is None and uses_state_transitions(params, graph.n_chains, method,
+                                                   stats.partial):
+        C = graph.n_chains
+        layout = layout.with_state_pairs(stats.state_pairs[:, :C], stats.state_pairs[:, C:])
+    return Model(layout, joint_states, forbidden, method)
+
+
+def select_sequences(seq_ptr, index):
+    """``(rows, seq_ptr)`` of the sequences ``index`` (in that order) of ``seq_ptr``:
+    their tokens' rows and their boundaries once stacked."""
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    lengths = np.diff(seq_ptr)[index]
+    rows = np.concatenate([np.arange(seq_ptr[s], seq_ptr[s + 1]) for s in index])
+    return rows, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
