@@ -37,6 +37,7 @@ from skfcrf.estimators._solvers import (
     OWLQN,
     SOLVERS,
     BlockLBFGS,
+    BlockObjective,
     ConvergenceMonitor,
     OnlineLBFGS,
     warn_if_not_converged,
@@ -466,7 +467,7 @@ class FactorialCRF(BaseEstimator):
                     unit="epochs" if self.solver == "olbfgs" else "iterations",
                     designed_budget=((isinstance(solver, BlockLBFGS)
                                       or (isinstance(solver, OWLQN)
-                                          and hasattr(objective, "blocks")))
+                                          and isinstance(objective, BlockObjective)))
                                      and self.max_iter == DEFAULT_MAX_ITER),
                     verbose=self.verbose)
                 finetune = self._finetuning(objective, monitor, stopper)
@@ -667,7 +668,7 @@ class FactorialCRF(BaseEstimator):
             return OnlineLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol,
                                batch_size=self.batch_size, eta0=self.eta0, tau=self.tau,
                                random_state=rng)
-        if hasattr(objective, "blocks"):
+        if isinstance(objective, BlockObjective):
             return BlockLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol)
         return SOLVERS[self.solver](memory=self.lbfgs_memory, max_iter=self.max_iter,
                                     tol=self.tol)
