@@ -7,15 +7,15 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") else ["-fopenmp"]
-# _alloc (checked scratch memory) and _structure (links, product and TRP tables) are
+# _alloc (checked scratch memory) and _contract (the typed inputs of the kernels) are
 # cimported by the others
-_kernels = ["_alloc", "_structure", "_chain", "_trp", "_exact", "_features",
+_kernels = ["_alloc", "_contract", "_chain", "_trp", "_exact", "_features",
             "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align"]
 
 extensions = [
     Extension(
-        f"skfcrf._bp.{name}",
-        [os.path.join("skfcrf", "_bp", f"{name}.pyx")],
+        f"skfcrf._kernels.{name}",
+        [os.path.join("skfcrf", "_kernels", f"{name}.pyx")],
         include_dirs=[np.get_include()],
         # -fno-trapping-math: loops with selects (e.g. in _simd.h) may be vectorised; values
         # are unchanged, only floating-point exception flags are not kept exact
@@ -24,7 +24,7 @@ extensions = [
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for name in _kernels
-    if os.path.exists(os.path.join("skfcrf", "_bp", f"{name}.pyx"))
+    if os.path.exists(os.path.join("skfcrf", "_kernels", f"{name}.pyx"))
 ]
 
 setup(

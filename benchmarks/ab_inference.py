@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, {bench!r})
 args = json.loads(sys.argv[1])
 from ab_kernel import dictations_workload
-from skfcrf._bp.inference import map_assign, marginals
+from skfcrf._kernels.batch import map_assign, marginals
 graph, seq_ptr, unary, pair, eo, gold = dictations_workload(1, args["n_reports"])
 kw = dict(method=args["method"], max_iter=args["max_iter"], n_threads=args["n_jobs"])
 out = {{}}

@@ -1,6 +1,6 @@
 """A/B timing of one Cython kernel: the working tree's against an earlier commit's.
 
-Compiles ``skfcrf/_bp/<kernel>.pyx`` as of ``--rev`` under another module name
+Compiles ``skfcrf/_kernels/<kernel>.pyx`` as of ``--rev`` under another module name
 in a temporary directory, then times the two on the same inputs, alternating
 A and B, in one process.  Prints medians and the ratio.
 
@@ -29,21 +29,21 @@ def _absolute_cimports(text):
     """The rev's sources cimport the copied headers without the package (relative
     cimports made absolute); compiled modules with a .pxd (the allocator, the typed
     structure) are cimported and imported from the installed package instead."""
-    for compiled in ("_alloc", "_structure"):
+    for compiled in ("_alloc", "_contract"):
         for verb in ("cimport", "import"):
-            text = text.replace(f"from .{compiled} {verb}", f"from skfcrf._bp.{compiled} {verb}")
+            text = text.replace(f"from .{compiled} {verb}", f"from skfcrf._kernels.{compiled} {verb}")
     return text.replace("from ._", "from _")
 
 
 def build_old(kernel, rev):
-    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/_{kernel}.pyx"],
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_kernels/_{kernel}.pyx"],
                          check=True, capture_output=True, text=True).stdout
     tmp = tempfile.mkdtemp(prefix="skfcrf_ab_")
     name = f"_{kernel}_old"
     with open(os.path.join(tmp, f"{name}.pyx"), "w") as fh:
         fh.write(_absolute_cimports(src))
     for pxd in ("_common.pxd", "_table.pxd", "_simd.h", "_vexp.h"):
-        got = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/{pxd}"],
+        got = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_kernels/{pxd}"],
                              capture_output=True, text=True)
         if got.returncode == 0:
             with open(os.path.join(tmp, pxd), "w") as fo:
@@ -188,8 +188,8 @@ def ab(name, swap, call, repeat):
 
 
 def old_joint_wrapper(rev):
-    """``rev``'s ``skfcrf._bp.joint`` (the Python wrapper) over ``rev``'s compiled kernel."""
-    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_bp/joint.py"],
+    """``rev``'s ``skfcrf._kernels.joint`` (the Python wrapper) over ``rev``'s compiled kernel."""
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_kernels/joint.py"],
                          check=True, capture_output=True, text=True).stdout
     module = types.ModuleType("joint_old")
     exec(compile(src, "joint_old.py", "exec"), module.__dict__)
@@ -202,8 +202,8 @@ def ab_joint(args):
     """A/B of exact joint-state inference (wrapper and kernel of ``--rev`` against the
     working tree's) on the dictation FCRF's potentials, with random joint-state
     transition weights as the default model has."""
-    import skfcrf._bp.joint as new
-    from skfcrf._bp.joint import joint_states_from_labels
+    import skfcrf._kernels.joint as new
+    from skfcrf._kernels.joint import joint_states_from_labels
     modules = {"old": old_joint_wrapper(args.rev), "new": new}
     graph, seq_ptr, unary, pair, eo, gold = dictations_workload(args.n_jobs, args.n_reports)
     states = joint_states_from_labels(gold)
@@ -237,7 +237,7 @@ def main():
     if args.kernel == "joint":
         return ab_joint(args)
     old = build_old(args.kernel, args.rev)
-    new = importlib.import_module(f"skfcrf._bp._{args.kernel}")
+    new = importlib.import_module(f"skfcrf._kernels._{args.kernel}")
     work = (conll2_workload if args.workload == "conll2" else dictations_workload)(args.n_jobs)
     fn_old, fn_new = getattr(old, args.kernel), getattr(new, args.kernel)
     la, _, _ = fn_old(*work, n_threads=args.n_jobs)

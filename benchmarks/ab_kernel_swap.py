@@ -19,25 +19,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ab_kernel import ab, build_old, dictations_workload  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-import skfcrf._bp as bp  # noqa: E402
+import skfcrf._kernels as bp  # noqa: E402
 
 
 def main():
     mode, rev, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
     threadpool_limits(1, user_api="blas")
     graph, seq_ptr, unary, pair, eo, gold = dictations_workload(1, {"trp": 30, "nbest": 100}.get(mode, 300))
-    from skfcrf._bp.joint import joint_states_from_labels
+    from skfcrf._kernels.joint import joint_states_from_labels
     states = joint_states_from_labels(gold)
     if mode in ("nbest", "trp"):
         kname = "_" + mode
         import importlib
-        mods = {"old": build_old(mode, rev), "new": importlib.import_module(f"skfcrf._bp.{kname}")}
+        mods = {"old": build_old(mode, rev), "new": importlib.import_module(f"skfcrf._kernels.{kname}")}
 
         def swap(label):
             setattr(bp, kname, mods[label])
-            sys.modules[f"skfcrf._bp.{kname}"] = mods[label]
+            sys.modules[f"skfcrf._kernels.{kname}"] = mods[label]
     if mode == "nbest":
-        from skfcrf._bp.nbest import state_max_marginals, state_nbest
+        from skfcrf._kernels.states import state_max_marginals, state_nbest
         sp = seq_ptr
         ab("state_nbest k=5", swap, lambda: state_nbest(graph, states, sp, unary, pair, 5), repeat)
         ab("state_max_marginals", swap,
@@ -55,7 +55,7 @@ def main():
                lambda label, cur=cur, fo=fo, fnw=fnw: cur.update(f=fo if label == "old" else fnw),
                lambda cur=cur: cur["f"](phi, trans, tindex, 5), repeat)
     elif mode == "trp":
-        from skfcrf._bp.inference import map_assign, marginals
+        from skfcrf._kernels.batch import map_assign, marginals
         sp = seq_ptr
         kw = dict(method="trp", max_iter=40, n_threads=1)
         ab("trp marginals", swap, lambda: marginals(graph, sp, unary, pair, **kw), repeat)

@@ -23,7 +23,7 @@ chain ``c`` at token ``t``, playing the thesis's ``y_t`` in every formula, with
 Exact wherever inference is exact (one chain, several chains over the joint
 label states or the product space); with TRP the marginals are TRP's and the
 max-marginals chain-wise around the TRP labelling
-(:func:`skfcrf._bp.nbest.conditional_max_marginals`), both approximate.
+(:func:`skfcrf._kernels.states.conditional_max_marginals`), both approximate.
 ``unit="token"`` instead queries whole tokens (all their unlabelled chains at
 once), ranked by their most informative chain.  It is also much cheaper to train
 on: a token labelled on some chains only adds joint label states (its labels
@@ -273,7 +273,7 @@ def max_marginals(model, X, fixed=None):
         :meth:`FactorialCRF.predict_marginals`; ``-inf`` where no allowed
         labelling has the label.  Each row's maximum is ``log p(y* | x, L)``.
         Exact where inference is exact (forward and backward Viterbi,
-        :func:`skfcrf._bp.nbest.state_max_marginals`); with TRP chain-wise
+        :func:`skfcrf._kernels.states.state_max_marginals`); with TRP chain-wise
         around the TRP labelling and over the Bethe ``log Z`` (capped at 0).
     """
     crf, Xf = _crf_and_features(model, X)

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 
 
 def make_problem(rng, n_labels, lengths, couplings, tied, forbid=False):

@@ -36,7 +36,7 @@ LENGTHS = [3, 0, 1, 5, 2]
 
 def inference_problem(name, n_labels, edges, seed):
     """Potentials of one graph over LENGTHS, with a few -inf (forbidden) entries."""
-    from skfcrf._bp.graph import Graph, pair_layout
+    from skfcrf._kernels.graph import Graph, pair_layout
     graph = Graph.build(n_labels, edges)
     rng = np.random.default_rng(seed)
     seq_ptr = np.concatenate([[0], np.cumsum(LENGTHS)]).astype(np.int64)
@@ -56,7 +56,7 @@ def inference_problem(name, n_labels, edges, seed):
 
 
 def inference_results(graph, seq_ptr, unary, pair):
-    from skfcrf._bp.inference import map_assign, marginals
+    from skfcrf._kernels.batch import map_assign, marginals
     out = {}
     for method in ("exact", "trp"):
         node, pm, log_z, conv, n_iter = marginals(graph, seq_ptr, unary, pair, method=method,
@@ -107,7 +107,7 @@ def pl_problem(spec, seed):
 
 def pl_results(p):
     import skfcrf.estimators._observation_rows as rows_module
-    from skfcrf._bp._pseudolikelihood import pseudolikelihood
+    from skfcrf._kernels._pseudolikelihood import pseudolikelihood
     from skfcrf.estimators._model import ParameterLayout, build_graph
     um, tm, cm = p["modes"]
     graph = build_graph(p["n_labels"], p["couplings"], tm, cm)

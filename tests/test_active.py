@@ -7,7 +7,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
-from skfcrf._bp.nbest import (
+from skfcrf._kernels.states import (
     conditional_max_marginals,
     labelling_scores,
     product_states,

@@ -1,4 +1,4 @@
-"""skfcrf.structure.align_transcript and its kernel (skfcrf._bp._align)."""
+"""skfcrf.structure.align_transcript and its kernel (skfcrf._kernels._align)."""
 import functools
 
 import jellyfish
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skfcrf._bp import _align as kernel
+from skfcrf._kernels import _align as kernel
 from skfcrf.datasets import make_dictations
 from skfcrf.structure import AlignmentStats, align_transcript, chains_to_segments, find_violations
 

@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
-from skfcrf._bp.graph import pair_layout
+from skfcrf._kernels.graph import pair_layout
 
 from _helpers import token_sequences
 from brute import all_labellings, full_score
@@ -445,8 +445,8 @@ def test_conflict_through_a_free_token_is_located(n_chains, inference):
 
 @pytest.mark.parametrize("chunk_entries", [1, 7, 1 << 22])
 def test_forward_log_z_over_joint_states_equals_forward_backward(chunk_entries):
-    from skfcrf._bp.joint import joint_marginals
-    from skfcrf._bp.nbest import product_states, state_log_partition
+    from skfcrf._kernels.joint import joint_marginals
+    from skfcrf._kernels.states import product_states, state_log_partition
 
     from brute import make_problem
 
@@ -481,7 +481,7 @@ def test_untied_templates_nbest_log_prob_and_clamping(n_chains):
 
 
 def test_astar_and_list_viterbi_agree_with_enumeration():
-    from skfcrf._bp._nbest import kbest_astar, kbest_viterbi
+    from skfcrf._kernels._nbest import kbest_astar, kbest_viterbi
 
     rng = np.random.default_rng(2)
     for _ in range(150):

@@ -1,6 +1,6 @@
 """Run the docstring examples of every Python module of skfcrf.
 
-Compiled kernels (``skfcrf._bp._*`` extension modules) have no Python source to read and are
+Compiled kernels (``skfcrf._kernels._*`` extension modules) have no Python source to read and are
 skipped; ``skfcrf.__main__`` only starts the command line. A module whose source shows an
 example (``>>>``) must have doctest find and run at least one, so an example doctest cannot
 see (e.g. in a comment or a class doctest skips) is noticed.

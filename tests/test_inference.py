@@ -1,11 +1,11 @@
-"""Inference kernels (skfcrf._bp.inference) against brute-force enumeration."""
+"""Inference kernels (skfcrf._kernels.batch) against brute-force enumeration."""
 import itertools
 
 import numpy as np
 import pytest
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._bp.inference import MAX_PRODUCT_STATES, map_assign, marginals
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._kernels.batch import MAX_PRODUCT_STATES, map_assign, marginals
 
 # ---------------------------------------------------------------------------
 # helpers

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from skfcrf import FactorialCRF
-from skfcrf._bp.graph import IN_CHAIN, Graph
+from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf.inference import (
     METHODS,
     ExactInference,

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._bp.inference import map_assign, marginals
-from skfcrf._bp.joint import joint_map, joint_marginals, joint_states_from_labels
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._kernels.batch import map_assign, marginals
+from skfcrf._kernels.joint import joint_map, joint_marginals, joint_states_from_labels
 
 from brute import full_score
 
@@ -203,7 +203,7 @@ def test_joint_marginals_rescued_where_linear_forward_underflows():
 def test_rescued_sequences_equal_exact_inference(case):
     """Redoing every sequence in the log domain keeps node and pair marginals and log Z
     exact (tied and untied couplings, forbidden pairs)."""
-    from skfcrf._bp.nbest import rescue_sequence
+    from skfcrf._kernels.states import rescue_sequence
 
     graph, seq_ptr, unary, pair, _, product = case_problem(case, 40 + case, [1, 4, 3],
                                                            forbid=True)
@@ -218,8 +218,8 @@ def test_rescued_sequences_equal_exact_inference(case):
 
 
 def test_training_statistics_rescued_where_linear_forward_underflows():
-    from skfcrf._bp.joint import underflowed
-    from skfcrf._bp.nbest import rescue_sequence
+    from skfcrf._kernels.joint import underflowed
+    from skfcrf._kernels.states import rescue_sequence
 
     graph, seq_ptr, unary, pair, states = _two_tracks()
     node, pmarg, log_z = joint_marginals(graph, states, seq_ptr, unary, pair,

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from kernel_reference import GRAPHS, PL_PROBLEMS, inference_problem, pl_problem, pl_results
 
-from skfcrf._bp import _alloc
-from skfcrf._bp.inference import map_assign, marginals
+from skfcrf._kernels import _alloc
+from skfcrf._kernels.batch import map_assign, marginals
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_limit_is_restored():
 
 
 def test_feature_products_raise_memory_error(tiny_limit):
-    from skfcrf._bp._features import add_scores
+    from skfcrf._kernels._features import add_scores
     seq_ptr = np.array([0, 2, 3], dtype=np.int64)
     direct = (np.array([0, 1, 1, 2], np.int32), np.array([0, 0], np.int32), np.ones(2))
     feat_ptr = np.array([0, 2], dtype=np.int64)

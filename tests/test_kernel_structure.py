@@ -1,9 +1,9 @@
-"""The typed structure the kernels read (skfcrf._bp._structure): links, product, TRP tables."""
+"""The typed structure the kernels read (skfcrf._kernels._contract): links, product, TRP tables."""
 import numpy as np
 import pytest
 
-from skfcrf._bp._structure import EXP_RANGE, ProductSpace, TrpLayout, inference_links, template_links
-from skfcrf._bp.graph import Graph, pair_layout
+from skfcrf._kernels._contract import EXP_RANGE, ProductSpace, TrpLayout, inference_links, template_links
+from skfcrf._kernels.graph import Graph, pair_layout
 
 # chain 0 has a tied and an untied in-chain template; chains 0-1 a tied coupling template
 GRAPH = Graph.build([3, 2], [(0, 0, 0, 1), (1, 1, 0, 1), (0, 1, 1, 1), (0, 0, 0, 0)])

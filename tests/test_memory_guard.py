@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from skfcrf import FactorialCRF
-from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf.estimators._memory import available_memory, estimate_fit_memory
 
 from _helpers import short_fit, synthetic

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 import skfcrf.estimators._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf._bp._pseudolikelihood import pseudolikelihood
-from skfcrf._bp._structure import sequence_blocks
+from skfcrf._kernels._pseudolikelihood import pseudolikelihood
+from skfcrf._kernels._contract import sequence_blocks
 from skfcrf.estimators import training_problem
 
 from _helpers import synthetic

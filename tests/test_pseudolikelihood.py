@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skfcrf._bp._pseudolikelihood import pseudolikelihood
+from skfcrf._kernels._pseudolikelihood import pseudolikelihood
 
 from brute import brute_pl, make_problem
 

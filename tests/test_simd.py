@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from skfcrf._bp import _simd
+from skfcrf._kernels import _simd
 
 ULP = np.finfo(np.float64).eps
 # every version of the matrix kernels this CPU runs (baseline, AVX2, AVX-512)

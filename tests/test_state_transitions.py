@@ -7,9 +7,9 @@ from scipy.special import logsumexp
 from test_joint import case_problem
 
 from skfcrf import FactorialCRF
-from skfcrf._bp.graph import pair_layout
-from skfcrf._bp.joint import joint_map, joint_marginals
-from skfcrf._bp.nbest import (
+from skfcrf._kernels.graph import pair_layout
+from skfcrf._kernels.joint import joint_map, joint_marginals
+from skfcrf._kernels.states import (
     logdomain_pair_marginals,
     state_index,
     state_log_partition,

@@ -20,8 +20,8 @@ located by :meth:`skfcrf.inference.InferenceMethod.locate_conflict`.
 """
 import numpy as np
 
-from skfcrf._bp.graph import IN_CHAIN
-from skfcrf._bp.nbest import following_tokens
+from skfcrf._kernels.graph import IN_CHAIN
+from skfcrf._kernels.states import following_tokens
 from skfcrf.estimators._structure import label_index
 
 __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]

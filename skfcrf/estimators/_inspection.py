@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._kernels.graph import IN_CHAIN
 
 __all__ = ["WeightRecord", "KINDS", "top_weights"]
 

@@ -35,7 +35,7 @@ import os
 
 import numpy as np
 
-from skfcrf._bp.graph import IN_CHAIN
+from skfcrf._kernels.graph import IN_CHAIN
 
 __all__ = ["estimate_fit_memory", "available_memory", "check_fit_memory", "column_counts"]
 

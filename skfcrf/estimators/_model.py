@@ -23,26 +23,26 @@ token ``t``.
 
 Parameter vector ``theta``: first the *feature table* entries (observation
 weights of every template, grouped by observation; see
-:mod:`skfcrf._bp._features`), then the biases: ``Ltot`` unary biases followed by
+:mod:`skfcrf._kernels._features`), then the biases: ``Ltot`` unary biases followed by
 each edge template's ``L_a x L_b`` biases; last, in a model with joint-state
 transitions (``state_transitions``), one weight per *state pair*: a label
 combination of all chains at token ``t - 1`` followed by one at ``t``, the pairs
 seen in the training labels, held as ``state_from`` / ``state_to`` ``(P, C)``
 label indices.  Their weights add to the in-chain transition scores of the
-exact inference over joint label states (:mod:`skfcrf._bp.joint`); no other
+exact inference over joint label states (:mod:`skfcrf._kernels.joint`); no other
 inference method can use them.
 
 The fused objective kernels take the layout as one object,
-:meth:`ParameterLayout.kernel_tables` (a :class:`skfcrf._bp._structure.ParameterTables`:
+:meth:`ParameterLayout.kernel_tables` (a :class:`skfcrf._kernels._contract.ParameterTables`:
 the offsets above, the edge tables, the feature table and the forbidden
 assignments in the kernels' one encoding).
 """
 import numpy as np
 
-from skfcrf._bp._pseudolikelihood import pseudolikelihood_objective
-from skfcrf._bp._structure import ParameterTables
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
-from skfcrf._bp.joint import state_index
+from skfcrf._kernels._contract import ParameterTables
+from skfcrf._kernels._pseudolikelihood import pseudolikelihood_objective
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
+from skfcrf._kernels.joint import state_index
 from skfcrf.estimators._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
@@ -332,7 +332,7 @@ class ParameterLayout:
 
     def kernel_tables(self, forbidden=None, table=None):
         """What the objective kernels read of this layout: a
-        :class:`skfcrf._bp._structure.ParameterTables` (offsets, edge tables, the
+        :class:`skfcrf._kernels._contract.ParameterTables` (offsets, edge tables, the
         forbidden assignments ``forbidden`` -- edge index -> boolean ``(L_a, L_b)``
         mask -- in the kernels' one encoding, the feature table).  ``table``:
         ``(feat_ptr, ent_col)`` of a feature table reduced to some of the entries,
@@ -342,7 +342,7 @@ class ParameterLayout:
     def pseudolikelihood(self, theta, obs, gold, n_threads=1, forbidden=None, tables=None):
         """Negative log-pseudolikelihood per sequence and its gradient w.r.t. ``theta``.
 
-        The same as :func:`skfcrf._bp._pseudolikelihood.pseudolikelihood` on
+        The same as :func:`skfcrf._kernels._pseudolikelihood.pseudolikelihood` on
         :meth:`potentials`, mapped back by :meth:`gradient`, computed one
         sequence at a time without whole-batch score or potential arrays.
         ``gold`` is the ``(N, C)`` int32 array of gold label indices.

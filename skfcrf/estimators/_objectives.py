@@ -30,7 +30,7 @@ likelihood objective keeps, per evaluation, which sequences' TRP runs converged
 and how many trees they took (:meth:`Likelihood.inference_stats`).
 
 The fused kernels (pseudolikelihood, chain-wise) read the model through one
-contract, the :class:`~skfcrf._bp._structure.ParameterTables` that
+contract, the :class:`~skfcrf._kernels._contract.ParameterTables` that
 :meth:`~skfcrf.estimators._model.ParameterLayout.kernel_tables` builds once per
 objective (offsets, edge tables, feature table, forbidden assignments); a call
 passes only ``theta``, the observation rows and the gold labels.  The chain-wise
@@ -42,8 +42,8 @@ chains are a :class:`~skfcrf.estimators._solvers.BlockObjective`.
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from skfcrf._bp._chainwise import chainwise_objective
-from skfcrf._bp.nbest import state_steps
+from skfcrf._kernels._chainwise import chainwise_objective
+from skfcrf._kernels.states import state_steps
 from skfcrf.estimators._fixed import FixedLabels
 from skfcrf.estimators._inspection import weight_mask
 from skfcrf.estimators._model import GoldStatistics
@@ -230,7 +230,7 @@ class Objective:
 class PseudoLikelihood(Objective):
     """Factor-based pseudolikelihood: every factor conditioned on its gold Markov blanket.
 
-    Computed by the fused kernel of :mod:`skfcrf._bp._pseudolikelihood`, one
+    Computed by the fused kernel of :mod:`skfcrf._kernels._pseudolikelihood`, one
     sequence at a time; bit-identical for every ``n_threads``.  Needs every
     label (``ValueError`` with missing ones).
     """
@@ -530,7 +530,7 @@ class ChainPseudoLikelihood(_ChainwiseObjective):
     labels (forward-backward over that chain, couplings folded into its
     unaries): in-chain dependencies are exact, only the couplings are
     conditioned.  With one chain it is the likelihood.  Computed by the fused
-    kernel of :mod:`skfcrf._bp._chainwise`; bit-identical for every
+    kernel of :mod:`skfcrf._kernels._chainwise`; bit-identical for every
     ``n_threads``.
 
     Parameters

@@ -2,7 +2,7 @@
 
 Every loss/gradient evaluation computes the per-token scores ``X @ W`` and the
 weight gradient ``X.T @ dscore`` through the feature table
-(:mod:`skfcrf._bp._features`); the work is, per non-zero ``x[t, f]``, the number
+(:mod:`skfcrf._kernels._features`); the work is, per non-zero ``x[t, f]``, the number
 of table entries of observation ``f``.
 
 Some observations hardly change from one token to the next: a bag-of-concepts
@@ -23,8 +23,8 @@ floating-point summation order.
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._bp._features import add_gradient, add_scores
-from skfcrf._bp.graph import following_tokens
+from skfcrf._kernels._features import add_gradient, add_scores
+from skfcrf._kernels.graph import following_tokens
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.

@@ -29,8 +29,8 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._bp.joint import joint_states_from_labels
-from skfcrf._bp.nbest import labelling_scores
+from skfcrf._kernels.joint import joint_states_from_labels
+from skfcrf._kernels.states import labelling_scores
 from skfcrf.estimators._fixed import FixedLabels
 
 __all__ = ["labelled_sequences", "joint_states_given", "given_combinations",
@@ -62,7 +62,7 @@ def joint_states_given(gold, n_labels):
 def given_combinations(gold):
     """``(complete, partial)``: the distinct rows of ``gold`` without and with a missing
     label, sorted int32 arrays.  The pairs of several batches of sequences merge by
-    union (:func:`~skfcrf._bp.joint.joint_states_from_labels` of the stacked arrays);
+    union (:func:`~skfcrf._kernels.joint.joint_states_from_labels` of the stacked arrays);
     :func:`expand_given_states` turns the merged pair into the joint states."""
     gold = np.asarray(gold, dtype=np.int32)
     complete = (gold >= 0).all(axis=1)

@@ -10,7 +10,7 @@ chain, then one per coupled pair, as :func:`~skfcrf.estimators._model.build_grap
 ``header``            uint8 ``(n,)``: UTF-8 JSON object, the keys below
 ``graph_n_labels``    int ``(C,)``: ``L_c``, equal to the number of ``classes`` of chain ``c``
 ``graph_edge_a``, ``graph_edge_b``, ``graph_edge_kind``, ``graph_edge_tied``
-                      int ``(E,)``: the edge templates (:mod:`skfcrf._bp.graph`)
+                      int ``(E,)``: the edge templates (:mod:`skfcrf._kernels.graph`)
 ``observation_names`` str ``(F,)``, distinct -- models fitted on observation names
 ``kept_columns``      int ``(F,)``, increasing, ``< n_input_columns`` -- models fitted on matrices
 ``feat_ptr``          int ``(F + 1,)``: the feature table, ``0 = feat_ptr[0] <= ... <= feat_ptr[F]``
@@ -79,7 +79,7 @@ import re
 import numpy as np
 from joblib import effective_n_jobs
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph
 from skfcrf._version import __version__
 from skfcrf.estimators._model import ParameterLayout
 from skfcrf.estimators._npz_io import NpzReader, atomic_write

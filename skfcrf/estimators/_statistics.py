@@ -33,7 +33,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from skfcrf._bp.joint import joint_states_from_labels
+from skfcrf._kernels.joint import joint_states_from_labels
 from skfcrf.estimators._memory import check_fit_memory, column_counts, estimate_fit_memory
 from skfcrf.estimators._model import ParameterLayout, build_graph, seen_state_pairs, unique_int
 from skfcrf.estimators._partial import expand_given_states, given_combinations

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from skfcrf._bp.graph import IN_CHAIN, following_tokens
+from skfcrf._kernels.graph import IN_CHAIN, following_tokens
 
 __all__ = ["resolve_couplings", "label_sets", "merge_label_sets", "fit_classes", "encode_labels",
            "seen_transitions", "forbidden_masks", "edge_name"]

@@ -21,11 +21,12 @@ name       class                           what it is
 Adding a method is one module with an :class:`InferenceMethod` subclass and
 its line in :data:`METHODS`; the estimator's ``inference`` parameter and the
 command line's ``--inference`` take their choices from :data:`METHODS`.  The
-compiled kernels the methods run are in :mod:`skfcrf._bp`.
+compiled kernels the methods run are in :mod:`skfcrf._kernels`.
 """
+from skfcrf.inference._exact import ExactInference
 from skfcrf.inference._joint import JointStateInference
-from skfcrf.inference._kernels import ExactInference, TRPInference
 from skfcrf.inference._method import STATUSES, InferenceMethod, SequenceDecoding
+from skfcrf.inference._trp import TRPInference
 
 __all__ = ["InferenceMethod", "ExactInference", "JointStateInference", "TRPInference",
            "METHODS", "resolve_method", "SequenceDecoding", "STATUSES"]
@@ -42,8 +43,8 @@ def resolve_method(inference, graph, joint_states=None, **inputs):
     inference : {"auto"} or a name in :data:`METHODS`
         ``"auto"``: exact for one chain; for several, ``"joint"`` (exact over
         the model's joint label states) when
-        :func:`~skfcrf._bp.joint.supports_joint` holds, else ``"trp"``.
-    graph : skfcrf._bp.graph.Graph
+        :func:`~skfcrf._kernels.joint.supports_joint` holds, else ``"trp"``.
+    graph : skfcrf._kernels.graph.Graph
     joint_states : int32 ndarray of shape (S, C), optional
         The model's label combinations.
     **inputs

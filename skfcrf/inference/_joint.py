@@ -3,8 +3,8 @@
 The states are the ``S`` label combinations ``joint_states`` ``(S, C)`` int32
 seen in training; a labelling using another combination has probability 0
 (:meth:`JointStateInference.outside`).  Forward-backward and Viterbi run over
-them with the sparse transition products of :mod:`skfcrf._bp.joint`; the
-forward pass alone gives ``log Z`` (:func:`skfcrf._bp.nbest.state_log_partition`,
+them with the sparse transition products of :mod:`skfcrf._kernels.joint`; the
+forward pass alone gives ``log Z`` (:func:`skfcrf._kernels.states.state_log_partition`,
 half the work of forward-backward).  Optional joint-state transition weights
 ``state_trans`` ``(S, S)`` add to the in-chain transitions
 (:meth:`JointStateInference.extra_scores` is their share of a labelling's score).
@@ -12,20 +12,20 @@ half the work of forward-backward).  Optional joint-state transition weights
 The scaled forward pass can lose a state whose relative mass underflows; a
 sequence whose ``log Z`` falls below the score of a labelling known to be
 allowed -- the Viterbi labelling when decoding, the gold one when training --
-is redone in the log domain (:func:`skfcrf._bp.joint.underflowed`).  Decoding
+is redone in the log domain (:func:`skfcrf._kernels.joint.underflowed`).  Decoding
 runs one Viterbi per sequence for both the labelling and that check
 (:meth:`JointStateInference.map_and_log_partition`).
 """
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from skfcrf._bp.joint import (
+from skfcrf._kernels.joint import (
     joint_map,
     joint_marginals,
     supports_joint,
     underflowed,
 )
-from skfcrf._bp.nbest import (
+from skfcrf._kernels.states import (
     logdomain_state_marginals,
     rescue_sequence,
     state_log_partition,
@@ -56,7 +56,7 @@ class JointStateInference(InferenceMethod):
     @staticmethod
     def applies(graph, joint_states):
         """Whether the model has joint states this method can run over
-        (:func:`~skfcrf._bp.joint.supports_joint`)."""
+        (:func:`~skfcrf._kernels.joint.supports_joint`)."""
         return joint_states is not None and supports_joint(graph, len(joint_states))
 
     @classmethod

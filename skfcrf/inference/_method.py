@@ -2,9 +2,9 @@
 
 An :class:`InferenceMethod` answers the questions a fitted model asks of the
 log-potentials of a batch of sequences -- laid out as in
-:mod:`skfcrf._bp.graph`: ``seq_ptr`` ``(n_seq + 1,)`` int64 (sequence ``s``
+:mod:`skfcrf._kernels.graph`: ``seq_ptr`` ``(n_seq + 1,)`` int64 (sequence ``s``
 owns token rows ``seq_ptr[s]:seq_ptr[s + 1]``), ``unary`` ``(N, Ltot)``
-float64 and the flat ``pair`` array of :func:`~skfcrf._bp.graph.pair_layout`,
+float64 and the flat ``pair`` array of :func:`~skfcrf._kernels.graph.pair_layout`,
 ``-inf`` meaning forbidden:
 
 =========================  =========================================================
@@ -49,10 +49,10 @@ feasibility checks of fixed labels (:meth:`~InferenceMethod.check_feasible`,
     model, so ``log_prob`` is ``log p(labels | x, fixed labels)``.
 
 n-best (:meth:`~InferenceMethod.decode_ranked` with ``n_best > 1``)
-    Exact methods: exact k-best (A* search, :mod:`skfcrf._bp._nbest`) over
+    Exact methods: exact k-best (A* search, :mod:`skfcrf._kernels._nbest`) over
     their states, the ``n_best`` best labellings, distinct, best first, all
     ``"exact"``.  TRP: best-first search over chain-wise moves from the TRP
-    labelling (:func:`skfcrf._bp.nbest.chainwise_nbest`); the alternatives are
+    labelling (:func:`skfcrf._kernels.states.chainwise_nbest`); the alternatives are
     ``"approximate"``.
 """
 import copy
@@ -60,8 +60,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from skfcrf._bp.graph import pair_layout
-from skfcrf._bp.nbest import labelling_scores, sequence_pair
+from skfcrf._kernels.graph import pair_layout
+from skfcrf._kernels.states import labelling_scores, sequence_pair
 
 __all__ = ["InferenceMethod", "SequenceDecoding", "STATUSES"]
 
@@ -138,7 +138,7 @@ class InferenceMethod:
 
     Parameters
     ----------
-    graph : skfcrf._bp.graph.Graph
+    graph : skfcrf._kernels.graph.Graph
         The model's chains and edge templates.
     n_threads : int, default=1
         Kernel threads, parallel over sequences.

@@ -28,7 +28,7 @@ Each unit has a *word id* (equal ids substitute at no cost; a dictated ``"comma"
 report ``","`` share one) and a *key*: the Metaphone key of the word (``jellyfish.metaphone``),
 the word itself for words with a digit, a private symbol for punctuation, breaks and markers.
 Keys and normalisations are computed once per distinct string (module-level caches).  The
-compiled kernel (:mod:`skfcrf._bp._align`) fills an ``n x m`` dynamic programme over the
+compiled kernel (:mod:`skfcrf._kernels._align`) fills an ``n x m`` dynamic programme over the
 integer ids with two rows of costs and an int8 back-pointer matrix (``(n + 1)(m + 1)``
 bytes); substitution costs come from a dense table over the distinct keys of the two sides
 (at most as large as the alignment itself).
@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 import jellyfish
 import numpy as np
 
-from skfcrf._bp import _align as _kernel
+from skfcrf._kernels import _align as _kernel
 from skfcrf.structure._segments import (
     DEFAULT_BEGIN_PREFIXES,
     DEFAULT_INSIDE_PREFIXES,

@@ -1,4 +1,4 @@
-"""The factor-graph layout shared by every kernel in :mod:`skfcrf._bp`.
+"""The factor-graph layout shared by every kernel in :mod:`skfcrf._kernels`.
 
 A *batch* is a list of sequences stacked along the token axis: ``N`` tokens in
 all, sequence ``s`` owning global token rows ``seq_ptr[s]:seq_ptr[s + 1]``.

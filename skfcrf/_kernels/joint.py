@@ -12,14 +12,14 @@ transition matrix in sparse form (:func:`transition_tables`).
 
 ``states`` is an int32 array ``(S, C)`` of label indices, one row per allowed
 combination (:func:`joint_states_from_labels`).  Inputs are those of
-:func:`skfcrf._bp.inference.marginals` (layout in :mod:`skfcrf._bp.graph`);
+:func:`skfcrf._kernels.batch.marginals` (layout in :mod:`skfcrf._kernels.graph`);
 in-chain templates must be tied (one transition matrix for all positions),
-coupling templates may be tied or untied.  Kernels: :mod:`skfcrf._bp._joint`.
+coupling templates may be tied or untied.  Kernels: :mod:`skfcrf._kernels._joint`.
 """
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, pair_layout
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
@@ -65,7 +65,7 @@ def supports_joint(graph, n_states):
 
 
 def _kernel():
-    from skfcrf._bp import _joint
+    from skfcrf._kernels import _joint
     return _joint
 
 
@@ -211,7 +211,7 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
         no allowed state).
     pair_marg : float64 ndarray laid out like ``pair``
         Only with ``pair_marginals=True``, as
-        :func:`skfcrf._bp.inference.marginals` returns it: tied templates the
+        :func:`skfcrf._kernels.batch.marginals` returns it: tied templates the
         expected counts summed over positions, untied ones per position.
     log_z : float64 ndarray of shape (n_seq,)
         ``-inf`` (and zero marginals) when no labelling is allowed.
@@ -267,7 +267,7 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
 def underflowed(log_z, lower):
     """Indices of the sequences whose ``log Z`` fell below ``lower``, the score of one of
     their labellings (Viterbi's or the gold one): the scaled forward pass lost a state
-    whose relative mass underflowed (:func:`skfcrf._bp.nbest.logdomain_state_marginals`)."""
+    whose relative mass underflowed (:func:`skfcrf._kernels.states.logdomain_state_marginals`)."""
     with np.errstate(invalid="ignore"):
         return np.flatnonzero(np.isfinite(lower)
                               & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))

@@ -7,7 +7,7 @@ scoring column ``ent_col[p]`` of the per-token score matrix.  A token's scores
 are ``sum_f x[g, f] * theta[p]`` over its observations' entries, and the
 weight gradient collects ``x[g, f] * dscore[g, ent_col[p]]``.
 
-These are the inner loops of :mod:`skfcrf._bp._features` (whole batches) and of
+These are the inner loops of :mod:`skfcrf._kernels._features` (whole batches) and of
 the fused pseudolikelihood objective (one sequence at a time, in cache).
 """
 

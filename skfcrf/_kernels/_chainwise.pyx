@@ -7,14 +7,14 @@ a sequence the coupling potentials to the other chains' gold labels are folded
 into ``c``'s unaries, and scaled forward-backward over ``c`` alone gives
 ``log Z_c``, the marginals and the expected transition counts.
 
-Inputs: the model is a :class:`skfcrf._bp._structure.ParameterTables` (built from
+Inputs: the model is a :class:`skfcrf._kernels._contract.ParameterTables` (built from
 the :class:`~skfcrf.estimators._model.ParameterLayout`, which describes ``theta``);
 per call ``theta``, the observation rows and the gold labels.
 
 ``scores``
     Per token the ``width`` score columns: ``Ltot`` unary columns, then every
     untied edge's ``L_a x L_b`` columns (from the feature table, see
-    :mod:`skfcrf._bp._table`), plus the biases.
+    :mod:`skfcrf._kernels._table`), plus the biases.
 edge tables (``E`` edge templates, from the tables)
     ``e_kind`` (0 in-chain, 1 coupling), ``e_a``, ``e_b``, ``e_col`` (first
     score column of an untied edge, -1 when tied), ``e_bias`` (offset of its
@@ -24,14 +24,14 @@ edge tables (``E`` edge templates, from the tables)
     Per chain ``c`` the ``L_c x L_c`` sum ``W_c`` of its *tied* in-chain
     templates (``-inf`` where forbidden; zeros without tied templates) and
     ``exp(W_c - w_c)``, both at ``chain_tied[c]``; ``tied_shift[c] = w_c``
-    (:meth:`~skfcrf._bp._structure.ParameterTables.chain_transitions` of ``theta``).
+    (:meth:`~skfcrf._kernels._contract.ParameterTables.chain_transitions` of ``theta``).
 ``allowed``
     Optional ``(N, Ltot)`` uint8: chain ``c`` may take label ``l`` at token
     ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
     label combinations).
 blocks
     The sequences are cut into blocks by the objective kernels' one partition
-    (:func:`skfcrf._bp._structure.sequence_blocks`, here at most
+    (:func:`skfcrf._kernels._contract.sequence_blocks`, here at most
     :data:`CHAINWISE_BLOCKS`, the memory estimate's figure); each block sums its gradient into its own
     row of a ``(n_blocks, n_params)`` accumulator and the rows are added in
     order afterwards, so the result does not depend on the number of threads.
@@ -49,13 +49,13 @@ import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
 from ._common cimport longest_sequence
-from ._structure cimport ParameterTables, ParameterView
+from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._structure import sequence_blocks, summed_rows
+from ._contract import sequence_blocks, summed_rows
 
 #: Most blocks of sequences (gradient accumulators, see
-#: :func:`skfcrf._bp._structure.sequence_blocks`).
+#: :func:`skfcrf._kernels._contract.sequence_blocks`).
 CHAINWISE_BLOCKS = 8
 
 
@@ -416,7 +416,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                         const double[::1] theta, int n_threads=1, allowed=None, chain_on=None):
     """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
 
-    ``tables`` is the model (:class:`~skfcrf._bp._structure.ParameterTables`;
+    ``tables`` is the model (:class:`~skfcrf._kernels._contract.ParameterTables`;
     ``theta`` is laid out for it), ``obs`` the batch's observation rows
     (``seq_ptr``, ``direct``, ``diff``; :class:`~skfcrf.estimators.
     _observation_rows.ObservationRows`), ``gold`` ``(N, n_chains)`` int32.  See

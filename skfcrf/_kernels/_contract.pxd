@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The model structure the kernels read (see _structure.pyx for the layout)."""
+"""The model structure the kernels read (see _contract.pyx for the layout)."""
 
 
 cdef struct LinkView:

@@ -28,7 +28,7 @@ search whose heuristic, the backward Viterbi values, is exact, so it expands
 only about ``k * T`` prefixes (``O(T S^2)`` for the vectorised backward pass plus
 ``O(k T S log(k T S))`` for the search; 3.2x faster than list Viterbi at
 ``T = 600, S = 344, k = 3``).  List Viterbi stays for short label sets (the
-chain-wise moves of :mod:`skfcrf._bp.nbest`) and as its cross-check.
+chain-wise moves of :mod:`skfcrf._kernels.states`) and as its cross-check.
 
 :func:`state_log_partition` is the forward half of forward-backward over such a
 chain of states: ``log Z`` alone, for ``log p(labels | x)``, at half the work of
@@ -234,7 +234,7 @@ def state_log_partition(const double[:, ::1] phi, const long long[::1] seq_ptr,
     """``log Z`` of every sequence of a linear chain over ``S`` states, forward pass only.
 
     ``phi`` ``(N, S)``: state scores of the stacked tokens (``seq_ptr`` as in
-    :mod:`skfcrf._bp.graph`); ``E`` ``(S, S)``: ``exp(trans - shift)`` (0 where a
+    :mod:`skfcrf._kernels.graph`); ``E`` ``(S, S)``: ``exp(trans - shift)`` (0 where a
     transition is forbidden).  ``log_z[s]`` receives ``-inf`` when the scaled
     recursion finds no allowed labelling (or underflows to zero); empty
     sequences get 0.  Parallel over sequences.

@@ -27,7 +27,7 @@ A graph that is a forest is solved exactly by its first iteration and stops
 there.  Otherwise, after ``max_iter`` iterations, reported as not converged.
 
 The layout (links, message and potential blocks) and the schedule's
-``max_iter`` and ``tol`` come from :class:`skfcrf._bp._structure.TrpLayout`.  One sequence runs as
+``max_iter`` and ``tol`` come from :class:`skfcrf._kernels._contract.TrpLayout`.  One sequence runs as
 :func:`_prepare_sequence`, :func:`_run_schedule` (each iteration
 :func:`_draw_forest`, :func:`_bfs_order`, :func:`_tree_sweeps`), then
 :func:`_beliefs` (sum-product) or :func:`_decode` and :func:`_refine`
@@ -40,7 +40,7 @@ from libc.math cimport exp, log, fabs, INFINITY
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec
-from ._structure cimport LinkView, Links, TrpLayout, TrpView
+from ._contract cimport LinkView, Links, TrpLayout, TrpView
 
 
 cdef struct Work:

@@ -3,12 +3,12 @@
 
 A *link* merges every edge template joining the same pair of variables
 (``kind``, ``a``, ``b``); its potential at a token is the product of the
-templates' potentials.  :class:`skfcrf._bp._structure.Links` holds the arrays;
+templates' potentials.  :class:`skfcrf._kernels._contract.Links` holds the arrays;
 its ``view()`` is the C struct :c:type:`LinkView` read here.
 """
 from libc.math cimport exp, INFINITY
 
-from ._structure cimport LinkView
+from ._contract cimport LinkView
 
 
 cdef extern from "_simd.h" nogil:

@@ -1,23 +1,23 @@
 """Python-facing inference API over the compiled kernels.
 
 Two entry points, both over a *batch* of sequences laid out as described in
-:mod:`skfcrf._bp.graph`:
+:mod:`skfcrf._kernels.graph`:
 
 * :func:`marginals` -- sum-product: node and pair marginals, ``log Z``;
 * :func:`map_assign` -- max-product / Viterbi: the most probable labelling.
 
 ``method="exact"`` is exact inference: forward-backward / Viterbi on one
-chain (:mod:`skfcrf._bp._chain`), or over the product state space of several
-chains (:mod:`skfcrf._bp._exact`, at most :data:`MAX_PRODUCT_STATES` states).
+chain (:mod:`skfcrf._kernels._chain`), or over the product state space of several
+chains (:mod:`skfcrf._kernels._exact`, at most :data:`MAX_PRODUCT_STATES` states).
 ``method="trp"`` is loopy belief propagation with the tree-based
-reparameterisation schedule (:mod:`skfcrf._bp._trp`); see :func:`marginals`
+reparameterisation schedule (:mod:`skfcrf._kernels._trp`); see :func:`marginals`
 for what it returns.
 
 Edge templates joining the same two variables (same kind and chains) are
 merged into one *link* whose potential is the product of theirs; each of the
 merged templates receives the link's pair marginal.  The links, and the
 product-state and TRP tables built on them, are the typed structure objects of
-:mod:`skfcrf._bp._structure`, built once per call and passed to the kernels.
+:mod:`skfcrf._kernels._contract`, built once per call and passed to the kernels.
 The kernels raise ``MemoryError`` when their scratch memory cannot be allocated.
 """
 import numbers
@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, Graph, pair_layout
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 
 __all__ = ["marginals", "map_assign", "MAX_PRODUCT_STATES"]
 
@@ -38,13 +38,13 @@ _DEFAULT_SEED = 0x5EED5EED
 
 def _kernels():
     try:
-        from skfcrf._bp import _chain, _exact, _structure, _trp
+        from skfcrf._kernels import _chain, _contract, _exact, _trp
     except ImportError as exc:  # pragma: no cover - build problem
         raise ImportError(
             "skfcrf's compiled inference kernels are missing; build them with "
             "`python setup.py build_ext --inplace` or `pip install -e .`"
         ) from exc
-    return _chain, _exact, _structure, _trp
+    return _chain, _contract, _exact, _trp
 
 
 # ---------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def _kernels():
 
 def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads):
     if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a skfcrf._bp.graph.Graph, got {type(graph).__name__}")
+        raise ValueError(f"graph must be a skfcrf._kernels.graph.Graph, got {type(graph).__name__}")
     if method not in ("exact", "trp"):
         raise ValueError(f"method must be 'exact' or 'trp', got {method!r}")
     n_labels = np.asarray(graph.n_labels)
@@ -140,14 +140,14 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
 
     Parameters
     ----------
-    graph : skfcrf._bp.graph.Graph
+    graph : skfcrf._kernels.graph.Graph
         Chains and edge templates.
     seq_ptr : int64 ndarray of shape (n_seq + 1,)
         Sequence ``s`` owns token rows ``seq_ptr[s]:seq_ptr[s + 1]``.
     unary : float64 ndarray of shape (N, Ltot)
         Unary log-potentials; ``-inf`` forbids a label.
     pair : float64 ndarray, flat
-        Pairwise log-potentials laid out by :func:`~skfcrf._bp.graph.pair_layout`;
+        Pairwise log-potentials laid out by :func:`~skfcrf._kernels.graph.pair_layout`;
         ``-inf`` forbids a label pair.
     method : {"exact", "trp"}, default="exact"
         ``"exact"``: scaled forward-backward on one chain (log-space fallback
@@ -191,7 +191,7 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     """
     seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
         graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
-    _chain, _exact, _structure, _trp = _kernels()
+    _chain, _contract, _exact, _trp = _kernels()
     n_seq = seq_ptr.shape[0] - 1
     N = unary.shape[0]
     node = np.zeros((N, graph.total_labels), np.float64)
@@ -201,15 +201,15 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
-    links = _structure.inference_links(graph, pair, edge_offset,
+    links = _contract.inference_links(graph, pair, edge_offset,
                                        virtual_inchain=(method == "exact"))
     if method == "trp":
-        _trp.trp_marginals(_structure.TrpLayout(links, int(max_iter), float(tol)), seq_ptr,
+        _trp.trp_marginals(_contract.TrpLayout(links, int(max_iter), float(tol)), seq_ptr,
                            unary, seeds, node, pout, log_z, converged, n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_marginals(links, seq_ptr, unary, node, pout, log_z, n_threads)
     else:
-        _exact.product_marginals(_structure.ProductSpace(links), seq_ptr, unary, node, pout,
+        _exact.product_marginals(_contract.ProductSpace(links), seq_ptr, unary, node, pout,
                                  log_z, n_threads)
     return node, pout, log_z, converged.astype(bool), n_iter
 
@@ -245,7 +245,7 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     """
     seq_ptr, unary, pair, edge_offset, seeds, n_threads = _check_inputs(
         graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_threads)
-    _chain, _exact, _structure, _trp = _kernels()
+    _chain, _contract, _exact, _trp = _kernels()
     n_seq = seq_ptr.shape[0] - 1
     N = unary.shape[0]
     labels = np.zeros((N, graph.n_chains), np.int32)
@@ -253,14 +253,14 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
         _check_product_size(graph)
-    links = _structure.inference_links(graph, pair, edge_offset,
+    links = _contract.inference_links(graph, pair, edge_offset,
                                        virtual_inchain=(method == "exact"))
     if method == "trp":
-        _trp.trp_map(_structure.TrpLayout(links, int(max_iter), float(tol)), seq_ptr, unary,
+        _trp.trp_map(_contract.TrpLayout(links, int(max_iter), float(tol)), seq_ptr, unary,
                      seeds, labels, converged, n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_viterbi(links, seq_ptr, unary, labels, n_threads)
     else:
-        _exact.product_viterbi(_structure.ProductSpace(links), seq_ptr, unary, labels,
+        _exact.product_viterbi(_contract.ProductSpace(links), seq_ptr, unary, labels,
                                n_threads)
     return labels, converged.astype(bool), n_iter

@@ -14,7 +14,7 @@ Forward-backward is scaled (probability domain, per-token renormalisation,
 backtracks by re-maximising over the previous token's stored deltas.
 
 The tables (product states, links) come from
-:class:`skfcrf._bp._structure.ProductSpace`.
+:class:`skfcrf._kernels._contract.ProductSpace`.
 """
 import numpy as np
 
@@ -23,7 +23,7 @@ from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_pointers
 from ._common cimport longest_sequence, link_exp, link_log, write_pair, matvec, maxplus
-from ._structure cimport LinkView, Links, ProductSpace, ProductView
+from ._contract cimport LinkView, Links, ProductSpace, ProductView
 
 
 cdef void _apply(const double* x, double* y, const double* M, int L,

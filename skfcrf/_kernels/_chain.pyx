@@ -10,8 +10,8 @@ more than ~745 nats below a row max) the sequence is redone in log space, so
 results stay exact.  Viterbi works in log space (additions only).
 
 The link of the chain (its in-chain templates merged, tied matrices
-exponentiated once) comes from :class:`skfcrf._bp._structure.Links`.  Python
-callers: :mod:`skfcrf._bp.inference`.
+exponentiated once) comes from :class:`skfcrf._kernels._contract.Links`.  Python
+callers: :mod:`skfcrf._kernels.batch`.
 """
 import numpy as np
 
@@ -21,7 +21,7 @@ from libc.math cimport exp, log, INFINITY
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
                        maxplus)
-from ._structure cimport LinkView, Links
+from ._contract cimport LinkView, Links
 
 
 cdef int _forward_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,

@@ -4,7 +4,7 @@
 Links (:class:`Links`)
 ----------------------
 A *link* is a pair of variables joined by one or more edge templates of the
-graph (:mod:`skfcrf._bp.graph`): in-chain ``(a, t-1) -- (a, t)`` or coupling
+graph (:mod:`skfcrf._kernels.graph`): in-chain ``(a, t-1) -- (a, t)`` or coupling
 ``(a, t) -- (b, t)``.  Its potential at a token is the product of its templates'
 potentials, i.e. the sum of their scores: the *tied* templates' matrices, summed
 once into ``tied_log``, plus the *untied* templates' matrices at that token, read
@@ -70,10 +70,10 @@ sequences are cut into gradient blocks by one partition, :func:`sequence_blocks`
 """
 import numpy as np
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN
 
 #: Widest span (nats) of a tied matrix whose pseudolikelihood conditionals are
-#: built from cached exponentials (see :mod:`skfcrf._bp._pseudolikelihood`).
+#: built from cached exponentials (see :mod:`skfcrf._kernels._pseudolikelihood`).
 EXP_RANGE = 600.0
 
 
@@ -93,7 +93,7 @@ cdef class Links:
 
     Parameters
     ----------
-    graph : skfcrf._bp.graph.Graph
+    graph : skfcrf._kernels.graph.Graph
     tied_matrices : sequence
         Per edge template: its flat ``L_a * L_b`` score matrix if tied, else None.
     untied_offset : int64 array of shape (E,) or more
@@ -348,7 +348,7 @@ cdef class ProductSpace:
 cdef class TrpLayout:
     """Message and potential layout of TRP (see the module docstring), and its
     schedule's settings: at most ``max_iter`` iterations, messages calm below ``tol``
-    (:mod:`skfcrf._bp._trp`)."""
+    (:mod:`skfcrf._kernels._trp`)."""
 
     def __init__(self, Links links, int max_iter=1000, double tol=1e-6):
         C, K = links.n_chains, links.n_links

@@ -26,7 +26,7 @@ sparse transitions
 Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
 (``L_b``), ``cpl_off`` (offset of the edge in the flat ``pair`` array),
 ``cpl_tied`` (1: one matrix at ``cpl_off``; 0: token ``g``'s matrix at
-``cpl_off + g * L_a * L_b``), as in :mod:`skfcrf._bp.graph`.  Index tables
+``cpl_off + g * L_a * L_b``), as in :mod:`skfcrf._kernels.graph`.  Index tables
 of the states: ``unary_index`` int32 ``(S, C)``, the column of state ``s``'s
 label of chain ``c`` in a row of ``unary`` (``label_offset[c] + states[s, c]``);
 ``cpl_index`` int32 ``(K, S)``, the entry of state ``s``'s label pair in
@@ -35,7 +35,7 @@ the states, these tables and the transitions as one :class:`JointTables`; the
 potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 
 :func:`joint_viterbi` is exact max-sum over the states (forward pass with the
-vectorised max-plus product of :mod:`skfcrf._bp._common`; the back-pointers are
+vectorised max-plus product of :mod:`skfcrf._kernels._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
 state index, deterministically).  :func:`joint_forward_backward` gives the
 per-token state marginals and ``log Z`` by scaled forward-backward (BLAS

@@ -1,22 +1,26 @@
-"""The k best labellings of a sequence, and the score of given labellings.
+"""Computations over a chain of label states: n-best, max-marginals, ``log Z``, scores.
 
-Inputs are those of :func:`skfcrf._bp.inference.marginals` (layout in
-:mod:`skfcrf._bp.graph`).  Labellings are int32 label-index arrays
+The k best labellings of a sequence, max-marginals, the forward ``log Z``
+and its log-domain fallbacks over a set of joint label states, and the score
+of given labellings.
+
+Inputs are those of :func:`skfcrf._kernels.batch.marginals` (layout in
+:mod:`skfcrf._kernels.graph`).  Labellings are int32 label-index arrays
 ``(T, C)``; a labelling's *score* is the sum of its log-potentials.
 
 Exact k-best (:func:`state_nbest`): a factorial model restricted to a set of
 joint label *states* (rows of an int32 ``(S, C)`` array: every label of one
-chain; the label combinations a model allows, as in :mod:`skfcrf._bp.joint`;
+chain; the label combinations a model allows, as in :mod:`skfcrf._kernels.joint`;
 or the whole product space) is a linear chain over the states, so A* search
 with backward Viterbi values as its heuristic
-(:func:`skfcrf._bp._nbest.kbest_astar`) gives the exact ``k`` best
+(:func:`skfcrf._kernels._nbest.kbest_astar`) gives the exact ``k`` best
 labellings.  The per-token state scores ``(T, S)`` are gathered here with
 numpy; transitions between states are one ``S x S`` matrix when the in-chain
 templates are tied, else one per token.  :func:`state_log_partition` gives
 ``log Z`` over the same states by the forward pass alone.
 
 Max-marginals (:func:`state_max_marginals`): forward and backward Viterbi
-over the same chain of states (:func:`skfcrf._bp._nbest.max_marginals`) give,
+over the same chain of states (:func:`skfcrf._kernels._nbest.max_marginals`) give,
 for every token and label of every chain, the score of the best labelling with
 that label there -- exact, ``O(T S^2)``.  For loopy models
 :func:`conditional_max_marginals` gives the chain-wise counterpart around a
@@ -37,8 +41,8 @@ import itertools
 
 import numpy as np
 
-from skfcrf._bp.graph import COUPLING, IN_CHAIN, following_tokens, pair_layout
-from skfcrf._bp.joint import joint_marginals, state_index, state_transition_scores
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, following_tokens, pair_layout
+from skfcrf._kernels.joint import joint_marginals, state_index, state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
@@ -52,7 +56,7 @@ MAX_UNTIED_TRANSITION_ENTRIES = 1 << 25
 
 
 def _kernel():
-    from skfcrf._bp import _nbest
+    from skfcrf._kernels import _nbest
     return _nbest
 
 
@@ -174,7 +178,7 @@ def _state_chains(graph, states, seq_ptr, unary, pair, what="n_best > 1", state_
     """Per sequence ``(rows, phi, trans, tindex)``: the sequence as a chain over ``states``.
 
     ``phi`` ``(T, S)`` are the state scores, ``trans[tindex[t]]`` the transition
-    scores into token ``t`` (see :mod:`skfcrf._bp._nbest`); ``phi`` is None for
+    scores into token ``t`` (see :mod:`skfcrf._kernels._nbest`); ``phi`` is None for
     an empty sequence.
     """
     states = np.ascontiguousarray(states, dtype=np.int32)
@@ -241,7 +245,7 @@ def state_max_marginals(graph, states, seq_ptr, unary, pair, state_trans=None):
         (over ``states``) of token ``n``'s sequence with label ``j`` at token
         ``n`` in chain ``c``; ``-inf`` when no such labelling is allowed.  The
         maximum over each chain's block is the Viterbi score of the sequence.
-        From the state max-marginals of :func:`skfcrf._bp._nbest.max_marginals`,
+        From the state max-marginals of :func:`skfcrf._kernels._nbest.max_marginals`,
         maximised over the states with that label.
     """
     states = np.ascontiguousarray(states, dtype=np.int32)
@@ -302,9 +306,9 @@ def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
                         chunk_entries=1 << 22, state_trans=None):
     """``log Z`` per sequence over the joint ``states`` (tied in-chain templates only).
 
-    The forward recursion of :func:`skfcrf._bp._nbest.state_log_partition` on
+    The forward recursion of :func:`skfcrf._kernels._nbest.state_log_partition` on
     state scores gathered for about ``chunk_entries`` token-state pairs at a
-    time.  Same value as :func:`skfcrf._bp.joint.joint_marginals`'s ``log_z``
+    time.  Same value as :func:`skfcrf._kernels.joint.joint_marginals`'s ``log_z``
     up to rounding.
     """
     states = np.ascontiguousarray(states, dtype=np.int32)
@@ -360,7 +364,7 @@ def logdomain_state_marginals(graph, states, unary, pair, rows, state_trans=None
     """``log Z`` and node marginals ``(T, Ltot)`` of one sequence (global tokens ``rows``)
     over the joint ``states``, by forward-backward in the log domain.
 
-    The scaled forward-backward of :mod:`skfcrf._bp._joint` works in linear space:
+    The scaled forward-backward of :mod:`skfcrf._kernels._joint` works in linear space:
     with forbidden transitions a state's forward mass relative to the token's total
     can fall below the smallest double and be lost, though later tokens would have
     made its paths dominant (``log Z`` then comes out *below* the best labelling's
@@ -394,7 +398,7 @@ def logdomain_pair_marginals(graph, states, unary, pair, rows, state_trans=None,
     """As :func:`logdomain_state_marginals`, plus the expected counts of the sequence's
     factors laid out like its own ``pair`` array (tied templates summed over its
     positions, untied ones per position), as
-    :func:`skfcrf._bp.joint.joint_marginals` gives them with ``pair_marginals=True``.
+    :func:`skfcrf._kernels.joint.joint_marginals` gives them with ``pair_marginals=True``.
 
     Returns ``log Z``, node marginals ``(T, Ltot)`` and the pair counts; with
     ``state_pairs=True`` also the expected state pair counts ``(S, S)``.

@@ -12,7 +12,7 @@ Observations come in two CSR matrices with a row per token
 (:mod:`skfcrf.estimators._observation_rows`): ``direct`` columns as they are,
 and optionally ``diff`` columns stored as differences of consecutive tokens
 within a sequence.  Both functions run over sequences in parallel; the inner
-loops are those of :mod:`skfcrf._bp._table`.
+loops are those of :mod:`skfcrf._kernels._table`.
 """
 from cython.parallel cimport parallel, prange, threadid
 

@@ -46,19 +46,19 @@ matrix the entries fed from the first end form a column; they accumulate in a tr
 per-thread copy, where they are contiguous, and are added back at the end.
 
 :func:`pseudolikelihood` returns the gradient w.r.t. the log-potentials, laid out as in
-:mod:`skfcrf._bp.graph`; the feature table maps it to the weights.
+:mod:`skfcrf._kernels.graph`; the feature table maps it to the weights.
 :func:`pseudolikelihood_objective` (what training calls) does all three steps (feature
 products, pseudolikelihood, gradient mapping) one sequence at a time in per-thread buffers
 that stay in cache, so no whole-batch score, potential or gradient array is ever built:
 :func:`sequence_potentials`, :func:`sequence_loss`, :func:`sequence_weight_gradient`.
 
 The edge templates and their tied tables (``exp``, inverse, transposes) are a
-:class:`skfcrf._bp._structure.Links` with one link per template
-(:func:`~skfcrf._bp._structure.template_links`), the structure the inference kernels use;
+:class:`skfcrf._kernels._contract.Links` with one link per template
+(:func:`~skfcrf._kernels._contract.template_links`), the structure the inference kernels use;
 :c:type:`Model` points into it.  Per-thread scratch (the conditionals' buffers, a
 sequence's scores, potentials and their gradients) is carved from one
-:func:`skfcrf._bp._alloc.allocate` block (``MemoryError`` on failure) by the
-:c:type:`~skfcrf._bp._alloc.Carver` of :mod:`skfcrf._bp._alloc`.
+:func:`skfcrf._kernels._alloc.allocate` block (``MemoryError`` on failure) by the
+:c:type:`~skfcrf._kernels._alloc.Carver` of :mod:`skfcrf._kernels._alloc`.
 """
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport log, INFINITY
@@ -68,10 +68,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
-from ._structure cimport LinkView, Links, ParameterTables, ParameterView
+from ._contract cimport LinkView, Links, ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._structure import sequence_blocks, template_links
+from ._contract import sequence_blocks, template_links
 
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
@@ -677,7 +677,7 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
 
     Parameters
     ----------
-    graph : skfcrf._bp.graph.Graph
+    graph : skfcrf._kernels.graph.Graph
     seq_ptr : int64 ndarray (n_seq + 1,)
     unary : float64 ndarray (N, Ltot)
         Unary log-potentials.
@@ -978,7 +978,7 @@ def pseudolikelihood_objective(ParameterTables tables, obs, gold, theta, n_threa
 
     Parameters
     ----------
-    tables : skfcrf._bp._structure.ParameterTables
+    tables : skfcrf._kernels._contract.ParameterTables
         The model: the parameter layout's offsets, edge tables, feature table and
         forbidden assignments (:meth:`ParameterLayout.kernel_tables`).
     obs : ObservationRows

@@ -1,1 +1,0 @@
-"""Compiled kernels: inference (chain, TRP, exact), features, training objectives."""
