@@ -101,7 +101,7 @@ def dictations_workload(n_jobs, n_reports=300):
 
 def ab_objective(args):
     """A/B of the fused pseudolikelihood kernel inside the PseudoLikelihood objective object."""
-    import skfcrf.estimators._model as model
+    import skfcrf.model._layout as model
     from skfcrf import FactorialCRF
     from skfcrf.estimators import training_problem
     old = build_old("pseudolikelihood", args.rev)

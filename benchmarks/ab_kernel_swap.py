@@ -61,7 +61,7 @@ def main():
         ab("trp marginals", swap, lambda: marginals(graph, sp, unary, pair, **kw), repeat)
         ab("trp map_assign", swap, lambda: map_assign(graph, sp, unary, pair, **kw), repeat)
     elif mode == "chainwise":
-        import skfcrf.estimators._objectives as obj
+        import skfcrf.objectives as obj
         from skfcrf import FactorialCRF
         from skfcrf.datasets import make_dictations
         from skfcrf.estimators import training_problem

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-import skfcrf.estimators._observation_rows as rows_module
+import skfcrf.model._observation_rows as rows_module
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictations
 from skfcrf.estimators import training_problem

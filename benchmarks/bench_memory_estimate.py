@@ -69,15 +69,15 @@ def estimate(crf, X, y):
     from sklearn.base import clone
 
     from skfcrf._validation import check_label_sequences
-    from skfcrf.estimators._memory import (
+    from skfcrf.estimators._observations import ObservationEncoder
+    from skfcrf.model._labels import fit_classes, resolve_couplings
+    from skfcrf.model._layout import build_graph
+    from skfcrf.model._memory import (
         check_fit_memory,
         column_counts,
         estimate_fit_memory,
         nnz_of,
     )
-    from skfcrf.estimators._model import build_graph
-    from skfcrf.estimators._observations import ObservationEncoder
-    from skfcrf.estimators._structure import fit_classes, resolve_couplings
 
     crf = clone(crf)
     y_seqs, _ = check_label_sequences(y)

@@ -18,7 +18,7 @@ How a fit runs (the client is the process calling ``fit``)::
                          "supported" templates, label combinations, seen
                          transitions, column counts -> the client merges them and
                          builds layout_, joint_states_, forbidden_ as a local fit
-                         does from its one batch (skfcrf.estimators._statistics)
+                         does from its one batch (skfcrf.model._building)
     4. objectives        per encoded partition: the objective object of the
                          estimator's settings over that partition (prior off)
     5. optimisation      in the client, by the solver code of FactorialCRF (scipy
@@ -62,12 +62,12 @@ from sklearn.utils._param_validation import Interval
 
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
-from skfcrf.estimators._inspection import weight_mask
-from skfcrf.estimators._model import check_gold_allowed
-from skfcrf.estimators._objectives import OBJECTIVES, Restricted, TrainingBatch
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
-from skfcrf.estimators._statistics import StructureStatistics, collect_options
-from skfcrf.estimators._structure import edge_name, encode_labels, label_sets, merge_label_sets
+from skfcrf.model._building import StructureStatistics, collect_options
+from skfcrf.model._inspection import weight_mask
+from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
+from skfcrf.model._layout import check_gold_allowed
+from skfcrf.objectives import OBJECTIVES, Restricted, TrainingBatch
 
 __all__ = ["DaskFactorialCRF", "FANIN"]
 
@@ -123,7 +123,7 @@ def _encode_partition(part, index, encoder, classes):
 
 
 def _structure_statistics(encoded, graph, options):
-    """Step 3: the partition's :class:`~skfcrf.estimators._statistics.StructureStatistics`."""
+    """Step 3: the partition's :class:`~skfcrf.model._building.StructureStatistics`."""
     return StructureStatistics.collect(graph, *encoded, **options)
 
 

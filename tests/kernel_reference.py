@@ -106,9 +106,9 @@ def pl_problem(spec, seed):
 
 
 def pl_results(p):
-    import skfcrf.estimators._observation_rows as rows_module
+    import skfcrf.model._observation_rows as rows_module
     from skfcrf._kernels._pseudolikelihood import pseudolikelihood
-    from skfcrf.estimators._model import ParameterLayout, build_graph
+    from skfcrf.model._layout import ParameterLayout, build_graph
     um, tm, cm = p["modes"]
     graph = build_graph(p["n_labels"], p["couplings"], tm, cm)
     X = sp.csr_matrix(p["X"])

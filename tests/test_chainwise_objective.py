@@ -9,7 +9,7 @@ from scipy.special import logsumexp
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._objectives import allowed_by_joint_states
+from skfcrf.objectives import allowed_by_joint_states
 
 from _helpers import check_gradient, synthetic
 from brute import full_score

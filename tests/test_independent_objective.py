@@ -4,8 +4,8 @@ import pytest
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._inspection import weight_mask
-from skfcrf.estimators._solvers import BlockLBFGS, BlockObjective, ConvergenceMonitor, SolverResult
+from skfcrf.model._inspection import weight_mask
+from skfcrf.solvers import BlockLBFGS, BlockObjective, ConvergenceMonitor, SolverResult
 
 from _helpers import check_gradient, synthetic
 

@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._kernels.batch import MAX_PRODUCT_STATES, map_assign, marginals
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 
 # ---------------------------------------------------------------------------
 # helpers

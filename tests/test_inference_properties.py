@@ -3,8 +3,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._kernels.batch import map_assign, marginals
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

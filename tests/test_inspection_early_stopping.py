@@ -6,7 +6,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
-from skfcrf.estimators._inspection import WeightRecord
+from skfcrf.model._inspection import WeightRecord
 
 from _helpers import sequences
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._kernels.batch import map_assign, marginals
+from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._kernels.joint import joint_map, joint_marginals, joint_states_from_labels
 
 from brute import full_score

@@ -19,7 +19,7 @@ CHILD = textwrap.dedent("""
     import json, sys, warnings
     import numpy as np
     from skfcrf import FactorialCRF
-    from skfcrf.estimators._memory import check_fit_memory, column_counts, estimate_fit_memory
+    from skfcrf.model._memory import check_fit_memory, column_counts, estimate_fit_memory
     from skfcrf.estimators import training_problem
     sys.path.insert(0, "benchmarks")
     from bench_memory_estimate import measure_fit

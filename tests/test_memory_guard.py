@@ -4,7 +4,7 @@ import pytest
 
 from skfcrf import FactorialCRF
 from skfcrf._kernels.graph import IN_CHAIN
-from skfcrf.estimators._memory import available_memory, estimate_fit_memory
+from skfcrf.model._memory import available_memory, estimate_fit_memory
 
 from _helpers import short_fit, synthetic
 

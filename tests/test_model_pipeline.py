@@ -1,4 +1,4 @@
-"""The one model-building pipeline (estimators/_statistics.py): statistics of batches of
+"""The one model-building pipeline (model/_building.py): statistics of batches of
 sequences, merged, build the model of the whole set; the forbidden-transitions rule and the
 memory guard exist once.  These run without dask (tests/test_dask.py fits on a cluster)."""
 import numpy as np
@@ -7,11 +7,12 @@ import scipy.sparse as sp
 
 from skfcrf import FactorialCRF
 from skfcrf._validation import check_label_sequences
-from skfcrf.estimators import _statistics, training_problem
-from skfcrf.estimators._model import ParameterLayout, build_graph
-from skfcrf.estimators._partial import joint_states_given
-from skfcrf.estimators._statistics import StructureStatistics, build_model, collect_options
-from skfcrf.estimators._structure import encode_labels, fit_classes, label_sets, merge_label_sets
+from skfcrf.estimators import training_problem
+from skfcrf.model import _building as _statistics
+from skfcrf.model._building import StructureStatistics, build_model, collect_options
+from skfcrf.model._labels import encode_labels, fit_classes, label_sets, merge_label_sets
+from skfcrf.model._layout import ParameterLayout, build_graph
+from skfcrf.model._partial import joint_states_given
 
 from _helpers import synthetic
 
@@ -141,7 +142,7 @@ def test_memory_guard_runs_once_per_fit(monkeypatch):
 def test_partial_labels_prepare_the_observation_rows_once(monkeypatch):
     """Completing missing labels needs no observations (zero weights), and the sequences
     without a label are left out before the training batch is built."""
-    from skfcrf.estimators import _model
+    from skfcrf.model import _layout as _model
 
     built = []
     real = _model.ObservationRows

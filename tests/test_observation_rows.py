@@ -5,10 +5,10 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skfcrf.estimators._observation_rows as rows_module
+import skfcrf.model._observation_rows as rows_module
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._observation_rows import ObservationRows, token_differences
+from skfcrf.model._observation_rows import ObservationRows, token_differences
 
 from _helpers import check_gradient, short_fit
 

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._solvers import OWLQN, ConvergenceMonitor, pseudo_gradient
+from skfcrf.solvers import OWLQN, ConvergenceMonitor, pseudo_gradient
 
 from _helpers import synthetic
 

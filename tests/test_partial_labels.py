@@ -17,8 +17,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
-from skfcrf.estimators._inspection import weight_mask
-from skfcrf.estimators._partial import joint_states_given
 from skfcrf.metrics import (
     average_accuracy,
     chain_accuracy,
@@ -27,6 +25,8 @@ from skfcrf.metrics import (
     joint_accuracy,
     windowdiff,
 )
+from skfcrf.model._inspection import weight_mask
+from skfcrf.model._partial import joint_states_given
 
 from _helpers import check_gradient, short_fit, token_sequences
 

@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from skfcrf import FactorialCRF
-from skfcrf.estimators._model import ParameterLayout, unique_int
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
+from skfcrf.model._layout import ParameterLayout, unique_int
 
 from _helpers import synthetic
 

@@ -3,10 +3,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skfcrf.estimators._observation_rows as rows_module
+import skfcrf.model._observation_rows as rows_module
 from skfcrf import FactorialCRF
-from skfcrf._kernels._pseudolikelihood import pseudolikelihood
 from skfcrf._kernels._contract import sequence_blocks
+from skfcrf._kernels._pseudolikelihood import pseudolikelihood
 from skfcrf.estimators import training_problem
 
 from _helpers import synthetic

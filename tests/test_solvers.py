@@ -6,7 +6,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
-from skfcrf.estimators._solvers import LBFGS, ConvergenceMonitor, OnlineLBFGS
+from skfcrf.solvers import LBFGS, ConvergenceMonitor, OnlineLBFGS
 
 from _helpers import sequences
 

@@ -291,7 +291,7 @@ def test_state_transition_stage_equals_the_likelihood(partial, n_chains):
     """The stage's loss is the likelihood's at the full weights, its gradient the
     likelihood's on the joint-state transition weights (and finite differences agree),
     with and without partial labels (the clamped part held too)."""
-    from skfcrf.estimators._objectives import StateTransitionStage
+    from skfcrf.objectives import StateTransitionStage
 
     X, y = synthetic(n_seq=6, n_chains=n_chains, length=(2, 5), noise=0.3)
     if partial:
@@ -314,7 +314,7 @@ def test_state_transition_stage_equals_the_likelihood(partial, n_chains):
 
 
 def test_state_transition_stage_needs_those_weights():
-    from skfcrf.estimators._objectives import StateTransitionStage
+    from skfcrf.objectives import StateTransitionStage
 
     X, y = synthetic(n_seq=4, n_chains=2, length=(2, 4), noise=0.3)
     objective, theta0, _ = training_problem(
@@ -326,7 +326,7 @@ def test_state_transition_stage_needs_those_weights():
 def test_restricted_objective():
     """The generic restriction (the Dask model's stage): the objective's loss at the full
     weights and its gradient on the free ones."""
-    from skfcrf.estimators._objectives import Restricted
+    from skfcrf.objectives import Restricted
 
     X, y = synthetic(n_seq=6, n_chains=2, length=(2, 5), noise=0.3)
     objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)

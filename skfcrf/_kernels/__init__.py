@@ -26,7 +26,7 @@ module                      what it holds
                             scores
 ``_chainwise``,             fused loss + gradient of the chain-wise,
 ``_pseudolikelihood``,      pseudolikelihood and feature-table kernels (called
-``_features``               by :mod:`skfcrf.estimators._objectives`)
+``_features``               by :mod:`skfcrf.objectives`)
 ``_simd``, ``_align``       SIMD helpers; the transcript-alignment table
 ==========================  ===================================================
 """

@@ -8,7 +8,7 @@ into ``c``'s unaries, and scaled forward-backward over ``c`` alone gives
 ``log Z_c``, the marginals and the expected transition counts.
 
 Inputs: the model is a :class:`skfcrf._kernels._contract.ParameterTables` (built from
-the :class:`~skfcrf.estimators._model.ParameterLayout`, which describes ``theta``);
+the :class:`~skfcrf.model._layout.ParameterLayout`, which describes ``theta``);
 per call ``theta``, the observation rows and the gold labels.
 
 ``scores``

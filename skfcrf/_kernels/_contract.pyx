@@ -445,7 +445,7 @@ def summed_rows(block_rows):
 
 
 cdef class ParameterTables:
-    """What the objective kernels read of a :class:`~skfcrf.estimators._model.ParameterLayout`.
+    """What the objective kernels read of a :class:`~skfcrf.model._layout.ParameterLayout`.
 
     Built once per objective from the layout (and the forbidden assignments), and
     passed to the kernels whole (their :c:type:`ParameterView`): per chain its

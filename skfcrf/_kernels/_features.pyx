@@ -9,7 +9,7 @@ its cost is ``nnz(X) x (weights per observation)`` rather than
 ``nnz(X) x (labels)`` of a dense product.
 
 Observations come in two CSR matrices with a row per token
-(:mod:`skfcrf.estimators._observation_rows`): ``direct`` columns as they are,
+(:mod:`skfcrf.model._observation_rows`): ``direct`` columns as they are,
 and optionally ``diff`` columns stored as differences of consecutive tokens
 within a sequence.  Both functions run over sequences in parallel; the inner
 loops are those of :mod:`skfcrf._kernels._table`.

@@ -984,7 +984,7 @@ def pseudolikelihood_objective(ParameterTables tables, obs, gold, theta, n_threa
     obs : ObservationRows
         The batch's observations (``seq_ptr``; ``direct`` and ``diff``, the
         latter columns stored as token differences or None), as
-        :class:`skfcrf.estimators._observation_rows.ObservationRows` keeps them.
+        :class:`skfcrf.model._observation_rows.ObservationRows` keeps them.
     gold : int32 ndarray (N, C)
     theta : float64 ndarray (n_params,)
     n_threads : int

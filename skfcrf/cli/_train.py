@@ -28,9 +28,9 @@ from skfcrf.cli._files import (
     read_data,
 )
 from skfcrf.cli._progress import FitProgress
-from skfcrf.estimators._model import SUPPORT_MODES
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
+from skfcrf.model._layout import SUPPORT_MODES
 
 
 def add_parser(sub):

@@ -26,10 +26,10 @@ from threadpoolctl import threadpool_limits
 
 from skfcrf.crfsuite import metrics
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
-from skfcrf.estimators._model import ParameterLayout, _valid_edge_rows, gold_assignment
-from skfcrf.estimators._objectives import Restricted, TrainingBatch
-from skfcrf.estimators._solvers import OWLQN
 from skfcrf.inference import ExactInference
+from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment
+from skfcrf.objectives import Restricted, TrainingBatch
+from skfcrf.solvers import OWLQN
 
 __all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
 

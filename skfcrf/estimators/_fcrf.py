@@ -3,8 +3,8 @@
 ``fit`` reads: validate the parameters and the data -> encode observations and
 labels -> build the model structure (graph, parameter layout, constraints) from
 the training set's statistics, as a one-batch case of the pipeline a Dask fit
-runs per partition (:mod:`._statistics`) ->
-an objective object (:mod:`._objectives`) -> a solver (:mod:`._solvers`) ->
+runs per partition (:mod:`skfcrf.model._building`) ->
+an objective object (:mod:`skfcrf.objectives`) -> a solver (:mod:`skfcrf.solvers`) ->
 fitted attributes.  Prediction asks the model's inference method
 (:mod:`skfcrf.inference`) and never changes the estimator.
 """
@@ -26,13 +26,23 @@ from skfcrf.estimators._early_stopping import (
     validation_scorer,
     validation_split,
 )
-from skfcrf.estimators._fixed import FixedLabels, check_fixed, encode_fixed
-from skfcrf.estimators._inspection import top_weights as _top_weights
-from skfcrf.estimators._model import SUPPORT_MODES, check_gold_allowed
-from skfcrf.estimators._objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
 from skfcrf.estimators._observations import ObservationEncoder
-from skfcrf.estimators._partial import complete_labels, labelled_sequences
-from skfcrf.estimators._solvers import (
+from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
+from skfcrf.metrics._accuracy import joint_accuracy
+from skfcrf.model._building import (
+    StructureStatistics,
+    build_model,
+    collect_options,
+    model_graph,
+    select_sequences,
+)
+from skfcrf.model._fixed import FixedLabels, check_fixed, encode_fixed
+from skfcrf.model._inspection import top_weights as _top_weights
+from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
+from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
+from skfcrf.model._partial import complete_labels, labelled_sequences
+from skfcrf.objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
+from skfcrf.solvers import (
     LBFGS,
     OWLQN,
     SOLVERS,
@@ -42,16 +52,6 @@ from skfcrf.estimators._solvers import (
     OnlineLBFGS,
     warn_if_not_converged,
 )
-from skfcrf.estimators._statistics import (
-    StructureStatistics,
-    build_model,
-    collect_options,
-    model_graph,
-    select_sequences,
-)
-from skfcrf.estimators._structure import edge_name, encode_labels, label_sets, merge_label_sets
-from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
-from skfcrf.metrics._accuracy import joint_accuracy
 
 #: What :func:`training_problem` returns: the objective ``fit`` minimises, the
 #: starting weights and the random state the solver draws from.
@@ -256,7 +256,7 @@ class FactorialCRF(BaseEstimator):
         The distinct label combinations (label indices per chain) of the
         training data, the state space of ``inference="joint"``.
     coef_ : ndarray
-        All weights (see :mod:`skfcrf.estimators._model` for the layout).
+        All weights (see :mod:`skfcrf.model._layout` for the layout).
     n_nonzero_ : int
         Number of non-zero weights in ``coef_`` (how sparse ``l1`` made the model).
     loss_curve_ : list of float

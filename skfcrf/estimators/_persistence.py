@@ -5,7 +5,7 @@ File layout (format version 2)
 A zip archive as written by ``np.savez_compressed``; one ``.npy`` member per array.
 ``L_c`` is the number of labels of chain ``c``, ``C`` the number of chains,
 ``E = C + len(couplings)`` the number of edge templates (one in-chain edge per
-chain, then one per coupled pair, as :func:`~skfcrf.estimators._model.build_graph`).
+chain, then one per coupled pair, as :func:`~skfcrf.model._layout.build_graph`).
 
 ``header``            uint8 ``(n,)``: UTF-8 JSON object, the keys below
 ``graph_n_labels``    int ``(C,)``: ``L_c``, equal to the number of ``classes`` of chain ``c``
@@ -81,11 +81,11 @@ from joblib import effective_n_jobs
 
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph
 from skfcrf._version import __version__
-from skfcrf.estimators._model import ParameterLayout
 from skfcrf.estimators._npz_io import NpzReader, atomic_write
 from skfcrf.estimators._observations import ObservationEncoder
-from skfcrf.estimators._structure import resolve_couplings
 from skfcrf.inference import resolve_method
+from skfcrf.model._labels import resolve_couplings
+from skfcrf.model._layout import ParameterLayout
 
 FORMAT = "skfcrf-model"
 #: The format version :func:`save` writes.

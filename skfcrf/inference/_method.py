@@ -287,7 +287,7 @@ class InferenceMethod:
     def decode_ranked(self, seq_ptr, unary, pair, fixed=None, n_best=1):
         """The ``n_best`` best labellings of every sequence with log-probabilities and status.
 
-        ``fixed`` (a :class:`~skfcrf.estimators._fixed.FixedLabels` or None)
+        ``fixed`` (a :class:`~skfcrf.model._fixed.FixedLabels` or None)
         clamps labels; ``unary`` is the unclamped model's.
 
         Returns

@@ -11,8 +11,8 @@ these functions:
    :meth:`~skfcrf.estimators._observations.ObservationCounts.merge`; the one
    batch of a local fit is counted and encoded in one pass,
    :meth:`~skfcrf.estimators._observations.ObservationEncoder.fit_transform`)
-   and label sets (:func:`~skfcrf.estimators._structure.label_sets`, merged by
-   :func:`~skfcrf.estimators._structure.merge_label_sets`) -> the observation
+   and label sets (:func:`~skfcrf.model._labels.label_sets`, merged by
+   :func:`~skfcrf.model._labels.merge_label_sets`) -> the observation
    encoder and ``classes_``; then the graph (:func:`model_graph`);
 2. encoded sequences: :class:`StructureStatistics` -- feature-table keys of the
    ``"supported"`` templates, label combinations, seen in-chain transitions,
@@ -34,11 +34,11 @@ from collections import namedtuple
 import numpy as np
 
 from skfcrf._kernels.joint import joint_states_from_labels
-from skfcrf.estimators._memory import check_fit_memory, column_counts, estimate_fit_memory
-from skfcrf.estimators._model import ParameterLayout, build_graph, seen_state_pairs, unique_int
-from skfcrf.estimators._partial import expand_given_states, given_combinations
-from skfcrf.estimators._structure import forbidden_masks, resolve_couplings, seen_transitions
 from skfcrf.inference import resolve_method
+from skfcrf.model._labels import forbidden_masks, resolve_couplings, seen_transitions
+from skfcrf.model._layout import ParameterLayout, build_graph, seen_state_pairs, unique_int
+from skfcrf.model._memory import check_fit_memory, column_counts, estimate_fit_memory
+from skfcrf.model._partial import expand_given_states, given_combinations
 
 __all__ = ["StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
            "check_memory", "forbidden_assignments", "uses_state_transitions",
@@ -62,17 +62,17 @@ class StructureStatistics:
     keys : int64 ndarray or None
         Sorted distinct feature-table keys of the ``"supported"`` templates
         (:meth:`ParameterLayout.support_keys
-        <skfcrf.estimators._model.ParameterLayout.support_keys>`); None when not
+        <skfcrf.model._layout.ParameterLayout.support_keys>`); None when not
         collected (a warm start keeps its layout).
     complete_states, partial_states : int32 ndarray of shape (n, n_chains)
         Distinct label combinations of the tokens without and with a missing
-        label (:func:`~skfcrf.estimators._partial.given_combinations`).
+        label (:func:`~skfcrf.model._partial.given_combinations`).
     state_pairs : int32 ndarray of shape (P, 2 * n_chains) or None
         Distinct label combinations of consecutive tokens, ``from`` then ``to``
-        (:func:`~skfcrf.estimators._model.seen_state_pairs`); None when not collected.
+        (:func:`~skfcrf.model._layout.seen_state_pairs`); None when not collected.
     seen : dict or None
         In-chain edge -> ``(L, L)`` mask of the transitions seen
-        (:func:`~skfcrf.estimators._structure.seen_transitions`); None when not
+        (:func:`~skfcrf.model._labels.seen_transitions`); None when not
         collected.
     column_counts : int ndarray of shape (n_features,)
         Stored observation entries per column.
@@ -146,7 +146,7 @@ class StructureStatistics:
 
     def joint_states(self, n_labels):
         """The joint label states of the training labels
-        (:func:`~skfcrf.estimators._partial.joint_states_given`)."""
+        (:func:`~skfcrf.model._partial.joint_states_given`)."""
         return expand_given_states(self.complete_states, self.partial_states, n_labels)
 
 
@@ -176,7 +176,7 @@ def _trains_joint(params):
 
 def check_memory(params, graph, n_features, stats):
     """The memory guard: ``MemoryError`` when the estimated peak memory of the fit
-    (:func:`~skfcrf.estimators._memory.estimate_fit_memory`; the weights, and the
+    (:func:`~skfcrf.model._memory.estimate_fit_memory`; the weights, and the
     largest batch's arrays) exceeds ``params.max_memory`` or the memory available."""
     u, t, c = _modes(params)
     return check_fit_memory(estimate_fit_memory(

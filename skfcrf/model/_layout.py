@@ -43,7 +43,7 @@ from skfcrf._kernels._contract import ParameterTables
 from skfcrf._kernels._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
 from skfcrf._kernels.joint import state_index
-from skfcrf.estimators._observation_rows import ObservationRows
+from skfcrf.model._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
 

@@ -1,6 +1,6 @@
 """Reading the weight vector back as named records (what eli5 gives CRFsuite users).
 
-Every weight of ``theta`` (layout: :class:`~skfcrf.estimators._model.ParameterLayout`)
+Every weight of ``theta`` (layout: :class:`~skfcrf.model._layout.ParameterLayout`)
 is one :class:`WeightRecord`: the template *kind* (``"unary"``, ``"transition"``
 for an in-chain pair, ``"coupling"`` for a between-chain pair), the chain or
 chain pair, the observation it is conditioned on (``"bias"`` for the

@@ -3,13 +3,13 @@
 Data layout
 -----------
 ``gold``, ``(N, n_chains)`` int32 over the stacked tokens, holds ``-1`` where a
-label is missing (:func:`~skfcrf.estimators._structure.encode_labels`);
+label is missing (:func:`~skfcrf.model._labels.encode_labels`);
 ``known = gold >= 0``.  The objectives need a *complete* labelling that agrees
 with the given labels and that the model's constraints allow (forbidden
 transitions and couplings, the joint label states): their loss for a
 partially labelled sequence is the usual one of that completion minus the same
 loss with the given labels clamped, so the completion's own score cancels
-(:mod:`skfcrf.estimators._objectives`).  :func:`complete_labels` finds one:
+(:mod:`skfcrf.objectives`).  :func:`complete_labels` finds one:
 the most probable labelling of the model with all weights zero, clamped to the
 given labels -- any allowed labelling scores 0 there, any other ``-inf``.
 
@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from skfcrf._kernels.joint import joint_states_from_labels
 from skfcrf._kernels.states import labelling_scores
-from skfcrf.estimators._fixed import FixedLabels
+from skfcrf.model._fixed import FixedLabels
 
 __all__ = ["labelled_sequences", "joint_states_given", "given_combinations",
            "expand_given_states", "complete_labels"]

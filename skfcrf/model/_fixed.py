@@ -22,7 +22,7 @@ import numpy as np
 
 from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.states import following_tokens
-from skfcrf.estimators._structure import label_index
+from skfcrf.model._labels import label_index
 
 __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
 

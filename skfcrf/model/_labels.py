@@ -6,7 +6,7 @@
 * couplings: sorted ``(a, b)`` chain pairs with ``a < b``
   (:func:`resolve_couplings`);
 * forbidden assignments: a dict edge index -> boolean ``(L_a, L_b)`` mask
-  (:func:`forbidden_masks`), edges as in :func:`~skfcrf.estimators._model.build_graph`.
+  (:func:`forbidden_masks`), edges as in :func:`~skfcrf.model._layout.build_graph`.
 """
 import numbers
 

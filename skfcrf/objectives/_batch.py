@@ -1,0 +1,85 @@
+"""The training batch: the sequences an objective is computed over.
+"""
+import numpy as np
+
+from skfcrf._kernels.states import state_steps
+from skfcrf.model._fixed import FixedLabels
+from skfcrf.model._layout import GoldStatistics
+
+__all__ = ["TrainingBatch"]
+
+
+class TrainingBatch:
+    """Training sequences in the form the kernels need.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (N, n_features)
+        Encoded observations of all tokens, sequences stacked.
+    seq_ptr : int64 ndarray of shape (n_seq + 1,)
+        Sequence ``s`` owns rows ``seq_ptr[s]:seq_ptr[s + 1]``.
+    gold : ndarray of shape (N, n_chains)
+        Gold label index of every token and chain.
+    layout : ParameterLayout
+        The model's parameter layout (it prepares the observation rows).
+    seeds : uint64 ndarray of shape (n_seq,)
+        Per-sequence seeds of TRP's spanning trees.
+    known : bool ndarray of shape (N, n_chains), optional
+        Which labels of ``gold`` were given (partial labels); None: all.
+    """
+
+    def __init__(self, X, seq_ptr, gold, layout, seeds, known=None):
+        self.X = X
+        self.seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+        self.gold = np.ascontiguousarray(gold, dtype=np.int32)
+        self.layout = layout
+        self.seeds = seeds
+        self.known = None if known is None or known.all() else np.asarray(known, dtype=bool)
+        self.obs = layout.observation_rows(X, self.seq_ptr)
+        self._gold_stats = None
+
+    @property
+    def n_sequences(self):
+        return len(self.seq_ptr) - 1
+
+    def given_labels(self):
+        """The given labels as :class:`~skfcrf.model._fixed.FixedLabels`
+        (``-1`` where missing), for clamping."""
+        index = self.gold if self.known is None else np.where(self.known, self.gold, -1)
+        return FixedLabels(index.astype(np.int32), self.seq_ptr, None)
+
+    def partial_sequences(self):
+        """Indices of the sequences with a missing label."""
+        if self.known is None:
+            return np.zeros(0, dtype=np.int64)
+        missing = ~self.known.all(axis=1)
+        seq_of = np.repeat(np.arange(self.n_sequences), np.diff(self.seq_ptr))
+        return np.unique(seq_of[missing])
+
+    def gold_stats(self, edge_offset):
+        """The gold labelling's statistics for the likelihood (built once)."""
+        if self._gold_stats is None:
+            self._gold_stats = GoldStatistics(self.layout.graph, self.seq_ptr, self.gold,
+                                              edge_offset)
+        return self._gold_stats
+
+    def gold_state_counts(self, states):
+        """``(S, S)``: how often each pair of ``states`` follows each other in ``gold``
+        (built once per ``states``)."""
+        cached = getattr(self, "_gold_state_counts", None)
+        if cached is None or cached[0] is not states:
+            _, prev, cur = state_steps(states, self.seq_ptr, self.gold)
+            counts = np.zeros((len(states), len(states)))
+            np.add.at(counts, (prev, cur), 1.0)
+            cached = self._gold_state_counts = (states, counts)
+        return cached[1]
+
+    def subset(self, seq_index):
+        """The batch restricted to the given sequences (in that order)."""
+        lengths = np.diff(self.seq_ptr)[seq_index]
+        rows = np.concatenate([np.arange(self.seq_ptr[s], self.seq_ptr[s + 1])
+                               for s in seq_index])
+        seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        known = None if self.known is None else self.known[rows]
+        return TrainingBatch(self.X[rows], seq_ptr, self.gold[rows], self.layout,
+                             self.seeds[seq_index], known)

@@ -1,0 +1,111 @@
+"""Online L-BFGS over mini-batches (``solver="olbfgs"``).
+"""
+
+import numpy as np
+
+from skfcrf.solvers._lbfgs import two_loop
+from skfcrf.solvers._monitor import SolverResult
+
+__all__ = ["OnlineLBFGS"]
+
+
+class OnlineLBFGS:
+    """Online L-BFGS (oLBFGS) of Schraudolph, Yu and Guenter (AISTATS 2007).
+
+    Each step draws a mini-batch, takes the direction ``p = -H g`` from the
+    two-loop recursion over the last ``memory`` pairs (initial scaling: the
+    average of ``s.y / y.y`` over the stored pairs), moves by
+    ``s = (eta_t / c) p`` with ``eta_t = tau / (tau + t) * eta0``, and stores
+    ``y = g(theta + s) - g(theta) + lambda * s`` with both gradients taken on
+    the *same* batch.  An epoch is one pass over the sequences in a random
+    order; training stops when the epoch loss improves by less than ``tol``
+    (relative) twice in a row (converged) or after ``max_iter`` epochs.
+
+    Parameters
+    ----------
+    memory : int
+        Number of (s, y) pairs kept.
+    max_iter : int
+        Maximum number of epochs.
+    tol : float
+        Relative epoch-loss improvement below which an epoch stalls.
+    batch_size : int
+        Sequences per mini-batch.
+    eta0, tau, c, lam : float
+        Step size, its decay constant, the step scaling ``c`` and the
+        model-trust-region term ``lambda``.
+    epsilon : float
+        Plain gradient step scale used before any (s, y) pair is stored.
+    random_state : numpy.random.RandomState
+        Draws the batch order.
+    """
+
+    name = "olbfgs"
+
+    def __init__(self, memory=3, max_iter=800, tol=1e-5, batch_size=32, eta0=0.1, tau=100.0,
+                 c=1.0, lam=1.0, epsilon=1e-2, random_state=None):
+        self.memory = memory
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.eta0 = eta0
+        self.tau = tau
+        self.c = c
+        self.lam = lam
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.s_list = []
+        self.y_list = []
+        self.t = 0
+
+    def direction(self, g):
+        """``-H g`` by the two-loop recursion with oLBFGS's initial scaling."""
+        if not self.s_list:
+            return -self.epsilon * g
+        scale = np.mean([(s @ y) / (y @ y) for s, y in zip(self.s_list, self.y_list)])
+        return -two_loop(g, self.s_list, self.y_list, scale)
+
+    def step(self, theta, batch_fun):
+        """One oLBFGS step on the batch objective ``batch_fun``; returns (theta, loss)."""
+        loss, g = batch_fun(theta)
+        p = self.direction(g)
+        eta = self.tau / (self.tau + self.t) * self.eta0
+        s = (eta / self.c) * p
+        theta_new = theta + s
+        _, g_new = batch_fun(theta_new)
+        y = g_new - g + self.lam * s
+        if y @ s > 1e-12 * (np.linalg.norm(y) * np.linalg.norm(s) + 1e-300):
+            self.s_list.append(s)
+            self.y_list.append(y)
+            if len(self.s_list) > self.memory:
+                self.s_list.pop(0)
+                self.y_list.pop(0)
+        self.t += 1
+        return theta_new, loss
+
+    def solve(self, objective, theta0, monitor):
+        rng = self.random_state if self.random_state is not None else np.random.RandomState()
+        n_seq = objective.batch.n_sequences
+        size = min(self.batch_size, n_seq)
+        theta = theta0
+        best = np.inf
+        stalls = 0
+        for epoch in range(self.max_iter):
+            order = rng.permutation(n_seq)
+            epoch_loss = 0.0
+            for lo in range(0, n_seq, size):
+                idx = order[lo:lo + size]
+                theta, loss = self.step(theta, objective.subset(idx).loss_gradient)
+                epoch_loss += loss * len(idx) / n_seq
+            if monitor.report(theta, epoch_loss):
+                return SolverResult(theta, epoch + 1, False, "stopped by the callback")
+            if epoch_loss > best - self.tol * max(abs(best), 1.0):
+                stalls += 1
+                if stalls >= 2:
+                    return SolverResult(theta, epoch + 1, True,
+                                        "epoch loss stalled twice in a row")
+            else:
+                stalls = 0
+            best = min(best, epoch_loss)
+        return SolverResult(theta, self.max_iter, False,
+                            f"stopped at max_iter={self.max_iter} epochs", at_max_iter=True)
