@@ -12,12 +12,12 @@ from skfcrf.datasets._dictations import (
     SUBSECTION_HEADINGS,
     SUBSECTION_LABELS,
     SUBSECTION_TYPES,
-    make_dictations,
 )
 from skfcrf.datasets._transcripts import (
     DictationPair,
     dictate_report,
     make_dictation_pairs,
+    make_dictations,
     word_edit_distance,
 )
 

@@ -18,7 +18,7 @@ from skfcrf import _dictation_vocab as V
 from skfcrf.structure._spoken import spoken_words
 
 __all__ = [
-    "make_dictations",
+    "generate_dictations",
     "DICTATION_CHAINS",
     "SENTENCE_LABELS",
     "SUBSECTION_LABELS",
@@ -615,78 +615,13 @@ def _labels_array(chains):
     return arr
 
 
-def make_dictations(n_reports=200, style="rcg", random_state=None, word_error_rate=None):
-    """Generate synthetic medical dictations annotated with three label chains.
-
-    Each report is drawn for one of a pool of simulated speakers, each with its own
-    habits: which sections are dictated and in which order, preferred heading
-    variants, combined "diagnosis and plan" sections, neurologic findings as a section
-    of their own or as a subsection of the physical examination, enumerations, and
-    (for ``style="rcg"``) how often headings, punctuation and enumeration markers are
-    dictated, hesitations, repetitions, instructions to the typist and recognition
-    errors.  Sentences come from templates with slot fillers (symptoms, drugs with
-    doses, vital signs, laboratory values, diagnoses, ...) whose vocabulary is shared
-    across sections, so that the section type must be inferred from context.
-
-    Parameters
-    ----------
-    n_reports : int, default=200
-        Number of reports.  Reports have about 400-900 tokens.
-    style : {"rcg", "cor"}, default="rcg"
-        ``"cor"``: the formatted report (case, headings always present, punctuation
-        marks as separate tokens, enumeration markers such as ``"1."``).
-        ``"rcg"``: what a speech recognizer returns for the dictation: lowercase, no
-        punctuation characters, punctuation dictated as words (``"period"``,
-        ``"comma"``, ``"colon"``, ``"new paragraph"``) at the speaker's whim, headings
-        and subheadings often not dictated, spoken enumeration markers (``"number
-        two"``, ``"next number"``, or none), hesitations, repetitions, meta
-        instructions (``"scratch that"``, ``"please insert the date"``, ``"end of
-        dictation"``) and phonetically plausible substitutions.  Inserted words are
-        labelled as part of the segment they sit in.
-    random_state : int, RandomState instance or None, default=None
-        Seed.  With the same seed, ``"cor"`` and ``"rcg"`` yield parallel corpora (the
-        same reports, formatted vs. recognized).
-    word_error_rate : float in [0, 1], optional
-        Only with ``style="rcg"``.  ``None`` (default): the generator's own recognizer
-        rendering described above.  A rate: the transcripts of
-        ``make_dictation_pairs(n_reports, word_error_rate, random_state)`` instead --
-        reports spoken by the noise model :func:`dictate_report`, with recognition
-        errors at this word error rate
-        (measured within about 0.01 of it) -- for experiments on accuracy as the
-        recognition errors grow (the thesis's tables 6.11 and 6.12).
-
-    Returns
-    -------
-    X_tokens : list of list of str
-        One token list per report.
-    y : list of ndarray of dtype object, shape (n_tokens, 3)
-        Labels per token for the chains :data:`DICTATION_CHAINS` (sentence,
-        subsection, section level), drawn from :data:`SENTENCE_LABELS`,
-        :data:`SUBSECTION_LABELS` and :data:`SECTION_LABELS`.  Every segment starts
-        with a ``Begin`` label (``Enummarker`` segments excepted: the label has no
-        Begin variant and every marker token is a segment of its own), and a Begin
-        on a coarser chain always coincides with a Begin (or an ``Enummarker``) on
-        every finer chain.
-
-    Examples
-    --------
-    >>> from skfcrf.datasets import make_dictations
-    >>> X, y = make_dictations(n_reports=2, style="cor", random_state=0)
-    >>> y[0].shape[1]
-    3
-    """
+def generate_dictations(n_reports, style, random_state):
+    """The reports of :func:`~skfcrf.datasets.make_dictations` without recognition noise
+    control (``word_error_rate=None``); arguments validated."""
     if isinstance(n_reports, bool) or not isinstance(n_reports, (int, np.integer)) or n_reports < 0:
         raise ValueError(f"n_reports must be a non-negative integer, got {n_reports!r}")
     if style not in ("rcg", "cor"):
         raise ValueError(f"style must be 'rcg' or 'cor', got {style!r}")
-    if word_error_rate is not None:
-        if style != "rcg":
-            raise ValueError("word_error_rate applies to style='rcg' only (the formatted reports "
-                             "have no recognition errors)")
-        from skfcrf.datasets._transcripts import make_dictation_pairs
-
-        pairs = make_dictation_pairs(n_reports, word_error_rate=word_error_rate, random_state=random_state)
-        return [p.transcript for p in pairs], [p.labels for p in pairs]
     rs = check_random_state(random_state)
     seed = int(rs.randint(0, 2**31 - 1))
     content = random.Random(seed)
