@@ -20,13 +20,14 @@ from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOp
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from skfcrf._validation import check_label_sequences
-from skfcrf.estimators import _persistence
 from skfcrf.estimators._early_stopping import (
     EarlyStopping,
     validation_scorer,
     validation_split,
 )
 from skfcrf.estimators._observations import ObservationEncoder
+from skfcrf.estimators._persistence import load as _load_model
+from skfcrf.estimators._persistence import save as _save_model
 from skfcrf.inference import METHODS, SequenceDecoding, resolve_method
 from skfcrf.metrics._accuracy import joint_accuracy
 from skfcrf.model._building import (
@@ -982,7 +983,7 @@ class FactorialCRF(BaseEstimator):
         file intact) or a binary file object.
         """
         self._check_fitted()
-        _persistence.save(self, path)
+        _save_model(self, path)
 
     @classmethod
     def load(cls, path):
@@ -991,7 +992,7 @@ class FactorialCRF(BaseEstimator):
         Executes no code from the file; a damaged, foreign or newer-format file
         raises ``ValueError`` saying what is wrong.
         """
-        return _persistence.load(cls, path)
+        return _load_model(cls, path)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
