@@ -257,12 +257,6 @@ cdef class Links:
         return np.asarray(self.tied_exp)[o:o + self.la[k] * self.lb[k]].reshape(
             self.la[k], self.lb[k])
 
-    def tied_log_of(self, int k):
-        """``tied_log`` of link ``k`` as an ``(la, lb)`` array (a view)."""
-        o = self.tied_off[k]
-        return np.asarray(self.tied_log)[o:o + self.la[k] * self.lb[k]].reshape(
-            self.la[k], self.lb[k])
-
     def scatter_tied(self, const double[::1] total, double[::1] out):
         """Copy each tied template's block of the summed accumulator ``total`` to ``out``
         at the template's offset (its expected counts)."""

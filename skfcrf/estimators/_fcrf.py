@@ -578,7 +578,7 @@ class FactorialCRF(BaseEstimator):
         """Validated, encoded training data; fits the encoders and structure unless warm.
 
         The training set is the one batch of the model-building pipeline
-        (:mod:`._statistics`).  Returns ``Xm, seq_ptr, gold, known, labelled,
+        (:mod:`skfcrf.model._building`).  Returns ``Xm, seq_ptr, gold, known, labelled,
         warm``: ``gold`` is complete (missing labels filled,
         :func:`complete_labels`), ``known`` the mask of given labels (None: all
         given), ``labelled`` the indices of the sequences with a given label

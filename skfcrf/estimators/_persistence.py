@@ -15,7 +15,7 @@ chain, then one per coupled pair, as :func:`~skfcrf.model._layout.build_graph`).
 ``kept_columns``      int ``(F,)``, increasing, ``< n_input_columns`` -- models fitted on matrices
 ``feat_ptr``          int ``(F + 1,)``: the feature table, ``0 = feat_ptr[0] <= ... <= feat_ptr[F]``
 ``ent_col``           int ``(feat_ptr[F],)``: score columns, ``0 <= ent_col < score_width``
-``coef``              float64 ``(n_params,)``, finite (layout in :mod:`._model`)
+``coef``              float64 ``(n_params,)``, finite (layout in :mod:`skfcrf.model._layout`)
 ``forbidden_<e>``     bool ``(L_a, L_b)`` for every edge ``e`` in ``forbidden_edges``
 ``joint_states``      int ``(S >= 1, C)``: distinct label-index rows in increasing order,
                       ``0 <= joint_states[:, c] < L_c`` (absent in files of models without)

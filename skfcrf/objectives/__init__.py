@@ -39,7 +39,7 @@ contract, the :class:`~skfcrf._kernels._contract.ParameterTables` that
 objective (offsets, edge tables, feature table, forbidden assignments); a call
 passes only ``theta``, the observation rows and the gold labels.  The chain-wise
 objectives own their kernel state as a :class:`ChainTerms`; the independent
-chains are a :class:`~skfcrf.estimators._solvers.BlockObjective`.
+chains are a :class:`~skfcrf.solvers.BlockObjective`.
 
 :data:`OBJECTIVES` maps the estimator's ``objective=`` names to the classes.
 """

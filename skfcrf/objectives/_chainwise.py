@@ -206,7 +206,7 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
     by the chain-wise kernel (:class:`ChainTerms`), whose couplings then
     contribute nothing.
 
-    A :class:`~skfcrf.estimators._solvers.BlockObjective`: the loss is a sum of
+    A :class:`~skfcrf.solvers.BlockObjective`: the loss is a sum of
     one function per chain's weights (its unary and in-chain templates).
 
     Missing labels are marginalised: a chain's term for a sequence is

@@ -14,7 +14,7 @@ class BlockObjective:
     block of weights, the blocks disjoint.
 
     Subclasses (such as the independent chains' likelihoods,
-    :class:`~skfcrf.estimators._objectives.IndependentChains`) provide
+    :class:`~skfcrf.objectives.IndependentChains`) provide
 
     ``blocks``
         List of int index arrays into ``theta``, one per block.
@@ -73,9 +73,8 @@ class BlockLBFGS:
     gradient component falls below ``tol`` (scipy's ``ftol``/``gtol`` tests).
     """
 
-    name = "block-lbfgs"
 
-    def __init__(self, memory=3, max_iter=800, tol=1e-5, max_backtracks=20, equal_work=True):
+    def __init__(self, memory=3, max_iter=100, tol=1e-5, max_backtracks=20, equal_work=True):
         self.memory = memory
         self.max_iter = max_iter
         self.tol = tol

@@ -34,9 +34,8 @@ class LBFGS:
     line search (not converged; scipy's status and message are kept).
     """
 
-    name = "lbfgs"
 
-    def __init__(self, memory=3, max_iter=800, tol=1e-5):
+    def __init__(self, memory=3, max_iter=100, tol=1e-5):
         self.memory = memory
         self.max_iter = max_iter
         self.tol = tol

@@ -40,9 +40,8 @@ class OnlineLBFGS:
         Draws the batch order.
     """
 
-    name = "olbfgs"
 
-    def __init__(self, memory=3, max_iter=800, tol=1e-5, batch_size=32, eta0=0.1, tau=100.0,
+    def __init__(self, memory=3, max_iter=100, tol=1e-5, batch_size=32, eta0=0.1, tau=1000.0,
                  c=1.0, lam=1.0, epsilon=1e-2, random_state=None):
         self.memory = memory
         self.max_iter = max_iter

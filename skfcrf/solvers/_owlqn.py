@@ -58,7 +58,7 @@ class OWLQN:
         Loss evaluations per line search beyond the first trial.
     offset : float, default=0.0
         Constant added to the reported loss (the L1 penalty of weights a
-        :class:`~skfcrf.estimators._objectives.Restricted` objective holds).
+        :class:`~skfcrf.objectives.Restricted` objective holds).
 
     Attributes
     ----------
@@ -68,9 +68,8 @@ class OWLQN:
         Loss evaluations made.
     """
 
-    name = "owlqn"
 
-    def __init__(self, l1, memory=3, max_iter=800, tol=1e-5, max_backtracks=20, offset=0.0):
+    def __init__(self, l1, memory=3, max_iter=100, tol=1e-5, max_backtracks=20, offset=0.0):
         self.l1 = float(l1)
         self.memory = memory
         self.max_iter = max_iter
