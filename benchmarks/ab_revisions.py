@@ -11,7 +11,11 @@ worker's peak RSS. Workloads: ``dictations`` (three chains, pseudolikelihood, as
 pseudolikelihood, as target 2).
 
     python benchmarks/ab_revisions.py --rev 3027f3d --workload dictations --n-reports 300 \\
-        --n-jobs 2 --rounds 5 --repeat 3
+        --n-jobs 2 --rounds 5 --repeat 3 [--objective independent]
+
+``--objective`` replaces the workload's objective (e.g. ``independent``,
+``chainwise``, ``likelihood``: the likelihood over the joint label states on
+the dictations).
 """
 import argparse
 import json
@@ -48,18 +52,20 @@ if args["workload"] == "dictations":
     from _dictations import standard_features
     X, y = make_dictations(n_reports=args["n_reports"], style="rcg", random_state=0)
     X = standard_features().fit_transform(X)
-    est = FactorialCRF(objective="pseudolikelihood", min_instance_freq=2, n_jobs=args["n_jobs"])
+    est = FactorialCRF(objective=args["objective"] or "pseudolikelihood", min_instance_freq=2,
+                       n_jobs=args["n_jobs"])
 elif args["workload"] == "conll1":
     import math
     from _conll import load, chunk_observations, chain_labels
     X, y = load("train")
     X, y = chunk_observations(X), chain_labels(y, 1)
-    est = FactorialCRF(objective="likelihood", sigma=1 / math.sqrt(2), n_jobs=args["n_jobs"])
+    est = FactorialCRF(objective=args["objective"] or "likelihood", sigma=1 / math.sqrt(2),
+                       n_jobs=args["n_jobs"])
 else:
     from _conll import load, word_observations
     X, y = load("train")
     X = word_observations(X)
-    est = FactorialCRF(objective="pseudolikelihood", n_jobs=args["n_jobs"])
+    est = FactorialCRF(objective=args["objective"] or "pseudolikelihood", n_jobs=args["n_jobs"])
 try:
     from skfcrf.estimators import training_problem
 except ImportError:                      # a revision before the objective objects
@@ -108,10 +114,12 @@ def main():
     ap.add_argument("--workload", choices=["dictations", "conll1", "conll2"], default="dictations")
     ap.add_argument("--n-reports", type=int, default=300)
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--objective", default=None,
+                    help="objective= of the workload (default: the workload's own, above)")
     opt = ap.parse_args()
     old_tree = export_and_build(opt.rev)
     args = {"workload": opt.workload, "n_reports": opt.n_reports, "n_jobs": opt.n_jobs,
-            "repeat": opt.repeat}
+            "repeat": opt.repeat, "objective": opt.objective}
     a, b, ratios = [], [], []
     for r in range(opt.rounds):
         ra, rb = run(old_tree, args), run(ROOT, args)
