@@ -133,3 +133,73 @@ def test_likelihood_finetuning_stage():
     assert lik.loss_gradient(tuned.coef_)[0] < lik.loss_gradient(first.coef_)[0]
     trp = FactorialCRF(max_iter=500, tol=1e-3, finetune_iter=5, inference="trp").fit(X, y)
     assert trp.n_iter_ == first.n_iter_          # no exact likelihood: no fine-tuning
+
+
+class _Quadratic:
+    """``sum_i 0.5 * a * (theta - 1) ** 2`` over ``n`` sequences, as a solver sees an objective;
+    ``nan_after`` evaluations return NaN from then on."""
+
+    def __init__(self, a=1.0, n=8, nan_after=None):
+        self.a, self.nan_after, self.calls = a, nan_after, 0
+        self.batch = type("Batch", (), {"n_sequences": n})()
+
+    def subset(self, idx):
+        return self
+
+    def loss_gradient(self, theta):
+        self.calls += 1
+        if self.nan_after is not None and self.calls > self.nan_after:
+            return float("nan"), np.full_like(theta, np.nan)
+        d = theta - 1.0
+        return 0.5 * self.a * float(d @ d), self.a * d
+
+
+def test_online_lbfgs_converges_on_a_quadratic():
+    result = OnlineLBFGS(max_iter=200, batch_size=8, eta0=0.5, random_state=np.random.RandomState(0)
+                         ).solve(_Quadratic(), np.zeros(3), ConvergenceMonitor())
+    assert result.converged and not result.diverged
+    np.testing.assert_allclose(result.coef, 1.0, atol=1e-2)
+
+
+def test_online_lbfgs_reports_a_rising_loss_as_divergence_with_the_best_weights():
+    # steps far too long for the curvature: the loss grows every epoch
+    monitor = ConvergenceMonitor()
+    result = OnlineLBFGS(max_iter=50, batch_size=8, eta0=1.0, epsilon=30.0,
+                         random_state=np.random.RandomState(0)).solve(
+        _Quadratic(a=1.0), np.zeros(2), monitor)
+    assert result.diverged and not result.converged and "rose" in result.message
+    assert np.all(np.isfinite(result.coef))
+    assert 0.5 * float((result.coef - 1) @ (result.coef - 1)) <= min(monitor.history) + 1e-12
+
+
+def test_online_lbfgs_stops_at_a_non_finite_loss_with_the_last_finite_weights():
+    result = OnlineLBFGS(max_iter=10, batch_size=8, random_state=np.random.RandomState(0)).solve(
+        _Quadratic(nan_after=5), np.zeros(2), ConvergenceMonitor())
+    assert result.diverged and "non-finite" in result.message
+    assert np.all(np.isfinite(result.coef))
+
+
+def test_olbfgs_divergence_warns_and_leaves_a_usable_model():
+    # issue 29's reproduction: this fit used to leave NaN weights and say "raise max_iter"
+    from skfcrf.datasets import make_dictations
+    from skfcrf.transformers import make_dictation_features
+
+    X, y = make_dictations(16, "rcg", random_state=0)
+    F = make_dictation_features().fit_transform(X)
+    est = FactorialCRF(solver="olbfgs", objective="chainwise", max_iter=4, finetune_iter=0,
+                       batch_size=4, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="training diverged"):
+        est.fit(F, y)
+    assert not est.converged_ and np.all(np.isfinite(est.coef_))
+    assert len(est.predict(F[:2])) == 2
+
+
+def test_a_model_with_non_finite_weights_refuses_to_decode():
+    X, y = sequences()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = FactorialCRF(max_iter=5, finetune_iter=0).fit(X, y)
+    est.coef_ = est.coef_.copy()
+    est.coef_[0] = np.nan
+    with pytest.raises(ValueError, match="not all finite"):
+        est.predict(X)

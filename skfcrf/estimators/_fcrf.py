@@ -444,6 +444,10 @@ class FactorialCRF(BaseEstimator):
         result = self._train(objective, theta0, self._solver(rng, objective), monitor,
                              stopper)
         stopped_early = stopper is not None and stopper.triggered
+        if not np.all(np.isfinite(result.coef)):
+            raise ValueError(
+                f"training produced non-finite weights ({result.message}); lower eta0 or raise "
+                "tau (solver='olbfgs'), lower sigma, or scale the observation values down")
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.converged_ = bool(result.converged) or stopped_early
@@ -701,6 +705,9 @@ class FactorialCRF(BaseEstimator):
                 "This FactorialCRF instance is not fitted yet. Call 'fit' with appropriate "
                 "arguments before using this estimator."
             )
+        if not np.all(np.isfinite(self.coef_)):
+            raise ValueError("this model's weights (coef_) are not all finite; it cannot "
+                             "decode: fit it again")
 
     def _inference_inputs(self, X):
         """Potentials of ``X``: ``seq_ptr, unary, pair``, and the model's inference method."""

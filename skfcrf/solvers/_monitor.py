@@ -77,6 +77,9 @@ class SolverResult:
         Why it stopped.
     at_max_iter : bool
         It stopped because it reached its iteration budget (``max_iter``).
+    diverged : bool
+        It stopped because the loss rose or became non-finite; ``coef`` are then
+        the last finite weights (the online solver's best epoch's).
     """
 
     coef: np.ndarray
@@ -84,6 +87,7 @@ class SolverResult:
     converged: bool
     message: str
     at_max_iter: bool = False
+    diverged: bool = False
 
 
 def warn_if_not_converged(result, stopped_by_user, *, max_iter, tol, unit="iterations",
@@ -101,7 +105,9 @@ def warn_if_not_converged(result, stopped_by_user, *, max_iter, tol, unit="itera
         return
     if verbose:
         print(f"stopped before converging: {result.message}", flush=True)
-    if result.at_max_iter:
+    if result.diverged:
+        message = f"training diverged: {result.message}"
+    elif result.at_max_iter:
         if designed_budget:
             return
         message = (f"stopped after {result.n_iter} {unit} before converging; raise max_iter "

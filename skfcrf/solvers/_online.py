@@ -21,6 +21,13 @@ class OnlineLBFGS:
     order; training stops when the epoch loss improves by less than ``tol``
     (relative) twice in a row (converged) or after ``max_iter`` epochs.
 
+    Divergence is detected and reported, never taken for convergence: a
+    non-finite batch loss or weight stops at once with the last weights whose
+    loss was finite, and an epoch loss that exceeds the best epoch's by more
+    than ``divergence`` times its magnitude, twice in a row, stops with the
+    weights the best epoch started from (its loss was measured along the epoch
+    from them); either returns ``converged=False, diverged=True``.
+
     Parameters
     ----------
     memory : int
@@ -36,13 +43,16 @@ class OnlineLBFGS:
         model-trust-region term ``lambda``.
     epsilon : float
         Plain gradient step scale used before any (s, y) pair is stored.
+    divergence : float
+        Relative rise of the epoch loss over the best epoch's that counts as
+        diverging (see above).
     random_state : numpy.random.RandomState
         Draws the batch order.
     """
 
 
     def __init__(self, memory=3, max_iter=100, tol=1e-5, batch_size=32, eta0=0.1, tau=1000.0,
-                 c=1.0, lam=1.0, epsilon=1e-2, random_state=None):
+                 c=1.0, lam=1.0, epsilon=1e-2, divergence=0.5, random_state=None):
         self.memory = memory
         self.max_iter = max_iter
         self.tol = tol
@@ -52,6 +62,7 @@ class OnlineLBFGS:
         self.c = c
         self.lam = lam
         self.epsilon = epsilon
+        self.divergence = divergence
         self.random_state = random_state
         self.s_list = []
         self.y_list = []
@@ -86,25 +97,45 @@ class OnlineLBFGS:
         rng = self.random_state if self.random_state is not None else np.random.RandomState()
         n_seq = objective.batch.n_sequences
         size = min(self.batch_size, n_seq)
-        theta = theta0
-        best = np.inf
-        stalls = 0
+        theta = last_finite = theta0
+        best, best_theta = np.inf, theta0
+        stalls = rises = 0
         for epoch in range(self.max_iter):
             order = rng.permutation(n_seq)
-            epoch_loss = 0.0
+            epoch_loss, start = 0.0, theta
             for lo in range(0, n_seq, size):
                 idx = order[lo:lo + size]
-                theta, loss = self.step(theta, objective.subset(idx).loss_gradient)
+                new_theta, loss = self.step(theta, objective.subset(idx).loss_gradient)
+                if not np.isfinite(loss):        # theta itself: back to the weights before it
+                    return self._diverged(last_finite, epoch + 1, "the loss became non-finite")
+                last_finite = theta
+                if not np.all(np.isfinite(new_theta)):
+                    return self._diverged(theta, epoch + 1, "the weights became non-finite")
+                theta = new_theta
                 epoch_loss += loss * len(idx) / n_seq
             if monitor.report(theta, epoch_loss):
                 return SolverResult(theta, epoch + 1, False, "stopped by the callback")
-            if epoch_loss > best - self.tol * max(abs(best), 1.0):
+            if epoch_loss > best + self.divergence * abs(best):
+                rises += 1
+                if rises >= 2:
+                    return self._diverged(
+                        best_theta, epoch + 1,
+                        f"the epoch loss rose from {best:.6g} to {epoch_loss:.6g}; the weights "
+                        "are those the best epoch started from")
+            elif epoch_loss > best - self.tol * max(abs(best), 1.0):
                 stalls += 1
+                rises = 0
                 if stalls >= 2:
                     return SolverResult(theta, epoch + 1, True,
                                         "epoch loss stalled twice in a row")
             else:
-                stalls = 0
-            best = min(best, epoch_loss)
+                stalls = rises = 0
+            if epoch_loss < best:         # the epoch's loss was measured from its start
+                best, best_theta = epoch_loss, start
         return SolverResult(theta, self.max_iter, False,
                             f"stopped at max_iter={self.max_iter} epochs", at_max_iter=True)
+
+    def _diverged(self, theta, n_iter, what):
+        return SolverResult(theta, n_iter, False,
+                            f"in epoch {n_iter} {what} (lower eta0, raise tau, or use "
+                            "solver='lbfgs')", diverged=True)
