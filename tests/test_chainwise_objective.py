@@ -1,17 +1,19 @@
 """Chain-wise (blocked) pseudolikelihood: enumeration, finite differences, thread invariance."""
 import itertools
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators import training_problem
 from skfcrf.objectives import allowed_by_joint_states
 
-from _helpers import check_gradient, synthetic
+from _helpers import assert_central_differences, check_gradient, synthetic
 from brute import full_score
 
 SUPPORTS = [("supported", "default", "default"), ("all", "supported", "supported"),
@@ -144,3 +146,42 @@ def test_allowed_by_joint_states():
     assert allowed[0].tolist() == [1, 1, 0, 1]
     assert allowed[1].tolist() == [0, 1, 1, 1]
     assert allowed[2].tolist() == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("support", SUPPORTS[:2])
+def test_extreme_weights_fall_back_to_the_log_domain(support):
+    """Weights so far apart that the scaled forward pass loses labellings (the gold one
+    among them, or a label whose beta would overflow): the term is redone in the log
+    domain, so the loss still equals the enumerated one -- never negative -- and the
+    gradient is finite and matches central differences."""
+    X, y = synthetic(n_seq=4, n_chains=2, length=(2, 5))
+    est = FactorialCRF(objective="chainwise", unary_features=support[0], inference="trp",
+                       transition_features=support[1], coupling_features=support[2],
+                       sigma=np.inf, forbidden_transitions=forbidden_for(y, 2))
+    objective, theta0, _ = training_problem(est, X, y)
+    rng = np.random.default_rng(5)
+    theta = rng.normal(scale=400.0, size=theta0.shape)
+    loss, grad = objective.loss_gradient(theta)
+    assert np.isfinite(loss) and loss >= 0.0 and np.all(np.isfinite(grad))
+    assert loss == pytest.approx(enumerated(est, objective, theta), rel=1e-9)
+    idx = rng.choice(len(theta), size=min(len(theta), 30), replace=False)
+    assert_central_differences(objective.loss_gradient, theta, grad, idx, rel=1e-4)
+
+
+def test_forbidden_transitions_keep_the_loss_a_likelihood():
+    # issue 29's reproduction: the scaled forward pass lost the gold path, the loss went
+    # negative (151 -> -816 -> -3.4e6) and the weights beyond 1e3; then NaN gradients
+    # from an overflowing beta stopped L-BFGS at loss 137
+    from skfcrf.datasets import make_dictations
+    from skfcrf.transformers import make_dictation_features
+
+    X, y = make_dictations(10, "rcg", random_state=9)
+    F = make_dictation_features().fit_transform(X)
+    est = FactorialCRF(objective="chainwise", finetune_iter=0, max_iter=60, tol=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(F[:7], y[:7])
+    assert min(est.loss_curve_) > 0 and est.n_iter_ == 60
+    assert np.abs(est.coef_).max() < 50
+    objective, _, _ = training_problem(est, F[:7], y[:7])
+    assert np.all(np.isfinite(objective.loss_gradient(est.coef_)[1]))

@@ -36,12 +36,16 @@ blocks
     row of a ``(n_blocks, n_params)`` accumulator and the rows are added in
     order afterwards, so the result does not depend on the number of threads.
 
-A sequence whose scaled forward pass underflows (a normaliser of 0: only with
-extreme weights) gets loss ``+inf`` (its gradient is then meaningless), which
-makes L-BFGS's line search step back.
+Scaled forward-backward can lose mass with extreme weights: a label reached with
+so little mass that its beta would overflow, the gold label with none at all, or
+a ``log Z`` below the gold labelling's score (forbidden transitions once let this
+drive the loss negative and the weights to 1e3).  Such a chain term is redone in
+the log domain (:func:`_chain_term_log`: log-alpha, log-beta, log-sum-exp), exact
+for any weights and slower; a term with no allowed labelling at all gets loss
+``+inf``, which makes L-BFGS's line search step back.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport exp, INFINITY, isfinite, log
+from libc.math cimport exp, fabs, INFINITY, isfinite, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
 
@@ -193,6 +197,102 @@ cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
     return mx
 
 
+cdef inline double _logsumexp(const double* v, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double mx = -INFINITY, total = 0.0
+    for i in range(n):
+        if v[i] > mx:
+            mx = v[i]
+    if mx == -INFINITY:
+        return -INFINITY
+    for i in range(n):
+        total += exp(v[i] - mx)
+    return mx + log(total)
+
+
+cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
+                            Py_ssize_t T, double* grad) noexcept nogil:
+    """:func:`_chain_term` in the log domain (``s.u`` already folded): log-alpha and
+    log-beta in ``s.alpha`` / ``s.beta``, every sum a log-sum-exp, so no labelling's
+    mass is lost however far apart the scores are.  Slower (``L^2`` exponentials per
+    token); run only for the sequences whose scaled pass lost mass."""
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], C = m.p.n_chains
+    cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
+    cdef const double* W = m.tied_log + m.p.chain_tied[c]
+    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
+    cdef double log_z, gold_score = 0.0, v
+    cdef double* la = s.alpha
+    cdef double* lb = s.beta
+    cdef double* drow
+    for t in range(T):
+        gold_score += s.u[t * L + m.gold[(g0 + t) * C + c]]
+    for l in range(L):
+        la[l] = s.u[l]
+    for t in range(1, T):
+        if untied:
+            _untied_transition(m, s, c, t)
+            W = s.trans_log
+        for l in range(L):
+            for lp in range(L):
+                s.tmp[lp] = la[(t - 1) * L + lp] + W[lp * L + l]
+            la[t * L + l] = s.u[t * L + l] + _logsumexp(s.tmp, L)
+        y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
+        gold_score += W[yp * L + y]
+    log_z = _logsumexp(la + (T - 1) * L, L)
+    if not isfinite(log_z) or not isfinite(gold_score):
+        return INFINITY
+    for l in range(L):
+        lb[(T - 1) * L + l] = 0.0
+    if not untied:
+        for k in range(L * L):
+            s.counts[k] = 0.0
+    t = T - 1
+    while t >= 1:
+        if untied:
+            _untied_transition(m, s, c, t)
+            W = s.trans_log
+        for lp in range(L):
+            for l in range(L):
+                s.tmp[l] = W[lp * L + l] + s.u[t * L + l] + lb[t * L + l]
+            lb[(t - 1) * L + lp] = _logsumexp(s.tmp, L)
+        y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
+        if untied:
+            drow = s.dscore + t * m.p.width
+            for lp in range(L):
+                for l in range(L):
+                    s.counts[lp * L + l] = exp(la[(t - 1) * L + lp] + W[lp * L + l]
+                                               + s.u[t * L + l] + lb[t * L + l] - log_z)
+            for q in range(m.p.chain_untied_ptr[c], m.p.chain_untied_ptr[c + 1]):
+                e = m.p.chain_untied[q]
+                for k in range(L * L):
+                    drow[m.p.e_col[e] + k] += s.counts[k]
+                drow[m.p.e_col[e] + yp * L + y] -= 1.0
+            _add_tied_transition(m, c, s.counts, yp * L + y, grad)
+        else:
+            for lp in range(L):
+                for l in range(L):
+                    s.counts[lp * L + l] += exp(la[(t - 1) * L + lp] + W[lp * L + l]
+                                                + s.u[t * L + l] + lb[t * L + l] - log_z)
+            _add_tied_gold(m, c, yp * L + y, grad)
+        t = t - 1
+    if not untied:
+        _add_tied_expected(m, c, s.counts, grad)
+    for t in range(T):
+        y = m.gold[(g0 + t) * C + c]
+        drow = s.dscore + t * m.p.width
+        for l in range(L):
+            v = la[t * L + l] + lb[t * L + l] - log_z
+            s.tmp[l] = exp(v) if v > -INFINITY else 0.0
+        s.tmp[y] -= 1.0
+        for l in range(L):
+            drow[off + l] += s.tmp[l]
+        for e in range(m.p.n_edges):
+            if _coupling_slot(m, c, e, g0 + t, &stride, &base):
+                for l in range(L):
+                    _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
+    return log_z - gold_score
+
+
 cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0, Py_ssize_t T,
                         double* grad) noexcept nogil:
     """-log p(y_c | y_-c, x) of one sequence; adds its score and tied-weight gradients."""
@@ -201,6 +301,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     cdef const double* E = m.tied_exp + m.p.chain_tied[c]
     cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
     cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
+    cdef int lost = 0
     cdef double* u
     cdef double* drow
     _fold_unaries(m, s, c, g0, T)
@@ -231,7 +332,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             if s.tmp[l] > 0.0 and u[l] > mx:
                 mx = u[l]
         if mx == -INFINITY:
-            return INFINITY
+            return _chain_term_log(m, s, c, g0, T, grad)
         total = 0.0
         for l in range(L):
             if s.tmp[l] > 0.0:
@@ -240,12 +341,23 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                 total += s.tmp[l]
             else:
                 s.psi[t * L + l] = 0.0          # unreachable: no mass either way
-        if not (total > 0) or not isfinite(total):
-            return INFINITY
+        if not (total > 1e-200) or not isfinite(total):
+            # (a tiny normaliser would overflow 1 / c_t in the backward pass)
+            return _chain_term_log(m, s, c, g0, T, grad)
         s.norm[t] = total
         log_z += mx + log(total)
         for l in range(L):
             s.alpha[t * L + l] = s.tmp[l] / total
+            # beta_t[l] <= 1 / alpha_t[l] and the backward pass divides it by c_t: a label
+            # reached with a tiny alpha would overflow there (inf * 0 = NaN gradients)
+            if 0.0 < s.alpha[t * L + l] < 1e-280 / total:
+                lost = 1
+        if not s.alpha[t * L + m.gold[(g0 + t) * C + c]] > 0.0:
+            lost = 1                            # the gold path's mass underflowed here
+    if lost or log_z < gold_score - 1e-9 * max(1.0, fabs(gold_score)):
+        # the scaled pass lost mass that matters (log Z would leave out the very
+        # labelling it is compared with): redo the term in the log domain
+        return _chain_term_log(m, s, c, g0, T, grad)
     # backward, marginals, transition gradients
     for l in range(L):
         s.beta[(T - 1) * L + l] = 1.0
@@ -259,6 +371,11 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             E = s.trans
         _weights(s.psi + t * L, s.beta + t * L, 1.0 / s.norm[t], L, s.w + t * L)
         _mat_vec(E, s.w + t * L, L, s.beta + (t - 1) * L)
+        for l in range(L):
+            # a label the forward pass never reached has no marginal; its beta could
+            # overflow (it is scaled by the reachable labels' normalisers) and make 0 * inf
+            if s.alpha[(t - 1) * L + l] == 0.0:
+                s.beta[(t - 1) * L + l] = 0.0
         y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
         if untied:
             # per-position pair marginals into every untied in-chain template's columns
