@@ -336,6 +336,11 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         total = 0.0
         for l in range(L):
             if s.tmp[l] > 0.0:
+                if s.tmp[l] < 1e-300:
+                    # the backward pass's w_t[l] = psi beta / c_t is at most 1 / (this
+                    # incoming mass): a label reached with less would overflow there
+                    # (inf * 0 = NaN gradients)
+                    lost = 1
                 s.psi[t * L + l] = exp(u[l] - mx)
                 s.tmp[l] *= s.psi[t * L + l]
                 total += s.tmp[l]
@@ -348,10 +353,6 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         log_z += mx + log(total)
         for l in range(L):
             s.alpha[t * L + l] = s.tmp[l] / total
-            # beta_t[l] <= 1 / alpha_t[l] and the backward pass divides it by c_t: a label
-            # reached with a tiny alpha would overflow there (inf * 0 = NaN gradients)
-            if 0.0 < s.alpha[t * L + l] < 1e-280 / total:
-                lost = 1
         if not s.alpha[t * L + m.gold[(g0 + t) * C + c]] > 0.0:
             lost = 1                            # the gold path's mass underflowed here
     if lost or log_z < gold_score - 1e-9 * max(1.0, fabs(gold_score)):
