@@ -336,10 +336,10 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         total = 0.0
         for l in range(L):
             if s.tmp[l] > 0.0:
-                if s.tmp[l] < 1e-300:
+                if s.tmp[l] < L * 1e-306:
                     # the backward pass's w_t[l] = psi beta / c_t is at most 1 / (this
-                    # incoming mass): a label reached with less would overflow there
-                    # (inf * 0 = NaN gradients)
+                    # incoming mass), and beta_{t-1} sums L of them: with less incoming
+                    # mass it could overflow (inf * 0 = NaN gradients)
                     lost = 1
                 s.psi[t * L + l] = exp(u[l] - mx)
                 s.tmp[l] *= s.psi[t * L + l]
