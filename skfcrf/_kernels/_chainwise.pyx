@@ -45,6 +45,7 @@ for any weights and slower; a term with no allowed labelling at all gets loss
 ``+inf``, which makes L-BFGS's line search step back.
 """
 from cython.parallel cimport parallel, prange, threadid
+from libc.float cimport DBL_MAX
 from libc.math cimport exp, fabs, INFINITY, isfinite, log
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
@@ -329,18 +330,20 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                            else m.tied_log[m.p.chain_tied[c] + yp * L + y])
         mx = -INFINITY
         for l in range(L):
-            if s.tmp[l] > 0.0 and u[l] > mx:
+            if s.tmp[l] * DBL_MAX < 4.0 * L:
+                # the backward pass's w_t[l] = psi beta / c_t is at most 1 / (this
+                # incoming mass) and beta_{t-1} sums L of them: a label reached with
+                # less could overflow there (inf * 0 = NaN gradients).  Its mass is
+                # below 1e-300 of the token's: it is dropped, as an underflowing psi
+                # is (a gold label's loss is caught below)
+                s.tmp[l] = 0.0
+            elif u[l] > mx:
                 mx = u[l]
         if mx == -INFINITY:
             return _chain_term_log(m, s, c, g0, T, grad)
         total = 0.0
         for l in range(L):
             if s.tmp[l] > 0.0:
-                if s.tmp[l] < L * 1e-306:
-                    # the backward pass's w_t[l] = psi beta / c_t is at most 1 / (this
-                    # incoming mass), and beta_{t-1} sums L of them: with less incoming
-                    # mass it could overflow (inf * 0 = NaN gradients)
-                    lost = 1
                 s.psi[t * L + l] = exp(u[l] - mx)
                 s.tmp[l] *= s.psi[t * L + l]
                 total += s.tmp[l]
