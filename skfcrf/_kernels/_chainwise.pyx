@@ -211,6 +211,14 @@ cdef inline double _logsumexp(const double* v, Py_ssize_t n) noexcept nogil:
     return mx + log(total)
 
 
+cdef inline double _prob(double log_p) noexcept nogil:
+    """``exp(log_p)`` capped at 1: with scores of huge magnitude the sums of log-alpha,
+    log-beta and ``-log Z`` round to above 0 (a probability above 1, or inf)."""
+    if log_p >= 0.0:
+        return 1.0
+    return exp(log_p)
+
+
 cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                             Py_ssize_t T, double* grad) noexcept nogil:
     """:func:`_chain_term` in the log domain (``s.u`` already folded): log-alpha and
@@ -221,7 +229,7 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
     cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
     cdef const double* W = m.tied_log + m.p.chain_tied[c]
     cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
-    cdef double log_z, gold_score = 0.0, v
+    cdef double log_z, gold_score = 0.0
     cdef double* la = s.alpha
     cdef double* lb = s.beta
     cdef double* drow
@@ -261,8 +269,8 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
             drow = s.dscore + t * m.p.width
             for lp in range(L):
                 for l in range(L):
-                    s.counts[lp * L + l] = exp(la[(t - 1) * L + lp] + W[lp * L + l]
-                                               + s.u[t * L + l] + lb[t * L + l] - log_z)
+                    s.counts[lp * L + l] = _prob(la[(t - 1) * L + lp] + W[lp * L + l]
+                                                 + s.u[t * L + l] + lb[t * L + l] - log_z)
             for q in range(m.p.chain_untied_ptr[c], m.p.chain_untied_ptr[c + 1]):
                 e = m.p.chain_untied[q]
                 for k in range(L * L):
@@ -272,8 +280,8 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
         else:
             for lp in range(L):
                 for l in range(L):
-                    s.counts[lp * L + l] += exp(la[(t - 1) * L + lp] + W[lp * L + l]
-                                                + s.u[t * L + l] + lb[t * L + l] - log_z)
+                    s.counts[lp * L + l] += _prob(la[(t - 1) * L + lp] + W[lp * L + l]
+                                                  + s.u[t * L + l] + lb[t * L + l] - log_z)
             _add_tied_gold(m, c, yp * L + y, grad)
         t = t - 1
     if not untied:
@@ -282,8 +290,7 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
         y = m.gold[(g0 + t) * C + c]
         drow = s.dscore + t * m.p.width
         for l in range(L):
-            v = la[t * L + l] + lb[t * L + l] - log_z
-            s.tmp[l] = exp(v) if v > -INFINITY else 0.0
+            s.tmp[l] = _prob(la[t * L + l] + lb[t * L + l] - log_z)
         s.tmp[y] -= 1.0
         for l in range(L):
             drow[off + l] += s.tmp[l]
