@@ -211,6 +211,21 @@ cdef inline double _logsumexp(const double* v, Py_ssize_t n) noexcept nogil:
     return mx + log(total)
 
 
+cdef void _add_token_gradient(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
+                              Py_ssize_t t, double* grad) noexcept nogil:
+    """Token ``t``'s unary and coupling gradients of chain ``c``, from its label marginals in
+    ``s.tmp`` (turned into marginal minus gold in place)."""
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], l, e, stride, base
+    cdef double* drow = s.dscore + t * m.p.width
+    s.tmp[m.gold[(g0 + t) * m.p.n_chains + c]] -= 1.0
+    for l in range(L):
+        drow[off + l] += s.tmp[l]
+    for e in range(m.p.n_edges):
+        if _coupling_slot(m, c, e, g0 + t, &stride, &base):
+            for l in range(L):
+                _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
+
+
 cdef inline double _prob(double log_p) noexcept nogil:
     """``exp(log_p)`` capped at 1: with scores of huge magnitude the sums of log-alpha,
     log-beta and ``-log Z`` round to above 0 (a probability above 1, or inf)."""
@@ -225,10 +240,10 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
     log-beta in ``s.alpha`` / ``s.beta``, every sum a log-sum-exp, so no labelling's
     mass is lost however far apart the scores are.  Slower (``L^2`` exponentials per
     token); run only for the sequences whose scaled pass lost mass."""
-    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], C = m.p.n_chains
+    cdef Py_ssize_t L = m.p.n_labels[c], C = m.p.n_chains
     cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
     cdef const double* W = m.tied_log + m.p.chain_tied[c]
-    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
+    cdef Py_ssize_t t, l, lp, k, e, q, y, yp
     cdef double log_z, gold_score = 0.0
     cdef double* la = s.alpha
     cdef double* lb = s.beta
@@ -287,27 +302,19 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
     if not untied:
         _add_tied_expected(m, c, s.counts, grad)
     for t in range(T):
-        y = m.gold[(g0 + t) * C + c]
-        drow = s.dscore + t * m.p.width
         for l in range(L):
             s.tmp[l] = _prob(la[t * L + l] + lb[t * L + l] - log_z)
-        s.tmp[y] -= 1.0
-        for l in range(L):
-            drow[off + l] += s.tmp[l]
-        for e in range(m.p.n_edges):
-            if _coupling_slot(m, c, e, g0 + t, &stride, &base):
-                for l in range(L):
-                    _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
+        _add_token_gradient(m, s, c, g0, t, grad)
     return log_z - gold_score
 
 
 cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0, Py_ssize_t T,
                         double* grad) noexcept nogil:
     """-log p(y_c | y_-c, x) of one sequence; adds its score and tied-weight gradients."""
-    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], C = m.p.n_chains
+    cdef Py_ssize_t L = m.p.n_labels[c], C = m.p.n_chains
     cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
     cdef const double* E = m.tied_exp + m.p.chain_tied[c]
-    cdef Py_ssize_t t, l, lp, k, e, q, y, yp, stride, base
+    cdef Py_ssize_t t, l, lp, k, e, q, y, yp
     cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
     cdef int lost = 0
     cdef double* u
@@ -415,17 +422,9 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         _add_tied_expected(m, c, s.counts, grad)
     # unary and coupling gradients
     for t in range(T):
-        y = m.gold[(g0 + t) * C + c]
-        drow = s.dscore + t * m.p.width
         for l in range(L):
             s.tmp[l] = s.alpha[t * L + l] * s.beta[t * L + l]
-        s.tmp[y] -= 1.0
-        for l in range(L):
-            drow[off + l] += s.tmp[l]
-        for e in range(m.p.n_edges):
-            if _coupling_slot(m, c, e, g0 + t, &stride, &base):
-                for l in range(L):
-                    _add_edge_grad(m, drow, e, l * stride + base, s.tmp[l], grad)
+        _add_token_gradient(m, s, c, g0, t, grad)
     return log_z - gold_score
 
 
