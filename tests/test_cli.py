@@ -342,7 +342,7 @@ def test_convergence_summary_of_decode_records():
     from skfcrf.cli._common import convergence_summary
 
     recs = [Rec(status="converged", n_iter=4), Rec(status="approximate", n_iter=30),
-            Rec(status="exact", n_iter=0), Rec(status="certified", n_iter=6)]
+            Rec(status="exact", n_iter=0), Rec(status="exact", n_iter=6)]
     assert convergence_summary(recs) == (True, 0.75, 10.0)
     assert convergence_summary([Rec(status="exact", n_iter=1)] * 3) == (False, 1.0, 1.0)
     assert convergence_summary([]) == (False, 1.0, 0.0)

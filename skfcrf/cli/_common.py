@@ -173,8 +173,7 @@ def convergence_summary(decodings):
     Parameters
     ----------
     decodings : list of records
-        Each with ``status`` (``"exact"``, ``"certified"``, ``"converged"`` or
-        ``"approximate"``) and ``n_iter``.
+        Each with ``status`` (``"exact"``, ``"converged"`` or ``"approximate"``) and ``n_iter``.
 
     Returns
     -------

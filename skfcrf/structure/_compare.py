@@ -4,7 +4,7 @@ Page layout (one report, :func:`render_comparison`)
     A header with the title, the report's scores (joint token accuracy, accuracy
     and WindowDiff per chain, from :mod:`skfcrf.metrics`), the decoding status
     (a :class:`~skfcrf.estimators.SequenceDecoding` record: status, iterations,
-    ``log_prob``, ``gap``) and a legend; then two columns, *Gold* and
+    ``log_prob``) and a legend; then two columns, *Gold* and
     *Predicted*.  Each column draws the segment tree of
     :func:`~skfcrf.structure.chains_to_segments` as nested boxes, coarsest chain
     outside::
@@ -44,7 +44,7 @@ from skfcrf.structure._segments import LabelScheme, chains_to_segments
 
 __all__ = ["render_comparison", "write_comparison_pages", "comparison_scores"]
 
-_STATUS_CLASS = {"exact": "ok", "certified": "ok", "converged": "warn", "approximate": "bad"}
+_STATUS_CLASS = {"exact": "ok", "converged": "warn", "approximate": "bad"}
 
 _CSS = """
 :root { --fg:#1d2330; --muted:#5b6475; --line:#d5dae3; --diff:#d7263d; }
@@ -296,9 +296,6 @@ def _status_html(decoding):
         # a probability above 1 is a bug upstream: say so rather than show it plainly
         flag = ' <span class="badge bad">invalid: &gt; 0</span>' if log_prob > 1e-9 else ""
         parts.append(f"log p(labels | x) = {log_prob:.3f}{flag}")
-    gap = getattr(decoding, "gap", float("nan"))
-    if gap is not None and not math.isnan(gap):
-        parts.append(f"gap {gap:.3g}")
     return "<br>".join(parts)
 
 
@@ -381,7 +378,7 @@ def render_comparison(tokens, y_true, y_pred, *, decoding=None, title=None, chai
         :meth:`skfcrf.FactorialCRF.decode` for the report (then its status is
         shown unless ``decoding`` is given).
     decoding : SequenceDecoding, optional
-        Its ``status``, ``n_iter``, ``log_prob`` and ``gap`` are shown.
+        Its ``status``, ``n_iter`` and ``log_prob`` are shown.
     title : str, optional
         Page title (default ``"Gold and predicted structure"``).
     chain_names : sequence of str, optional

@@ -156,7 +156,7 @@ class Repaired(MetaEstimatorMixin, BaseEstimator):
 
         ``kwargs`` (``fixed=``, ``n_best=``) go to the estimator's ``decode``
         (the last step's, for a pipeline).  A record whose labels the rules
-        changed gets ``log_prob`` and ``gap`` NaN (they were those of the
+        changed gets ``log_prob`` NaN (it was that of the
         unrepaired labelling); alternatives are repaired the same way.
         """
         check_is_fitted(self, "estimator_")
@@ -195,7 +195,7 @@ def _repaired_record(d, rules, x):
     same = np.array_equal(np.asarray(d.labels, dtype=object), fixed)
     changes = {"labels": fixed}
     if not same:
-        changes.update(log_prob=float("nan"), gap=float("nan"))
+        changes.update(log_prob=float("nan"))
     if d.alternatives:
         changes["alternatives"] = tuple(_repaired_record(a, rules, x) for a in d.alternatives)
     return dataclasses.replace(d, **changes)
