@@ -22,6 +22,21 @@ sparse transitions
     ``in_val`` (row ``s'`` lists its predecessors ``s``, ascending).  Values are
     the log scores for Viterbi and ``exp(trans - shift)`` for forward-backward.
     A step then costs ``nnz`` operations instead of ``S**2``.
+grouped transitions
+    A transition matrix that is a sum of ``K`` *terms*, each constant along
+    groups of states: term ``k`` puts every state ``s`` in a group
+    ``group[k, s]`` (the groups of all terms are numbered together, ``G`` in
+    all) and scores ``E[s, s'] += V_k[group[k, s], group[k, s']] *
+    factor[k, s']``, ``V_k`` sparse.  The CSR tables are then over groups
+    (``G`` rows; ``in`` lists a target group's source groups, ``out`` a source
+    group's targets), and ``member_ptr``/``member_idx`` list every group's
+    states.  A step projects the states' values onto the groups, multiplies by
+    the CSR tables and gathers the result back: ``K * S`` plus ``nnz``
+    operations.  This is the form of in-chain transitions whose unseen pairs
+    share a back-off weight per target label (:func:`skfcrf._kernels.joint.
+    grouped_tables` builds the terms); for Viterbi the values are log scores,
+    ``max`` replaces the sums and the result is an upper bound on the best
+    score, exact when the path found scores it (the caller checks).
 
 Coupling edge tables (``K`` edges): ``cpl_a``, ``cpl_b`` (chains), ``cpl_lb``
 (``L_b``), ``cpl_off`` (offset of the edge in the flat ``pair`` array),
@@ -76,7 +91,8 @@ cdef struct Tables:
 
 cdef struct Trans:
     # dense: row-major S x S values (and the transpose, for Viterbi's traceback);
-    # sparse (dense == NULL): the CSR tables of the module docstring
+    # sparse (dense == NULL): the CSR tables of the module docstring;
+    # grouped (n_terms > 0): the CSR tables are over the terms' groups
     const double* dense
     const double* dense_t
     const long long* out_ptr
@@ -85,6 +101,12 @@ cdef struct Trans:
     const long long* in_ptr
     const int* in_idx
     const double* in_val
+    Py_ssize_t n_terms          # grouped form: K terms (0: dense or sparse form)
+    Py_ssize_t n_groups         # G, the groups of all terms
+    const int* group            # K x S: the group of state s in term k
+    const double* factor        # K x S: term k's factor on its target state s'
+    const long long* member_ptr     # G + 1: group -> its states (Viterbi's traceback)
+    const int* member_idx
 
 
 cdef class JointTables:
@@ -103,7 +125,9 @@ cdef class JointTables:
         The transition values: ``dense`` and ``dense_t`` (row-major ``S x S``
         and its transpose; empty selects the sparse form) and the CSR tables
         ``out_ptr``, ``out_idx``, ``out_val``, ``in_ptr``, ``in_idx``,
-        ``in_val`` (module docstring).
+        ``in_val`` (module docstring); the grouped form adds ``group`` (int32
+        ``(K, S)``), ``factor`` (float64 ``(K, S)``), ``member_ptr`` (int64) and
+        ``member_idx`` (int32).
     shift : float
         What was subtracted from the scores before exponentiating them
         (forward-backward: ``log Z`` adds it back per step).
@@ -113,8 +137,11 @@ cdef class JointTables:
     """
     cdef const int[:, ::1] states, unary_index, cpl_index
     cdef const int[::1] label_offset, cpl_a, cpl_b, cpl_la, cpl_lb, cpl_tied, out_idx, in_idx
-    cdef const long long[::1] cpl_off, out_ptr, in_ptr, tied_off
+    cdef const long long[::1] cpl_off, out_ptr, in_ptr, tied_off, member_ptr
     cdef const double[::1] dense, dense_t, out_val, in_val
+    cdef const int[:, ::1] group
+    cdef const double[:, ::1] factor
+    cdef const int[::1] member_idx
     cdef double shift
 
     def __init__(self, states, label_offset, couplings, transitions, double shift=0.0,
@@ -131,6 +158,19 @@ cdef class JointTables:
         self.in_idx, self.in_val = transitions["in_idx"], transitions["in_val"]
         self.shift = shift
         self.tied_off = np.zeros(1, np.int64) if tied_off is None else tied_off
+        S = states.shape[0]
+        self.group = transitions.get("group", np.zeros((0, S), np.int32))
+        self.factor = transitions.get("factor", np.zeros((0, S)))
+        self.member_ptr = transitions.get("member_ptr", np.zeros(1, np.int64))
+        self.member_idx = transitions.get("member_idx", np.zeros(0, np.int32))
+        if self.group.shape[0] and (self.group.shape[1] != S or self.factor.shape[0]
+                                    != self.group.shape[0] or self.factor.shape[1] != S):
+            raise ValueError("grouped transitions: group and factor must be (K, S)")
+
+    @property
+    def n_groups(self):
+        """``G``: the groups of the grouped form's terms (0 in the other forms)."""
+        return self.member_ptr.shape[0] - 1
 
     cdef Trans trans(self) noexcept:
         """The transition tables; an empty ``dense`` selects the sparse form."""
@@ -143,6 +183,12 @@ cdef class JointTables:
         tr.out_val = first_or_null(self.out_val)
         tr.in_idx = first_or_null(self.in_idx)
         tr.in_val = first_or_null(self.in_val)
+        tr.n_terms = self.group.shape[0]
+        tr.n_groups = self.member_ptr.shape[0] - 1
+        tr.group = &self.group[0, 0] if tr.n_terms else NULL
+        tr.factor = &self.factor[0, 0] if tr.n_terms else NULL
+        tr.member_ptr = &self.member_ptr[0]
+        tr.member_idx = first_or_null(self.member_idx)
         return tr
 
     cdef Tables tables(self, const double[:, ::1] unary, const double[::1] pair):
@@ -180,6 +226,58 @@ cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
         out[j] = m
 
 
+cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                           double* xg, double* yg) noexcept nogil:
+    """The grouped form's (relaxed) max-plus step: ``out[s'] = max over terms k of
+    factor[k, s'] + max over source groups g of V_k[g, group[k, s']] + max over the
+    states s of g of x[s]``."""
+    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, h, g
+    cdef long long e
+    cdef double m, v
+    for g in range(G):
+        xg[g] = -INFINITY
+    for k in range(K):
+        for s in range(S):
+            g = tr.group[k * S + s]
+            if x[s] > xg[g]:
+                xg[g] = x[s]
+    for h in range(G):
+        m = -INFINITY
+        for e in range(tr.in_ptr[h], tr.in_ptr[h + 1]):
+            v = xg[tr.in_idx[e]] + tr.in_val[e]
+            if v > m:
+                m = v
+        yg[h] = m
+    for s in range(S):
+        m = -INFINITY
+        for k in range(K):
+            v = tr.factor[k * S + s] + yg[tr.group[k * S + s]]
+            if v > m:
+                m = v
+        out[s] = m
+
+
+cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, Py_ssize_t target,
+                         double* best) noexcept nogil:
+    """The state ``s`` of :func:`_grouped_maxplus`'s maximum into state ``target``
+    (smallest on ties); its value in ``best``."""
+    cdef Py_ssize_t K = tr.n_terms, k, g
+    cdef long long e, q
+    cdef double m = -INFINITY, v
+    cdef int arg = 0, s
+    for k in range(K):
+        for e in range(tr.in_ptr[tr.group[k * S + target]],
+                       tr.in_ptr[tr.group[k * S + target] + 1]):
+            g = tr.in_idx[e]
+            for q in range(tr.member_ptr[g], tr.member_ptr[g + 1]):
+                s = tr.member_idx[q]
+                v = x[s] + tr.in_val[e] + tr.factor[k * S + target]
+                if v > m or (v == m and s < arg):
+                    m, arg = v, s
+    best[0] = m
+    return arg
+
+
 cdef inline double _row_dot(const double* val, const int* idx, const double* x,
                             long long lo, long long hi, double a, double* counts) noexcept nogil:
     """``sum_k val[k] * x[idx[k]]`` over ``k`` in ``lo .. hi``, in four interleaved partial
@@ -209,13 +307,63 @@ cdef inline double _row_dot(const double* val, const int* idx, const double* x,
     return (v0 + v1) + (v2 + v3)
 
 
+cdef void _grouped_product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                           bint transpose, const double* a_prev, double* counts, double* xg,
+                           double* yg, double* ag) noexcept nogil:
+    """:func:`_product` in the grouped form (``xg``, ``yg``, ``ag``: ``G`` doubles of
+    scratch).  Forward: ``out[s'] = sum_k factor[k, s'] * (V_k^T xg)[group[k, s']]``
+    with ``xg`` the sums of ``x`` over each group; backward: ``out[s] = sum_k (V_k
+    xg)[group[k, s]]`` with ``xg`` the sums of ``factor * x``, and with ``counts``
+    the pair ``(g, h)`` of an ``out`` CSR entry gets ``ag[g] * xg[h]`` (``ag``: the
+    sums of ``a_prev``)."""
+    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, g
+    cdef double v
+    for g in range(G):
+        xg[g] = 0.0
+    if transpose:
+        for k in range(K):
+            for s in range(S):
+                xg[tr.group[k * S + s]] += x[s]
+        for g in range(G):
+            yg[g] = _row_dot(tr.in_val, tr.in_idx, xg, tr.in_ptr[g], tr.in_ptr[g + 1], 0.0,
+                             NULL)
+        for s in range(S):
+            v = 0.0
+            for k in range(K):
+                v += tr.factor[k * S + s] * yg[tr.group[k * S + s]]
+            out[s] = v
+        return
+    if counts != NULL:
+        for g in range(G):
+            ag[g] = 0.0
+    for k in range(K):
+        for s in range(S):
+            xg[tr.group[k * S + s]] += tr.factor[k * S + s] * x[s]
+            if counts != NULL:
+                ag[tr.group[k * S + s]] += a_prev[s]
+    for g in range(G):
+        if counts != NULL and ag[g] != 0.0:
+            yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
+                             ag[g], counts)
+        else:
+            yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
+                             0.0, NULL)
+    for s in range(S):
+        v = 0.0
+        for k in range(K):
+            v += yg[tr.group[k * S + s]]
+        out[s] = v
+
+
 cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
-                   bint transpose, const double* a_prev, double* counts) noexcept nogil:
+                   bint transpose, const double* a_prev, double* counts, double* xg,
+                   double* yg, double* ag) noexcept nogil:
     """``out = E^T x`` (``transpose``: ``out[j] = sum_i x[i] E[i, j]``, the forward
     step) or ``out = E x`` (``out[i] = sum_j E[i, j] x[j]``, the backward step).
 
     Sparse backward step with ``counts``: also adds ``a_prev[i] * x[j]`` to the
-    count of every allowed pair ``(i, j)`` (``out`` order), in the same pass.
+    count of every allowed pair ``(i, j)`` (``out`` order), in the same pass (the
+    grouped form: :func:`_grouped_product`, whose scratch ``xg``, ``yg``, ``ag`` are).
     """
     cdef char tn = b"N" if transpose else b"T"      # row-major E is E^T for BLAS
     cdef int n = <int> S, one = 1
@@ -226,6 +374,9 @@ cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
     cdef const double* val = tr.in_val if transpose else tr.out_val
     if tr.dense != NULL:
         dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
+        return
+    if tr.n_terms:
+        _grouped_product(tr, S, x, out, transpose, a_prev, counts, xg, yg, ag)
         return
     for i in range(S):
         if counts != NULL and a_prev[i] != 0.0:
@@ -278,8 +429,9 @@ cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
 
 cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, Py_ssize_t T,
                               double* delta, double* phi, double* best,
-                              int* path) noexcept nogil:
-    """Best state path of one sequence into ``path``; returns its score."""
+                              int* path, double* xg, double* yg) noexcept nogil:
+    """Best state path of one sequence into ``path``; returns its score (in the
+    grouped form the relaxed score, module docstring; ``xg``, ``yg``: its scratch)."""
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, v
     cdef int arg
@@ -288,6 +440,8 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
     for t in range(1, T):
         if tr.dense != NULL:
             maxplus(delta + (t - 1) * S, <int> S, tr.dense, <int> S, best)
+        elif tr.n_terms:
+            _grouped_maxplus(tr, S, delta + (t - 1) * S, best, xg, yg)
         else:
             _sparse_maxplus(tr, S, delta + (t - 1) * S, best)
         _state_scores(tb, g0 + t, phi)
@@ -307,6 +461,8 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
                 v = delta[(t - 1) * S + s] + tr.dense_t[path[t] * S + s]
                 if v > m:
                     m, arg = v, <int> s
+        elif tr.n_terms:
+            arg = _grouped_argmax(tr, S, delta + (t - 1) * S, path[t], &m)
         else:
             for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
                 v = delta[(t - 1) * S + tr.in_idx[k]] + tr.in_val[k]
@@ -322,15 +478,20 @@ cdef struct ViterbiWork:
     double* phi         # S
     double* best        # S
     int* path           # t_max
+    double* xg          # G (grouped form)
+    double* yg          # G
 
 
-cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S) noexcept nogil:
+cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
+                                Py_ssize_t G) noexcept nogil:
     """One thread's Viterbi buffers, taken one after another from ``c``."""
     cdef ViterbiWork v
     v.delta = take_doubles(c, t_max * S)
     v.phi = take_doubles(c, S)
     v.best = take_doubles(c, S)
     v.path = take_ints(c, t_max)
+    v.xg = take_doubles(c, G)
+    v.yg = take_doubles(c, G)
     return v
 
 
@@ -340,9 +501,12 @@ cdef struct FBWork:
     double* psi         # t_max x S
     double* norm        # t_max
     double* tmp         # S
+    double* xg          # G (grouped form)
+    double* yg          # G
+    double* ag          # G
 
 
-cdef FBWork _carve_fb(Carver* c, Py_ssize_t t_max, Py_ssize_t S) noexcept nogil:
+cdef FBWork _carve_fb(Carver* c, Py_ssize_t t_max, Py_ssize_t S, Py_ssize_t G) noexcept nogil:
     """One thread's forward-backward buffers, taken one after another from ``c``."""
     cdef FBWork f
     f.alpha = take_doubles(c, t_max * S)
@@ -350,6 +514,9 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t t_max, Py_ssize_t S) noexcept nogil:
     f.psi = take_doubles(c, t_max * S)
     f.norm = take_doubles(c, t_max)
     f.tmp = take_doubles(c, S)
+    f.xg = take_doubles(c, G)
+    f.yg = take_doubles(c, G)
+    f.ag = take_doubles(c, G)
     return f
 
 
@@ -373,29 +540,29 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     cdef ViterbiWork v
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
+    cdef Py_ssize_t G = jt.n_groups
     cv = carver(NULL)
-    _carve_viterbi(&cv, t_max, S)
+    _carve_viterbi(&cv, t_max, S, G)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        v = _carve_viterbi(&cv, t_max, S)
+        v = _carve_viterbi(&cv, t_max, S, G)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
             T = seq_ptr[sq + 1] - seq_ptr[sq]
             if T == 0:
                 score[sq] = 0.0
                 continue
             score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, v.delta, v.phi, v.best,
-                                          v.path)
+                                          v.path, v.xg, v.yg)
             for t in range(T):
                 for c in range(C):
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]
 
 
 cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssize_t g0,
-                         Py_ssize_t T, double* alpha, double* beta, double* psi,
-                         double* norm, double* tmp, double* counts) noexcept nogil:
+                         Py_ssize_t T, const FBWork* f, double* counts) noexcept nogil:
     """Scaled forward-backward of one sequence (``alpha``, ``beta``); returns log Z.
 
     With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
@@ -407,6 +574,11 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, total, log_z = 0.0
     cdef double* phi
+    cdef double* alpha = f.alpha
+    cdef double* beta = f.beta
+    cdef double* psi = f.psi
+    cdef double* norm = f.norm
+    cdef double* tmp = f.tmp
     for t in range(T):
         # incoming mass of every state (1 at the first token), then the state scores
         # shifted by the best *reachable* state's score, so that the token's total
@@ -416,7 +588,7 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
             for s in range(S):
                 tmp[s] = 1.0
         else:
-            _product(tr, S, alpha + (t - 1) * S, tmp, True, NULL, NULL)
+            _product(tr, S, alpha + (t - 1) * S, tmp, True, NULL, NULL, f.xg, f.yg, f.ag)
             log_z += shift
         _state_scores(tb, g0 + t, phi)
         m = -INFINITY
@@ -445,7 +617,8 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
     while t >= 1:
         for s in range(S):
             tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
-        _product(tr, S, tmp, beta + (t - 1) * S, False, alpha + (t - 1) * S, counts)
+        _product(tr, S, tmp, beta + (t - 1) * S, False, alpha + (t - 1) * S, counts, f.xg,
+                 f.yg, f.ag)
         for s in range(S):
             psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
@@ -515,23 +688,23 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef Py_ssize_t ldn = node.shape[1]
     cdef double* pm = &pmarg[0]
     cdef const long long* toff = &jt.tied_off[0]
+    cdef Py_ssize_t G = jt.n_groups
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     cv = carver(NULL)
-    _carve_fb(&cv, t_max, S)
+    _carve_fb(&cv, t_max, S, G)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        f = _carve_fb(&cv, t_max, S)
+        f = _carve_fb(&cv, t_max, S, G)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
             T = seq_ptr[sq + 1] - seq_ptr[sq]
             if T == 0:
                 log_z[sq] = 0.0
                 continue
-            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, f.alpha, f.beta, f.psi,
-                                     f.norm, f.tmp,
+            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, &f,
                                      &counts[threadid(), 0] if want_counts else NULL)
             if log_z[sq] != -INFINITY:
                 _aggregate(&tb, seq_ptr[sq], T, f.alpha, f.beta, node_p, ldn, pm,

@@ -16,12 +16,15 @@ combination (:func:`joint_states_from_labels`).  Inputs are those of
 in-chain templates must be tied (one transition matrix for all positions),
 coupling templates may be tied or untied.  Kernels: :mod:`skfcrf._kernels._joint`.
 """
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 
-__all__ = ["MAX_JOINT_STATES", "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
+__all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_columns", "backoff_expectations",
+           "sequences_pair", "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed",
            "transition_tables", "joint_map", "joint_marginals"]
@@ -164,11 +167,17 @@ def transition_tables(values, allowed, sparse=None):
                 rows=rows, cols=cols, sparse=True)
 
 
-def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, state_trans=None):
+def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, state_trans=None,
+              backoff=None):
     """Exact most probable labelling over the joint states.
 
     ``state_trans`` ``(S, S)``: joint-state transition weights added to the
     in-chain transitions (:func:`state_transition_scores`), or None.
+    ``backoff``: chain -> ``(L, L)`` mask of the in-chain pairs that share a
+    back-off weight per target label (:func:`grouped_tables`), or None.  Then
+    the grouped kernel finds the best path under an upper bound of the scores;
+    a sequence whose path does not score its bound is decoded again with the
+    dense transitions, so the result is exact either way.
 
     Returns
     -------
@@ -184,10 +193,43 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
     n_seq = len(seq_ptr) - 1
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
     score = np.zeros(n_seq)
+    if backoff:
+        edge_offset = pair_layout(graph, unary.shape[0])
+        tr, _, _ = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, True)
+        _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary,
+                                pair, labels, score, max(1, int(n_threads)))
+        from skfcrf._kernels.states import labelling_scores, state_path_scores
+        exact = (labelling_scores(graph, seq_ptr, unary, pair, labels)
+                 + state_path_scores(states, seq_ptr, labels, state_trans))
+        loose = np.flatnonzero(~(exact >= score - 1e-9 * np.maximum(1.0, np.abs(score))))
+        if len(loose):                  # the bound was not attained: decode densely
+            rows = np.concatenate([np.arange(seq_ptr[q], seq_ptr[q + 1]) for q in loose])
+            sub_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[loose])])
+            sub_pair = sequences_pair(graph, pair, unary.shape[0], rows)
+            sub_labels, sub_score = joint_map(graph, states, sub_ptr, unary[rows], sub_pair,
+                                              n_threads, False, state_trans)
+            labels[rows], score[loose] = sub_labels, sub_score
+        score[:] = exact if not len(loose) else np.where(
+            np.isin(np.arange(n_seq), loose), score, exact)
+        return labels, score
     tr = transition_tables(trans, np.isfinite(trans), sparse)
     _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary, pair,
                             labels, score, max(1, int(n_threads)))
     return labels, score
+
+
+def sequences_pair(graph, pair, n, rows):
+    """The pair potentials of the tokens ``rows`` (whole sequences) alone, in the pair
+    layout of ``len(rows)`` tokens."""
+    edge_offset = pair_layout(graph, n)
+    parts = []
+    for e in range(graph.n_edges):
+        block = pair[edge_offset[e]:edge_offset[e + 1]]
+        if graph.edge_tied[e]:
+            parts.append(block)
+        else:
+            parts.append(block.reshape(n, -1)[rows].ravel())
+    return np.ascontiguousarray(np.concatenate(parts))
 
 
 def _onehot(states, columns, n_columns):
@@ -197,12 +239,17 @@ def _onehot(states, columns, n_columns):
 
 
 def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False,
-                    sparse=None, state_trans=None, state_pairs=False):
+                    sparse=None, state_trans=None, state_pairs=False, backoff=None):
     """Exact per-chain label marginals and ``log Z`` over the joint states.
 
-    ``state_trans`` as for :func:`joint_map`.  With ``state_pairs=True`` (and
-    ``pair_marginals=True``) also the expected number of times each state pair
-    follows each other, ``(S, S)``, summed over all sequences.
+    ``state_trans`` and ``backoff`` as for :func:`joint_map`.  With
+    ``state_pairs=True`` (and ``pair_marginals=True``) also the expected number
+    of times each state pair follows each other, ``(S, S)``, summed over all
+    sequences (not with ``backoff``).  With ``backoff`` and ``pair_marginals``
+    the in-chain blocks of ``pair_marg`` hold the expected counts of the pairs
+    that are not back-off pairs (zero at those), and a fourth output gives per
+    back-off chain the expected number of back-off transitions into every label
+    (:func:`backoff_expectations`).
 
     Returns
     -------
@@ -218,6 +265,9 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     """
     states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
                                                             state_trans)
+    if backoff:
+        return _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
+                                  pair_marginals, state_trans, backoff, loff, t, state_pairs)
     finite = np.isfinite(trans)
     shift = float(trans[finite].max()) if finite.any() else 0.0
     with np.errstate(under="ignore"):
@@ -264,6 +314,137 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     return node, pmarg, log_z
 
 
+def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
+                       state_trans, backoff, loff, t, state_pairs=False):
+    """:func:`joint_marginals` with back-off transitions (grouped kernel); with
+    ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
+    the pairs whose in-chain transitions are all seen (the others zero)."""
+    n = unary.shape[0]
+    n_threads = max(1, int(n_threads))
+    edge_offset = pair_layout(graph, n)
+    tr, shift, terms = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff,
+                                      False)
+    node = np.zeros((n, graph.total_labels))
+    pmarg = np.zeros(max(int(edge_offset[-1]), 1))
+    tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
+                  zip(t["cpl_la"], t["cpl_lb"], t["cpl_tied"])]
+    tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
+    tied_acc = np.zeros((n_threads, max(int(tied_off[-1]), 1)))
+    log_z = np.zeros(len(seq_ptr) - 1)
+    width = len(tr["out_val"])
+    counts = np.zeros((n_threads, max(width, 1))) if pair_marginals else None
+    _kernel().joint_forward_backward(
+        _kernel().JointTables(states, loff, t, tr, shift, tied_off),
+        seq_ptr, unary, pair, node, pmarg, tied_acc, log_z, counts, n_threads)
+    if not pair_marginals:
+        return node, log_z
+    pmarg = pmarg[:int(edge_offset[-1])]
+    tied_total = tied_acc.sum(axis=0)
+    k = 0
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == COUPLING:
+            if graph.edge_tied[e]:
+                pmarg[edge_offset[e]:edge_offset[e + 1]] = tied_total[tied_off[k]:tied_off[k + 1]]
+            k += 1
+    pair_counts, unseen = backoff_expectations(graph, states, seq_ptr, node, terms,
+                                               counts.sum(axis=0)[:width], backoff)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            pmarg[edge_offset[e]:edge_offset[e + 1]] = pair_counts[int(graph.edge_a[e])].ravel()
+    if not state_pairs:
+        return node, pmarg, log_z, unseen
+    return node, pmarg, log_z, unseen, _full_term_counts(
+        states, terms, counts.sum(axis=0)[:width])
+
+
+def _full_term_counts(states, terms, counts):
+    """Expected counts ``(S, S)`` of the state pairs of the full term (every chain's
+    transition seen): its accumulated ``alpha (x) w`` times the pair's potential
+    ``prod_c e_c`` (times ``exp`` of its joint-state transition weight)."""
+    S, C = states.shape
+    out = np.zeros((S, S))
+    for k, (Q, proj, off) in enumerate(terms["chains"]):
+        if len(Q) != C:
+            continue
+        sel = terms["term"] == k
+        gl, hl = proj[terms["src"][sel] - off], proj[terms["dst"][sel] - off]
+        value = counts[sel].copy()
+        for c in range(C):
+            value *= terms["x"][c][gl[:, c], hl[:, c]] + terms["beta"][c][hl[:, c]]
+        i, j = _state_rows(states, gl), _state_rows(states, hl)
+        if terms["state_trans"] is not None:
+            value *= np.exp(terms["state_trans"][i, j])
+        out[i, j] = value
+    return out
+
+
+def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
+    """Expected in-chain transition counts from the grouped forward-backward.
+
+    ``counts``: per ``out`` CSR entry of :func:`grouped_tables`'s tables the sum
+    over tokens of ``alpha_{t-1}`` over the source group times ``w_t`` over the
+    target group.  A pair ``(i, j)`` of chain ``c`` that is not a back-off pair
+    enters ``E`` through ``x_c(i, j)``, so its expected count is ``e_c(i, j)``
+    times the derivative of the summed terms by ``x_c(i, j)``; the back-off
+    transitions into ``j`` are the rest of the expected transitions into ``j``
+    (the label marginals of the tokens after the first).
+
+    Returns
+    -------
+    pair_counts : dict
+        Chain -> ``(L, L)`` expected counts (zero at the back-off pairs).
+    unseen : dict
+        Back-off chain -> ``(L,)`` expected back-off transitions into each label.
+    """
+    C = graph.n_chains
+    xs, betas, st = terms["x"], terms["beta"], terms["state_trans"]
+    src, dst, term = terms["src"], terms["dst"], terms["term"]
+    pair_counts = {c: np.zeros((int(graph.n_labels[c]),) * 2) for c in range(C)}
+    for k, (Q, proj, off) in enumerate(terms["chains"]):
+        sel = term == k
+        if not Q or not sel.any():
+            continue
+        cnt = counts[sel]
+        gl, hl = proj[src[sel] - off], proj[dst[sel] - off]
+        xq = [xs[c][gl[:, q], hl[:, q]] for q, c in enumerate(Q)]
+        full = None
+        if len(Q) == C and st is not None:
+            w = st[_state_rows(states, gl), _state_rows(states, hl)]
+            full = np.expm1(w)
+            eq = [xq[q] + betas[c][hl[:, q]] for q, c in enumerate(Q)]
+        for q, c in enumerate(Q):
+            others = np.ones(len(cnt))
+            for r in range(len(Q)):
+                if r != q:
+                    others = others * xq[r]
+            d = cnt * others
+            if full is not None:
+                e_others = np.ones(len(cnt))
+                for r in range(len(Q)):
+                    if r != q:
+                        e_others = e_others * eq[r]
+                d = d + cnt * full * e_others
+            np.add.at(pair_counts[c], (gl[:, q], hl[:, q]), d)
+    starts = np.asarray(seq_ptr[:-1], np.int64)
+    starts = starts[np.diff(seq_ptr) > 0]
+    unseen = {}
+    for c in range(C):
+        b_mask = backoff.get(c)
+        M = np.ones_like(pair_counts[c], bool) if b_mask is None else ~np.asarray(b_mask, bool)
+        e = np.where(M, xs[c] + betas[c][None, :], 0.0)
+        pair_counts[c] = np.where(M, pair_counts[c] * e, 0.0)
+        if b_mask is not None:
+            lo, L = int(graph.label_offset[c]), int(graph.n_labels[c])
+            total = node[:, lo:lo + L].sum(axis=0) - node[starts, lo:lo + L].sum(axis=0)
+            unseen[c] = np.maximum(total - pair_counts[c].sum(axis=0), 0.0)
+    return pair_counts, unseen
+
+
+def _state_rows(states, labels):
+    """Row of ``states`` of every label combination ``labels`` (present by construction)."""
+    return state_index(states, labels)
+
+
 def underflowed(log_z, lower):
     """Indices of the sequences whose ``log Z`` fell below ``lower``, the score of one of
     their labellings (Viterbi's or the gold one): the scaled forward pass lost a state
@@ -271,3 +452,159 @@ def underflowed(log_z, lower):
     with np.errstate(invalid="ignore"):
         return np.flatnonzero(np.isfinite(lower)
                               & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))
+
+
+def _inchain_blocks(graph, pair, edge_offset):
+    """Chain -> its tied in-chain ``(L, L)`` potentials."""
+    blocks = {}
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            a, L = int(graph.edge_a[e]), int(graph.n_labels[graph.edge_a[e]])
+            blocks[a] = pair[edge_offset[e]:edge_offset[e] + L * L].reshape(L, L)
+    return blocks
+
+
+def backoff_columns(block, unseen):
+    """``(b, M)`` of an in-chain ``(L, L)`` potential ``block`` whose ``unseen`` entries
+    hold a back-off weight per target label: ``b[j]`` (``-inf`` for a label with no
+    unseen entry) and ``M``, the entries that are not back-off (seen or forbidden)."""
+    L = block.shape[0]
+    unseen = np.zeros((L, L), bool) if unseen is None else np.asarray(unseen, bool)
+    b = np.full(L, -np.inf)
+    rows = np.argmax(unseen, axis=0)
+    has = unseen.any(axis=0)
+    b[has] = block[rows[has], np.flatnonzero(has)]
+    return b, ~unseen
+
+
+def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
+    """The grouped transition tables (:mod:`skfcrf._kernels._joint`) of in-chain
+    transitions whose ``backoff`` entries share a weight per target label.
+
+    ``backoff``: chain -> ``(L, L)`` mask of the in-chain pairs scored by the
+    chain's back-off weight of their target label (the pair potentials hold that
+    weight there; :func:`backoff_columns`).  Per chain ``c`` the transition
+    potential is ``e_c(i, j) = beta_c(j) + x_c(i, j)``, ``x_c`` zero on the
+    back-off pairs; the product over the chains expands into one term per subset
+    ``Q`` of the chains: ``prod_{c in Q} x_c`` (sparse, constant on the groups of
+    states with the same labels on ``Q``) times ``prod_{c not in Q} beta_c`` of the
+    target (the term's factor).  Joint-state transition weights ``state_trans``
+    (on pairs whose in-chain transitions are all seen) correct the full term.
+
+    ``log=False``: the forward-backward tables (values ``exp`` of the scores minus
+    a shift per chain; returns ``(tables, shift, terms)``).  ``log=True``: Viterbi's
+    relaxed log tables -- a non-full term scores a seen pair of its chains by
+    ``max(potential, back-off)``, so the maximum over the terms bounds every pair's
+    score from above and is exact where the seen potentials are at least the
+    back-off; ``(tables, 0.0, terms)``.  ``terms``: per ``out`` CSR entry its
+    ``(term, source group, target group)`` and per term its chains and groups
+    (:func:`backoff_expectations` reads them).
+    """
+    states = np.asarray(states)
+    S, C = states.shape
+    blocks = _inchain_blocks(graph, pair, edge_offset)
+    cols, seen_mask, xs, betas, shifts, relaxed = [], [], [], [], [], []
+    for c in range(C):
+        T = blocks[c]
+        b, M = backoff_columns(T, backoff.get(c))
+        finite = np.isfinite(T) & M
+        sh = max(T[finite].max(initial=-np.inf), b.max(initial=-np.inf))
+        sh = 0.0 if not np.isfinite(sh) or log else float(sh)
+        with np.errstate(under="ignore", invalid="ignore"):
+            beta = np.exp(b - sh)
+            e = np.where(np.isfinite(T), np.exp(np.where(np.isfinite(T), T - sh, 0.0)), 0.0)
+        cols.append(b)
+        seen_mask.append(M)
+        xs.append(np.where(M, e - beta[None, :], 0.0))
+        betas.append(beta)
+        shifts.append(sh)
+        relaxed.append(np.where(np.isfinite(T) & M, np.maximum(T, b[None, :]), -np.inf))
+    st = None if state_trans is None else np.asarray(state_trans, float)
+    g_total = 0
+    group_rows, factor_rows, members = [], [], []
+    entry_src, entry_dst, entry_val, entry_term = [], [], [], []
+    term_chains = []
+    for r in range(C + 1):
+        for Q in itertools.combinations(range(C), r):
+            Q = list(Q)
+            rest = [c for c in range(C) if c not in Q]
+            if log:
+                factor = np.zeros(S)
+                for c in rest:
+                    factor = factor + cols[c][states[:, c]]
+                if not np.isfinite(factor).any():
+                    continue
+            else:
+                factor = np.ones(S)
+                for c in rest:
+                    factor = factor * betas[c][states[:, c]]
+                if not factor.any():
+                    continue
+            if Q:
+                proj, local = np.unique(states[:, Q], axis=0, return_inverse=True)
+                local = local.ravel()
+            else:
+                proj, local = np.zeros((1, 0), np.int32), np.zeros(S, np.int64)
+            P = len(proj)
+            ok = np.ones((P, P), bool)
+            val = np.zeros((P, P)) if log else np.ones((P, P))
+            for k, c in enumerate(Q):
+                i, j = proj[:, k][:, None], proj[:, k][None, :]
+                ok &= seen_mask[c][i, j]
+                if log:
+                    if r == C:
+                        val = val + blocks[c][i, j]
+                    else:
+                        val = val + relaxed[c][i, j]
+                else:
+                    val = val * xs[c][i, j]
+            if r == C and st is not None:
+                # Q is every chain: the groups are the states themselves
+                order = np.empty(S, np.int64)
+                order[local] = np.arange(S)
+                w = st[order[:, None], order[None, :]]
+                if (w[~ok] != 0).any():
+                    raise ValueError("state_trans weights a state pair with a back-off or "
+                                     "forbidden in-chain transition")
+                if log:
+                    val = val + w
+                else:
+                    full = np.ones((P, P))
+                    for k, c in enumerate(Q):
+                        full = full * (xs[c] + betas[c][None, :])[proj[:, k][:, None],
+                                                                 proj[:, k][None, :]]
+                    with np.errstate(over="ignore"):
+                        val = val + full * np.expm1(w)
+            keep = ok & (np.isfinite(val) if log else (val != 0.0))
+            g, h = np.nonzero(keep)
+            entry_src.append(g + g_total)
+            entry_dst.append(h + g_total)
+            entry_val.append(val[g, h])
+            entry_term.append(np.full(len(g), len(term_chains)))
+            group_rows.append(local + g_total)
+            factor_rows.append(factor)
+            members.append(local)
+            term_chains.append((Q, proj, g_total))
+            g_total += P
+    src, dst = np.concatenate(entry_src), np.concatenate(entry_dst)
+    val, term = np.concatenate(entry_val), np.concatenate(entry_term)
+    out_order = np.lexsort((dst, src))
+    in_order = np.lexsort((src, dst))
+    out_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=g_total))])
+    in_ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=g_total))])
+    group = np.ascontiguousarray(np.vstack(group_rows), dtype=np.int32)
+    member_states = np.concatenate([np.argsort(m, kind="stable") for m in members])
+    member_groups = np.concatenate([np.sort(m, kind="stable") + off for m, (_, _, off)
+                                    in zip(members, term_chains)])
+    member_ptr = np.concatenate([[0], np.cumsum(np.bincount(member_groups, minlength=g_total))])
+    tables = dict(dense=np.zeros(0), dense_t=np.zeros(0),
+                  out_ptr=out_ptr.astype(np.int64), out_idx=dst[out_order].astype(np.int32),
+                  out_val=np.ascontiguousarray(val[out_order]),
+                  in_ptr=in_ptr.astype(np.int64), in_idx=src[in_order].astype(np.int32),
+                  in_val=np.ascontiguousarray(val[in_order]),
+                  group=group, factor=np.ascontiguousarray(np.vstack(factor_rows)),
+                  member_ptr=member_ptr.astype(np.int64),
+                  member_idx=member_states.astype(np.int32), sparse=True)
+    terms = dict(src=src[out_order], dst=dst[out_order], term=term[out_order],
+                 chains=term_chains, x=xs, beta=betas, state_trans=st)
+    return tables, float(sum(shifts)), terms

@@ -68,7 +68,7 @@ class JointStateInference(InferenceMethod):
 
     def _viterbi(self, seq_ptr, unary, pair):
         return joint_map(self.graph, self.joint_states, seq_ptr, unary, pair, self.n_threads,
-                         state_trans=self.state_trans)
+                         state_trans=self.state_trans, backoff=self.backoff)
 
     def _rescue(self, seq_ptr, unary, pair, log_z, best, node=None):
         """Redo in the log domain, in place, the sequences whose ``log Z`` fell below
@@ -90,7 +90,8 @@ class JointStateInference(InferenceMethod):
 
     def sum_product(self, seq_ptr, unary, pair):
         node, log_z = joint_marginals(self.graph, self.joint_states, seq_ptr, unary, pair,
-                                      self.n_threads, state_trans=self.state_trans)
+                                      self.n_threads, state_trans=self.state_trans,
+                                      backoff=self.backoff)
         self._rescue(seq_ptr, unary, pair, log_z, self._viterbi(seq_ptr, unary, pair)[1], node)
         return (node, log_z, *all_exact(seq_ptr))
 

@@ -66,7 +66,7 @@ from skfcrf._kernels.states import labelling_scores, sequence_pair
 __all__ = ["InferenceMethod", "SequenceDecoding", "STATUSES"]
 
 #: The statuses, from most to least trustworthy.
-STATUSES = ("exact", "certified", "converged", "approximate")
+STATUSES = ("exact", "converged", "approximate")
 
 
 @dataclass(frozen=True)
@@ -79,18 +79,15 @@ class SequenceDecoding:
         ``(n_tokens, n_chains)``, or ``(n_tokens,)`` for a model fitted on one
         chain given as 1-D label sequences -- as :meth:`FactorialCRF.predict`.
     status : str
-        One of :data:`STATUSES`: ``"exact"`` (exact inference),
-        ``"converged"`` (loopy max-product converged) or ``"approximate"``
-        (``"certified"`` is reserved for a labelling a bound proves optimal;
-        no method produces it yet).
+        One of :data:`STATUSES`: ``"exact"`` (exact inference: the optimum of
+        the model, whose labellings with back-off transitions included), ``"converged"``
+        (loopy max-product converged) or ``"approximate"``.
     n_iter : int
         Inference iterations spent on the sequence (TRP: spanning trees; 1 for
         exact inference, 0 for an empty sequence).
     log_prob : float
         ``log p(labels | x)`` (given the fixed labels, if any): exact when the
         status is ``"exact"``, else the TRP/Bethe estimate capped at 0.
-    gap : float
-        Reserved for the bound gap of a ``"certified"`` labelling; NaN.
     alternatives : tuple of SequenceDecoding
         With ``n_best > 1`` the next best distinct labellings, best first,
         each with its own ``labels``, ``status`` and ``log_prob``; empty for
@@ -101,7 +98,6 @@ class SequenceDecoding:
     status: str
     n_iter: int
     log_prob: float = field(default=float("nan"))
-    gap: float = field(default=float("nan"))
     alternatives: tuple = field(default=())
 
     @property
@@ -151,6 +147,11 @@ class InferenceMethod:
         The model's label combinations (joint-state inference).
     state_trans : float64 ndarray of shape (S, S), optional
         Joint-state transition weights (joint-state inference).
+    backoff : dict, optional
+        Chain -> ``(L, L)`` mask of the in-chain transitions scored by a back-off
+        weight per target label (the pair potentials hold it there).  The
+        potentials alone define the model; a method may use the masks to compute
+        faster (joint-state inference: :func:`skfcrf._kernels.joint.grouped_tables`).
 
     Class attributes say what a method is: ``name`` (the ``inference=``
     value), ``exact`` (results are exact; status ``"exact"``),
@@ -165,8 +166,9 @@ class InferenceMethod:
     over_joint_states = False
 
     def __init__(self, graph, *, n_threads=1, max_iter=1000, tol=1e-6, seeds=None,
-                 joint_states=None, state_trans=None):
+                 joint_states=None, state_trans=None, backoff=None):
         self.graph = graph
+        self.backoff = backoff
         self.n_threads = n_threads
         self.max_iter = max_iter
         self.tol = tol
