@@ -120,7 +120,8 @@ _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_k
                  "graph_edge_tied")
 _MEMBER = re.compile(r"(header|coef|feat_ptr|ent_col|graph_n_labels|graph_edge_a|graph_edge_b"
                      r"|graph_edge_kind|graph_edge_tied|observation_names|kept_columns"
-                     r"|joint_states|state_from|state_to|forbidden_(0|[1-9][0-9]{0,8}))")
+                     r"|joint_states|state_from|state_to|forbidden_(0|[1-9][0-9]{0,8})"
+                     r"|backoff_(0|[1-9][0-9]{0,8}))")
 
 
 # ---------------------------------------------------------------------- writing
@@ -197,6 +198,8 @@ def _model_contents(est):
     if est.layout_.n_state_pairs:
         arrays["state_from"] = est.layout_.state_from
         arrays["state_to"] = est.layout_.state_to
+    for c, mask in est.layout_.backoff.items():
+        arrays[f"backoff_{c}"] = mask
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -332,7 +335,7 @@ def _decode_pairs_spec(obj, what):
     if obj is None:
         return None
     if isinstance(obj, str):
-        _require(what == "forbidden_transitions" and obj in ("auto", "unseen"),
+        _require(what == "forbidden_transitions" and obj in ("auto", "unseen", "backoff"),
                  f"{what} has an unknown setting {obj!r}")
         return obj
     _require(isinstance(obj, dict) and len(obj) == 1 and next(iter(obj)) in
@@ -507,7 +510,16 @@ def _read_layout(reader, graph, n_features):
                             np.zeros(0, dtype=np.int32))
     ent_col = _read_index(reader, "ent_col", (n_table,), 0, probe.score_width)
     state_from, state_to = _read_state_pairs(reader, graph)
-    return ParameterLayout(graph, n_features, feat_ptr, ent_col, state_from, state_to)
+    backoff = {}
+    for key in reader.members:
+        if key.startswith("backoff_"):
+            c = int(key[len("backoff_"):])
+            _require(c < graph.n_chains, f"{key}: chain {c} out of range")
+            _require(graph.edge_tied[c], f"{key}: chain {c}'s transitions are not tied")
+            L = int(graph.n_labels[c])
+            backoff[c] = reader.read(key, "b", (L, L), max_itemsize=1)
+    return ParameterLayout(graph, n_features, feat_ptr, ent_col, state_from, state_to,
+                           backoff)
 
 
 def _read_state_pairs(reader, graph):

@@ -21,7 +21,7 @@ from skfcrf._kernels.graph import IN_CHAIN
 __all__ = ["WeightRecord", "KINDS", "top_weights"]
 
 #: The template kinds of a record.
-KINDS = ("unary", "transition", "coupling", "state_transition")
+KINDS = ("unary", "transition", "coupling", "state_transition", "backoff")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ def _meaning(layout, classes, names, p):
         col = p - layout.bias_unary
         kind, chains, labels = _column_meaning(graph, layout, classes, col)
         return kind, chains, "bias", labels
+    for c, at in layout.bias_backoff.items():
+        if at <= p < at + int(graph.n_labels[c]):
+            return "backoff", (c,), "bias", ("<unseen>", classes[c][p - at])
     if p >= layout.bias_state:
         q = p - layout.bias_state
         ends = [tuple(classes[c][row[c]] for c in range(graph.n_chains))
@@ -124,8 +127,11 @@ def weight_mask(layout, kind, chain):
     if chain is not None:
         mask &= (w_a == chain) | (w_b == chain)
     # state transitions (kind 3) involve every chain
-    state = slice(layout.bias_state, layout.n_params)
+    state = slice(layout.bias_state, layout.bias_state + layout.n_state_pairs)
     mask[state] = kind in (None, "state_transition")
+    for c, at in layout.bias_backoff.items():
+        mask[at:at + int(graph.n_labels[c])] = (kind in (None, "backoff")
+                                                and chain in (None, c))
     return mask
 
 

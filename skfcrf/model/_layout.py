@@ -30,7 +30,11 @@ combination of all chains at token ``t - 1`` followed by one at ``t``, the pairs
 seen in the training labels, held as ``state_from`` / ``state_to`` ``(P, C)``
 label indices.  Their weights add to the in-chain transition scores of the
 exact inference over joint label states (:mod:`skfcrf._kernels.joint`); no other
-inference method can use them.
+inference method can use them.  After them, in a model with back-off
+transitions (``forbidden_transitions="backoff"``), one weight per label ``j`` of
+every chain ``c`` in ``backoff`` (chains ascending): the score of every in-chain
+transition ``(i, j)`` of ``c`` marked in ``backoff[c]`` (an ``(L, L)`` mask),
+which replaces that pair's own bias (left at zero; :meth:`ParameterLayout.potentials`).
 
 The fused objective kernels take the layout as one object,
 :meth:`ParameterLayout.kernel_tables` (a :class:`skfcrf._kernels._contract.ParameterTables`:
@@ -107,9 +111,14 @@ class ParameterLayout:
     state_from, state_to : int ndarray of shape (P, n_chains), optional
         The state pairs with a joint-state transition weight (module docstring);
         None: none.
+    backoff : dict, optional
+        Chain -> ``(L, L)`` boolean mask of its in-chain transitions scored by the
+        chain's back-off weight of their target label (module docstring); the
+        chain's in-chain template must be tied.  None: none.
     """
 
-    def __init__(self, graph, n_features, feat_ptr, ent_col, state_from=None, state_to=None):
+    def __init__(self, graph, n_features, feat_ptr, ent_col, state_from=None, state_to=None,
+                 backoff=None):
         self.graph = graph
         self.n_features = int(n_features)
         self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
@@ -134,14 +143,49 @@ class ParameterLayout:
         if self.state_from.shape != self.state_to.shape or self.state_from.shape[1:] != (graph.n_chains,):
             raise ValueError("state_from and state_to must both have shape (P, n_chains)")
         self.bias_state = int(self.bias_edge[-1])
-        self.n_params = self.bias_state + len(self.state_from)
+        self.backoff = {} if backoff is None else {
+            int(c): np.ascontiguousarray(m, dtype=bool) for c, m in sorted(backoff.items())}
+        self.bias_backoff = {}
+        at = self.bias_state + len(self.state_from)
+        for c, mask in self.backoff.items():
+            L = int(graph.n_labels[c])
+            if mask.shape != (L, L):
+                raise ValueError(f"backoff[{c}] must have shape ({L}, {L}), got {mask.shape}")
+            self.bias_backoff[c] = at
+            at += L
+        self.n_params = at
 
     def __setstate__(self, state):
-        # layouts pickled before joint-state transitions existed have none
+        # layouts pickled before joint-state transitions (back-off) existed have none
         self.__dict__.update(state)
         if "state_from" not in state:
             self.state_from = self.state_to = np.zeros((0, self.graph.n_chains), np.int32)
             self.bias_state = int(self.bias_edge[-1])
+        if "backoff" not in state:
+            self.backoff, self.bias_backoff = {}, {}
+
+    @property
+    def n_backoff(self):
+        """Number of back-off weights (0: the model has none)."""
+        return self.n_params - self.bias_state - self.n_state_pairs
+
+    @property
+    def backoff_edges(self):
+        """In-chain edge -> the back-off mask of its chain (the inference methods' input)."""
+        graph = self.graph
+        return {e: self.backoff[int(graph.edge_a[e])] for e in range(graph.n_edges)
+                if graph.edge_kind[e] == IN_CHAIN and int(graph.edge_a[e]) in self.backoff}
+
+    def with_backoff(self, backoff):
+        """This layout with back-off weights for the masks ``backoff`` (chain -> ``(L, L)``)
+        instead of any it has; the weights are appended after the others."""
+        return type(self)(self.graph, self.n_features, self.feat_ptr, self.ent_col,
+                          self.state_from, self.state_to, backoff)
+
+    def backoff_weights(self, theta):
+        """Chain -> its back-off weights, one per label."""
+        return {c: theta[at:at + int(self.graph.n_labels[c])]
+                for c, at in self.bias_backoff.items()}
 
     @property
     def n_state_pairs(self):
@@ -149,7 +193,8 @@ class ParameterLayout:
         return len(self.state_from)
 
     def with_state_pairs(self, state_from, state_to):
-        """This layout with joint-state transition weights for the given state pairs."""
+        """This layout with joint-state transition weights for the given state pairs
+        (and no back-off weights)."""
         return type(self)(self.graph, self.n_features, self.feat_ptr, self.ent_col,
                           state_from, state_to)
 
@@ -164,7 +209,7 @@ class ParameterLayout:
         i, j = self._state_pair_index(states)
         ok = (i >= 0) & (j >= 0)
         V = np.zeros((len(states), len(states)))
-        V[i[ok], j[ok]] = theta[self.bias_state:][ok]
+        V[i[ok], j[ok]] = theta[self.bias_state:self.bias_state + self.n_state_pairs][ok]
         return V
 
     def state_transition_gradient(self, counts, states):
@@ -291,6 +336,12 @@ class ParameterLayout:
             block = pair[edge_offset[e]:edge_offset[e + 1]]
             if graph.edge_tied[e]:
                 block[:] = bias
+                a = int(graph.edge_a[e])
+                if graph.edge_kind[e] == IN_CHAIN and a in self.backoff:
+                    L = int(graph.n_labels[a])
+                    b = theta[self.bias_backoff[a]:self.bias_backoff[a] + L]
+                    np.copyto(block.reshape(L, L), np.broadcast_to(b, (L, L)),
+                              where=self.backoff[a])
             else:
                 col = self.edge_col[e]
                 np.add(scores[:, col:col + k], bias, out=block.reshape(n, k))

@@ -117,8 +117,8 @@ class Likelihood(Objective):
         dpair[~np.isfinite(pair)] = 0.0
         grad = layout.gradient(dunary, dpair, edge_offset, b.obs, self.n_threads)
         if state_trans is not None:
-            state_loss, grad[layout.bias_state:] = self._state_loss_gradient(gold_path,
-                                                                             state_counts)
+            state_loss, grad[layout.bias_state:layout.bias_state + layout.n_state_pairs] = (
+                self._state_loss_gradient(gold_path, state_counts))
             loss += state_loss
         return loss, grad
 
