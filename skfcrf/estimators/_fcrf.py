@@ -8,6 +8,7 @@ an objective object (:mod:`skfcrf.objectives`) -> a solver (:mod:`skfcrf.solvers
 fitted attributes.  Prediction asks the model's inference method
 (:mod:`skfcrf.inference`) and never changes the estimator.
 """
+import copy
 import numbers
 from collections import namedtuple
 
@@ -19,6 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOptions
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._early_stopping import (
     EarlyStopping,
@@ -43,6 +45,8 @@ from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_lab
 from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
 from skfcrf.model._partial import complete_labels, labelled_sequences
 from skfcrf.objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
+from skfcrf.objectives._backoff import DeletedLikelihood, fold_backoff
+from skfcrf.objectives._base import Restricted
 from skfcrf.solvers import (
     LBFGS,
     OWLQN,
@@ -61,6 +65,11 @@ TrainingProblem = namedtuple("TrainingProblem", ["objective", "theta0", "random_
 #: ``max_iter``'s default: reaching it in the first stage of the staged default fit
 #: (``objective="independent"``, ``solver="lbfgs"``) is by design and gives no warning.
 DEFAULT_MAX_ITER = 100
+
+#: Starting value of the back-off weights of the fine-tuning stage
+#: (``forbidden_transitions="backoff"``): a transition without a weight of its own
+#: starts ``exp(-5)`` times less likely than an average one.
+BACKOFF_START = -5.0
 
 _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 _POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
@@ -159,7 +168,7 @@ class FactorialCRF(BaseEstimator):
         Maximum TRP iterations (spanning trees) per sequence.
     bp_tol : float, default=1e-6
         TRP stops when no message changes by more than this.
-    forbidden_transitions : "auto", "unseen", None, list or dict, default="auto"
+    forbidden_transitions : "auto", "unseen", "backoff", None, list or dict, default="auto"
         Per chain an iterable of ``(label_from, label_to)`` pairs that may not
         follow each other: a list with one entry per chain, a dict
         ``{chain: pairs}``, or for a one-chain model the pairs themselves.
@@ -167,7 +176,15 @@ class FactorialCRF(BaseEstimator):
         training labels (with ``warm_start``, in none of the fits).
         ``"auto"``: ``"unseen"`` when the model has several chains and
         ``inference`` resolves to ``"joint"`` (whose label combinations are
-        the observed ones already), else None.  Enforced in training and
+        the observed ones already), else None.  ``"backoff"`` (several chains,
+        joint inference, every label given): a transition seen in at most one
+        of five folds of the training sequences is not forbidden but scored by
+        a learnt back-off weight of its target label (``top_weights(kind=
+        "backoff")``), so every labelling over the joint states has a finite
+        ``log_prob``; the fine-tuning stage then trains on a deleted likelihood
+        (each fold scored with the transitions new to the other folds as
+        back-off ones, :mod:`skfcrf.objectives._backoff`) and the model has no
+        joint-state transitions (user guide, "Back-off transitions").  Enforced in training and
         decoding (zero potential).  Joint-state inference then runs on the
         allowed state pairs only, which is much faster when they are few (user
         guide, "Decoding: exact over the observed label combinations").
@@ -327,7 +344,8 @@ class FactorialCRF(BaseEstimator):
         "inference": [StrOptions({"auto", *METHODS})],
         "bp_max_iter": [_POSITIVE_INT],
         "bp_tol": [_POSITIVE_REAL],
-        "forbidden_transitions": [None, StrOptions({"auto", "unseen"}), list, tuple, dict],
+        "forbidden_transitions": [None, StrOptions({"auto", "unseen", "backoff"}), list, tuple,
+                                  dict],
         "forbidden_couplings": [None, dict],
         "batch_size": [_POSITIVE_INT],
         "eta0": [_POSITIVE_REAL],
@@ -477,8 +495,11 @@ class FactorialCRF(BaseEstimator):
                     verbose=self.verbose)
                 finetune = self._finetuning(objective, monitor, stopper)
                 if finetune is not None:
+                    start = result.coef
+                    if isinstance(finetune, DeletedLikelihood):
+                        start = self._open_backoff(finetune, start)
                     tuned = self._batch_solver(self.finetune_iter).solve(
-                        finetune, result.coef, monitor)
+                        finetune, start, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
                 likelihood = finetune if finetune is not None else objective
                 stage = self._state_transition_stage(likelihood, result.coef, monitor, stopper)
@@ -511,23 +532,65 @@ class FactorialCRF(BaseEstimator):
         method = resolve_method(self.inference, self.graph_, self.joint_states_)
         if not method.exact:
             return None
+        if getattr(self, "_backoff", None):
+            return self._deleted_likelihood(objective)
         return Likelihood(objective.batch, method=method, joint_states=self.joint_states_,
                           sigma=self.sigma, forbidden=self.forbidden_,
                           n_threads=objective.n_threads)
+
+    def _deleted_likelihood(self, objective):
+        """The fine-tuning objective of a model with back-off transitions
+        (:class:`~skfcrf.objectives._backoff.DeletedLikelihood`) over the layout
+        with back-off weights for the transitions seen in at most one fold."""
+        graph = self.graph_
+        explicit = {e: m for e, m in self.forbidden_.items()
+                    if graph.edge_kind[e] != IN_CHAIN}
+        batch = copy.copy(objective.batch)
+        masks = fold_backoff(graph, batch.seq_ptr, batch.gold, explicit, sorted(self._backoff))
+        layout = self.layout_
+        if layout.n_state_pairs:
+            # a state pair through a back-off transition has no weight of its own
+            keep = np.ones(layout.n_state_pairs, bool)
+            for c, mask in masks.items():
+                keep &= ~mask[layout.state_from[:, c], layout.state_to[:, c]]
+            layout = layout.with_state_pairs(layout.state_from[keep], layout.state_to[keep])
+            self._kept_state_pairs = keep
+        batch.layout = layout.with_backoff(masks)
+        return DeletedLikelihood(batch, joint_states=self.joint_states_, sigma=self.sigma,
+                                 forbidden=explicit, n_threads=objective.n_threads)
+
+    def _open_backoff(self, deleted, coef):
+        """Switch the estimator to the back-off model of ``deleted`` (its layout and
+        forbidden assignments); the weights ``coef`` (of the closed layout) moved to
+        it, with starting back-off weights.  Until then the model forbids the unseen
+        transitions."""
+        closed = self.layout_
+        state = coef[closed.bias_state:closed.bias_state + closed.n_state_pairs]
+        if closed.n_state_pairs:
+            state = state[self._kept_state_pairs]
+        self.layout_, self.forbidden_ = deleted.layout, deleted.forbidden
+        self._backoff = {}
+        return np.concatenate([coef[:closed.bias_state], state,
+                               np.full(deleted.layout.n_backoff, BACKOFF_START)])
 
     def _state_transition_stage(self, likelihood, coef, monitor, stopper):
         """The joint-state transition weights alone under the likelihood, or None.
 
         After the likelihood training (or fine-tuning) of a model with
         joint-state transitions, ``state_transition_iter`` L-BFGS iterations
-        move those weights alone, the others held.  They are nearly redundant
+        move those weights alone, the others held (with back-off transitions: the
+        back-off weights alone, under the deleted likelihood).  They are nearly redundant
         with the in-chain transitions and couplings, so among all the weights
         L-BFGS hardly moves them in a few iterations; alone they are learnt
         quickly.
         """
-        if (self.state_transition_iter == 0 or not self.layout_.n_state_pairs
-                or not isinstance(likelihood, Likelihood) or monitor.stopped_by_callback
-                or (stopper is not None and stopper.triggered)):
+        if self.state_transition_iter == 0 or monitor.stopped_by_callback or (
+                stopper is not None and stopper.triggered):
+            return None
+        if isinstance(likelihood, DeletedLikelihood):
+            layout = likelihood.layout
+            return Restricted(likelihood, np.arange(layout.n_params) >= layout.bias_state, coef)
+        if not self.layout_.n_state_pairs or not isinstance(likelihood, Likelihood):
             return None
         return self._state_transitions_alone(likelihood, coef)
 
@@ -640,11 +703,27 @@ class FactorialCRF(BaseEstimator):
         """``layout_``, ``joint_states_`` and ``forbidden_`` from the merged
         :class:`StructureStatistics` of the training data (:func:`build_model`);
         returns the model's inference method."""
+        if warm:
+            self._close_backoff()
         model = build_model(self, self.graph_, self.n_features_in_, self.classes_, stats,
                             previous=self if warm else None)
         self.layout_, self.joint_states_, self.forbidden_ = (
             model.layout, model.joint_states, model.forbidden)
+        self._backoff = model.backoff
         return model.method
+
+    def _close_backoff(self):
+        """Undo :meth:`_fit_backoff` (a warm start trains with the unseen transitions
+        forbidden again)."""
+        layout = self.layout_
+        if not layout.n_backoff:
+            return
+        forbidden = dict(self.forbidden_)
+        for e, mask in layout.backoff_edges.items():
+            forbidden[e] = forbidden[e] | mask if e in forbidden else mask.copy()
+        self.coef_ = self.coef_[:layout.bias_state + layout.n_state_pairs].copy()
+        self.layout_ = layout.with_backoff({})
+        self.forbidden_ = forbidden
 
     def _objective(self, batch):
         """The objective object for this estimator's settings over ``batch``."""
@@ -730,6 +809,8 @@ class FactorialCRF(BaseEstimator):
                     f"over the joint label states uses; inference={self.inference!r} resolves "
                     f"to {method.name!r} (set inference='joint' or 'auto')")
             method = method.bind(state_trans=self.layout_.state_transitions(self.coef_, states))
+        if self.layout_.n_backoff and method.over_joint_states:
+            method = method.bind(backoff=self.layout_.backoff)
         return seq_ptr, unary, pair, method
 
     def _decoded_labels(self, X):
@@ -800,7 +881,7 @@ class FactorialCRF(BaseEstimator):
             ``"approximate"``: it did not), ``n_iter`` (inference iterations),
             ``log_prob`` (``log p(labels | x)``, given the fixed labels if
             any: exact when the status is ``"exact"``, else the TRP/Bethe
-            estimate), ``gap`` (NaN) and ``alternatives``: with ``n_best > 1``
+            estimate) and ``alternatives``: with ``n_best > 1``
             the next best distinct labellings, best first, as
             ``SequenceDecoding`` records -- exact (A* k-best search) with exact
             inference, ``"approximate"`` with TRP (chain-wise search from the

@@ -33,6 +33,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.joint import joint_states_from_labels
 from skfcrf.inference import resolve_method
 from skfcrf.model._labels import forbidden_masks, resolve_couplings, seen_transitions
@@ -45,8 +46,12 @@ __all__ = ["StructureStatistics", "Model", "model_graph", "collect_options", "bu
            "select_sequences"]
 
 #: What :func:`build_model` returns: the parameter layout, the joint label states,
-#: the forbidden assignments (edge -> mask) and the model's inference method.
-Model = namedtuple("Model", ["layout", "joint_states", "forbidden", "method"])
+#: the forbidden assignments (edge -> mask), the model's inference method and the
+#: back-off transitions (chain -> mask of its in-chain transitions never seen in
+#: training; empty without back-off).  The forbidden assignments include the
+#: back-off transitions: training runs over the seen transitions, and the fit
+#: estimates the back-off weights last (:mod:`skfcrf.objectives._backoff`).
+Model = namedtuple("Model", ["layout", "joint_states", "forbidden", "method", "backoff"])
 
 
 def _modes(params):
@@ -187,24 +192,41 @@ def check_memory(params, graph, n_features, stats):
 
 
 def forbidden_assignments(params, graph, classes, stats, method, previous=None):
-    """``forbidden_``: edge -> mask of the assignments the model forbids.
+    """``(forbidden, backoff)``: edge -> mask of the assignments training forbids, and
+    chain -> mask of the in-chain transitions the fitted model scores by back-off
+    weights (empty: none).
 
     ``forbidden_transitions="auto"`` is ``"unseen"`` when the model has several
     chains, ``method`` is over the joint label states and every label of the
     labelled sequences is given (with missing labels the unseen transitions are
-    not known well enough); else None.  ``previous``: the forbidden assignments
-    of the fit a warm start continues (a transition seen then stays allowed).
+    not known well enough); else None.  ``"backoff"`` (same conditions, else
+    ``ValueError``): the in-chain transitions never seen in training are
+    back-off transitions -- forbidden while training, scored by back-off weights
+    in the fitted model (:mod:`skfcrf.objectives._backoff`).  ``previous``: the
+    forbidden assignments of the fit a warm start continues (a transition seen
+    then stays allowed).
     """
     transitions = params.forbidden_transitions
-    if isinstance(transitions, str) and transitions == "auto":
+    open_world = False
+    if isinstance(transitions, str) and transitions in ("auto", "backoff"):
         several_joint = graph.n_chains > 1 and method.over_joint_states and not stats.partial
+        if transitions == "backoff" and not several_joint:
+            raise ValueError(
+                "forbidden_transitions='backoff' needs several chains, inference over the "
+                f"joint label states (this model's resolves to {method.name!r}) and every "
+                "label given")
+        open_world = transitions == "backoff"
         transitions = "unseen" if several_joint else None
     forbidden = forbidden_masks(graph, classes, transitions, params.forbidden_couplings,
                                 stats.seen)
     if previous is not None and isinstance(transitions, str):
         forbidden = {e: m & previous[e] for e, m in forbidden.items()
                      if e in previous and (m & previous[e]).any()}
-    return forbidden
+    backoff = {}
+    if open_world:
+        backoff = {int(graph.edge_a[e]): m for e, m in forbidden.items()
+                   if graph.edge_kind[e] == IN_CHAIN and graph.edge_tied[e]}
+    return forbidden, backoff
 
 
 def uses_state_transitions(params, n_chains, method, partial):
@@ -243,13 +265,13 @@ def build_model(params, graph, n_features, classes, stats, previous=None):
         joint_states = joint_states_from_labels(
             np.vstack([previous.joint_states_, stats.joint_states(graph.n_labels)]))
     method = resolve_method(params.inference, graph, joint_states)
-    forbidden = forbidden_assignments(params, graph, classes, stats, method,
-                                      None if previous is None else previous.forbidden_)
+    forbidden, backoff = forbidden_assignments(params, graph, classes, stats, method,
+                                               None if previous is None else previous.forbidden_)
     if previous is None and uses_state_transitions(params, graph.n_chains, method,
                                                    stats.partial):
         C = graph.n_chains
         layout = layout.with_state_pairs(stats.state_pairs[:, :C], stats.state_pairs[:, C:])
-    return Model(layout, joint_states, forbidden, method)
+    return Model(layout, joint_states, forbidden, method, backoff)
 
 
 def select_sequences(seq_ptr, index):

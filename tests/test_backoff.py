@@ -1,0 +1,220 @@
+"""Back-off transitions: the grouped joint-state kernels against the dense ones and
+enumeration, the deleted-likelihood estimate of the back-off weights, and the
+estimator's ``forbidden_transitions="backoff"``."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from skfcrf import FactorialCRF
+from skfcrf._kernels.graph import IN_CHAIN, pair_layout
+from skfcrf._kernels.joint import joint_map, joint_marginals
+from skfcrf.model._layout import build_graph
+
+from _helpers import assert_central_differences, synthetic
+from brute import full_score
+
+
+def _problem(rng, n_labels, lengths, couplings="default", below=False, state_trans=False):
+    """A random tiny model over a random subset of the label combinations whose in-chain
+    potentials share a back-off weight per target label on random pairs, with a few
+    forbidden pairs; ``below``: the seen pairs score below the back-off (Viterbi's
+    relaxation is then loose and the dense fallback decodes)."""
+    C = len(n_labels)
+    graph = build_graph(n_labels, [(a, a + 1) for a in range(C - 1)], "default", couplings)
+    every = np.array(list(itertools.product(*[range(n) for n in n_labels])), np.int32)
+    keep = rng.random(len(every)) < 0.7
+    keep[0] = True
+    states = every[keep]
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(seq_ptr[-1])
+    unary = rng.normal(size=(n, graph.total_labels))
+    eo = pair_layout(graph, n)
+    pair = rng.normal(size=int(eo[-1]))
+    backoff = {}
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] != IN_CHAIN:
+            continue
+        c = int(graph.edge_a[e])
+        L = n_labels[c]
+        block = pair[eo[e]:eo[e] + L * L].reshape(L, L)
+        unseen = rng.random((L, L)) < 0.5
+        block[unseen] = np.broadcast_to(rng.normal(size=L) - 1.0, (L, L))[unseen]
+        forbid = (rng.random((L, L)) < 0.15) & ~unseen
+        block[forbid] = -np.inf
+        if below:
+            block[~unseen & ~forbid] = np.minimum(block[~unseen & ~forbid], -3.0)
+        backoff[c] = unseen
+    st = None
+    if state_trans and C > 1:
+        S = len(states)
+        weighted = rng.random((S, S)) < 0.3
+        for e in range(graph.n_edges):
+            if graph.edge_kind[e] == IN_CHAIN:
+                c, L = int(graph.edge_a[e]), n_labels[int(graph.edge_a[e])]
+                block = pair[eo[e]:eo[e] + L * L].reshape(L, L)
+                i, j = states[:, c][:, None], states[:, c][None, :]
+                weighted &= ~backoff[c][i, j] & np.isfinite(block[i, j])
+        st = np.where(weighted, rng.normal(size=(S, S)), 0.0)
+    return graph, states, seq_ptr, unary, pair, eo, backoff, st
+
+
+CASES = [((3, 2), "default", False, False), ((2, 3, 2), "all", False, True),
+         ((3, 3), "all", True, False), ((2, 2, 2), "default", True, True), ((4,), "default", False, False)]
+
+
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
+@pytest.mark.parametrize("seed", range(4))
+def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, seed):
+    rng = np.random.default_rng(seed)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), rng.integers(1, 6, size=4), couplings, below, state_trans)
+    _, dense_score = joint_map(graph, states, seq_ptr, unary, pair, sparse=False, state_trans=st)
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair, state_trans=st,
+                              backoff=backoff)
+    np.testing.assert_allclose(score, dense_score, rtol=1e-10, atol=1e-10)
+    node0, pmarg0, log_z0 = joint_marginals(graph, states, seq_ptr, unary, pair,
+                                            pair_marginals=True, sparse=False, state_trans=st)
+    node, pmarg, log_z, unseen = joint_marginals(graph, states, seq_ptr, unary, pair,
+                                                 pair_marginals=True, state_trans=st,
+                                                 backoff=backoff)
+    np.testing.assert_allclose(log_z, log_z0, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(node, node0, atol=1e-9)
+    for e in range(graph.n_edges):
+        block, block0 = pmarg[eo[e]:eo[e + 1]], pmarg0[eo[e]:eo[e + 1]]
+        if graph.edge_kind[e] == IN_CHAIN:
+            c = int(graph.edge_a[e])
+            mask = backoff[c].ravel()
+            np.testing.assert_allclose(block, np.where(mask, 0.0, block0), atol=1e-8)
+            L = n_labels[c]
+            np.testing.assert_allclose(unseen[c], (block0 * mask).reshape(L, L).sum(axis=0),
+                                       atol=1e-8)
+        else:
+            np.testing.assert_allclose(block, block0, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_grouped_kernels_match_enumeration(seed):
+    """Over the allowed combinations only: log Z and the best labelling's score."""
+    rng = np.random.default_rng(seed)
+    graph, states, seq_ptr, unary, pair, eo, backoff, _ = _problem(
+        rng, [2, 3], [3, 2], below=seed == 2)
+    _, log_z = joint_marginals(graph, states, seq_ptr, unary, pair, backoff=backoff)
+    labels, best = joint_map(graph, states, seq_ptr, unary, pair, backoff=backoff)
+    allowed = {tuple(s) for s in states}
+    for q in range(len(seq_ptr) - 1):
+        start, T = int(seq_ptr[q]), int(seq_ptr[q + 1] - seq_ptr[q])
+        scores = [full_score(graph, unary, pair, eo, start, np.array(y).reshape(T, 2))
+                  for y in itertools.product(*[list(allowed)] * T)]
+        assert log_z[q] == pytest.approx(logsumexp(scores), rel=1e-10)
+        assert best[q] == pytest.approx(max(scores), rel=1e-10)
+        assert full_score(graph, unary, pair, eo, start, labels[start:start + T]) == \
+            pytest.approx(best[q], rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grouped_state_pair_counts(seed):
+    """The expected counts of the state pairs whose transitions are all seen (the ones
+    joint-state transition weights may weight) match the dense kernel's."""
+    rng = np.random.default_rng(seed)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, [2, 3, 2], rng.integers(1, 6, size=4), "all", seed % 2 == 0, True)
+    *_, dense = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
+                                sparse=False, state_trans=st, state_pairs=True)
+    *_, grouped = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
+                                  state_trans=st, state_pairs=True, backoff=backoff)
+    seen = np.ones(dense.shape, bool)
+    for c in range(3):
+        seen &= ~backoff[c][states[:, c][:, None], states[:, c][None, :]]
+    np.testing.assert_allclose(grouped, np.where(seen, dense, 0.0), atol=1e-9)
+
+
+def test_deleted_likelihood_gradient():
+    from skfcrf.estimators import training_problem
+
+    X, y = _dictations(6)
+    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
+    objective, _, _ = training_problem(est, X, y)
+    deleted = est._deleted_likelihood(objective)
+    layout = deleted.layout
+    assert layout.n_backoff > 0
+    rng = np.random.default_rng(0)
+    theta = rng.normal(scale=0.3, size=layout.n_params)
+    loss, grad = deleted.loss_gradient(theta)
+    assert np.isfinite(loss)
+    idx = np.concatenate([rng.choice(layout.bias_state, 25, replace=False),
+                          np.arange(layout.bias_state, layout.n_params)[::5]])
+    assert_central_differences(deleted.loss_gradient, theta, grad, idx)
+
+
+def _dictations(n):
+    from skfcrf.datasets import make_dictations
+    X, y = make_dictations(n, "rcg", random_state=3)
+    return [[{"w=" + w.lower(): 1.0} for w in seq] for seq in X], y
+
+
+def _fitted(**params):
+    X, y = _dictations(8)
+    return FactorialCRF(finetune_iter=3, forbidden_transitions="backoff",
+                        **params).fit(X, y), X, y
+
+
+def _with_unseen_transition(crf, y):
+    """A training labelling with one token's combination replaced by another seen one,
+    so that some in-chain transition was never seen in training."""
+    states = crf.joint_states_
+    for seq in y:
+        labels = np.array([[list(crf.classes_[c]).index(v) for c, v in enumerate(tok)]
+                           for tok in seq])
+        for t in range(1, len(labels)):
+            for s in states:
+                if any(crf.layout_.backoff.get(c, np.zeros((1, 1), bool))[
+                        labels[t - 1, c], s[c]] for c in range(crf.n_chains_)):
+                    out = [tuple(tok) for tok in seq]
+                    out[t] = tuple(crf.classes_[c][s[c]] for c in range(crf.n_chains_))
+                    return y.index(seq), out
+    raise AssertionError("no labelling with an unseen transition")
+
+
+def test_backoff_model_scores_unseen_transitions():
+    crf, X, y = _fitted()
+    closed = FactorialCRF(finetune_iter=3, forbidden_transitions="unseen").fit(X, y)
+    assert 0 < crf.layout_.n_backoff <= sum(len(c) for c in crf.classes_)
+    assert not any(crf.graph_.edge_kind[e] == IN_CHAIN for e in crf.forbidden_)
+    q, labelling = _with_unseen_transition(crf, y)
+    assert closed.log_prob([X[q]], [labelling])[0] == -np.inf
+    lp = crf.log_prob([X[q]], [labelling])[0]
+    assert np.isfinite(lp) and lp < 0
+    decoded = crf.decode([X[q]], fixed=[labelling])[0]
+    assert [tuple(t) for t in decoded.labels] == labelling
+
+
+def test_backoff_probabilities_sum_to_one_and_roundtrip(tmp_path):
+    crf, X, y = _fitted()
+    marg = crf.predict_marginals(X[:3])
+    for m in marg:
+        for chain in m:
+            np.testing.assert_allclose(chain.sum(axis=1), 1.0)
+    path = tmp_path / "m.npz"
+    crf.save(path)
+    back = FactorialCRF.load(path)
+    assert back.layout_.n_backoff == crf.layout_.n_backoff
+    np.testing.assert_array_equal(back.coef_, crf.coef_)
+    np.testing.assert_allclose(back.log_prob(X[:5], y[:5]), crf.log_prob(X[:5], y[:5]))
+    assert [p.tolist() for p in back.predict(X[:5])] == [p.tolist() for p in crf.predict(X[:5])]
+
+
+def test_backoff_weights_inspected_and_warm_start():
+    crf, X, y = _fitted(warm_start=True)
+    table = crf.top_weights(n=5, kind="backoff")
+    assert len(table) == 5 and all(r.kind == "backoff" for r in table)
+    n_params = crf.layout_.n_params
+    crf.fit(X, y)
+    assert crf.layout_.n_params == n_params and np.all(np.isfinite(crf.coef_))
+
+
+def test_backoff_needs_joint_states():
+    X, y = synthetic(n_seq=10, n_chains=1, seed=0)
+    with pytest.raises(ValueError, match="backoff"):
+        FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X, y)
