@@ -37,7 +37,7 @@ from skfcrf.model._building import (
     model_graph,
     select_sequences,
 )
-from skfcrf.model._fixed import FixedLabels, check_fixed, encode_fixed
+from skfcrf.model._fixed import check_fixed, encode_fixed
 from skfcrf.model._inspection import top_weights as _top_weights
 from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
 from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
@@ -884,16 +884,7 @@ class FactorialCRF(BaseEstimator):
         gold = encode_labels(self.classes_, y_seqs,
                              "it was not in the training data; log_prob scores labellings "
                              "with the labels the model was trained on only")
-        log_z = method.log_partition(seq_ptr, unary, pair)
-        values = method.log_probs(seq_ptr, unary, pair, np.maximum(gold, 0), log_z)
-        missing = (gold < 0).any(axis=1)
-        if missing.any():
-            partial = np.unique(np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))[missing])
-            clamped = FixedLabels(gold, seq_ptr, self.classes_, name="y").clamp(self.graph_, unary)
-            with np.errstate(invalid="ignore"):
-                given = method.log_partition(seq_ptr, clamped, pair) - log_z
-            values[partial] = method.bound(given[partial])
-        return values
+        return method.log_probs_given(seq_ptr, unary, pair, gold)
 
     def predict_marginals(self, X, fixed=None, return_status=False):
         """Marginal probability of every label of every chain at every token.

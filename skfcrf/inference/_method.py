@@ -62,6 +62,7 @@ import numpy as np
 
 from skfcrf._kernels.graph import pair_layout
 from skfcrf._kernels.states import labelling_scores, sequence_pair
+from skfcrf.model._fixed import FixedLabels
 
 __all__ = ["InferenceMethod", "SequenceDecoding", "STATUSES"]
 
@@ -261,6 +262,23 @@ class InferenceMethod:
         if bad is not None:
             out[bad] = -np.inf
         return self.bound(out)
+
+    def log_probs_given(self, seq_ptr, unary, pair, labels):
+        """``log p(given labels | x)`` per sequence for label indices ``labels`` ``(N, C)``
+        with ``-1`` where a label is missing: :meth:`log_probs` for a complete
+        labelling, ``log Z(given labels) - log Z`` for one with missing labels."""
+        log_z = self.log_partition(seq_ptr, unary, pair)
+        values = self.log_probs(seq_ptr, unary, pair, np.maximum(labels, 0), log_z)
+        missing = (labels < 0).any(axis=1)
+        if missing.any():
+            seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+            partial = np.unique(seq_of[missing])
+            clamp = FixedLabels(np.asarray(labels, np.int32), np.asarray(seq_ptr, np.int64), None,
+                                name="y")
+            with np.errstate(invalid="ignore"):
+                part = self.log_partition(seq_ptr, clamped(self.graph, unary, clamp), pair) - log_z
+            values[partial] = self.bound(part[partial])
+        return values
 
     def marginals_given(self, seq_ptr, unary, pair, fixed=None):
         """Node marginals, status and iterations of the model clamped to ``fixed``.
