@@ -148,7 +148,7 @@ class FactorialCRF(BaseEstimator):
         Inference for decoding and marginals.  ``"joint"``: exact Viterbi /
         forward-backward over the label combinations seen in training
         (``joint_states_``); a combination never seen in training is then not
-        predicted (see the user guide).  ``"trp"``: loopy belief propagation
+        predicted, unless fixed labels need it (see the user guide).  ``"trp"``: loopy belief propagation
         with the TRP schedule (max-product decoding refined by chain-wise
         coordinate ascent).  ``"exact"``: over the full product label space
         (small label sets only).  ``"auto"``: exact for one chain; for several,
@@ -763,8 +763,7 @@ class FactorialCRF(BaseEstimator):
         """Validated, encoded ``fixed`` (or None), checked against the model's constraints."""
         encoded = encode_fixed(fixed, seq_ptr, self.classes_, self._one_chain)
         if encoded is not None:
-            check_fixed(encoded, self.graph_, self.forbidden_,
-                        self.joint_states_ if method.over_joint_states else None)
+            check_fixed(encoded, self.graph_, self.forbidden_)
         return encoded
 
     def _as_output(self, labels):
@@ -811,9 +810,20 @@ class FactorialCRF(BaseEstimator):
         ValueError
             When ``fixed`` has the wrong shape, holds a label unknown to the
             model, or fixed labels the model's constraints forbid (forbidden
-            transitions or couplings; with ``inference="joint"`` a label
-            combination not among ``joint_states_``); the message names the
-            sequence, token and chain.
+            transitions or couplings, or no labelling through the free tokens
+            between them); the message names the sequence, token and chain.
+
+        Notes
+        -----
+        With ``inference="joint"``, fixed labels in a label combination never
+        seen in training (not in ``joint_states_``) are decoded over the seen
+        combinations plus those the sequence's fixed labels need: a fully
+        fixed token's combination, and for a partially fixed token that agrees
+        with no seen combination its fixed labels with every label of the free
+        chains (explicitly forbidden couplings left out).  ``log_prob`` is
+        then relative to that extended space, whose normaliser is a lower
+        bound on the model's over all combinations (see the user guide,
+        "Label combinations never seen in training").
 
         Examples
         --------
@@ -851,10 +861,23 @@ class FactorialCRF(BaseEstimator):
         """``log p(y | x)`` of given labellings, per sequence.
 
         Exact for one chain and for exact inference over several chains
-        (``inference`` resolving to ``"joint"`` or ``"exact"``; with
-        ``"joint"`` a labelling using a label combination outside
-        ``joint_states_`` has ``-inf``); with TRP the Bethe estimate (capped
-        at 0).  A labelling the model's constraints forbid has ``-inf``.
+        (``inference`` resolving to ``"joint"`` or ``"exact"``); with TRP the
+        Bethe estimate (capped at 0).  A labelling the model's constraints
+        forbid (forbidden transitions or couplings) has ``-inf``.
+
+        With ``"joint"`` the normaliser ``log Z`` is over the label
+        combinations seen in training (``joint_states_``), plus, for a
+        sequence whose labelling uses others, those combinations (per
+        sequence; for a token with missing labels that agree with no seen
+        combination, its given labels with every label of the missing
+        chains).  The value is then the log-probability under the model
+        restricted to that extended space: its ``log Z`` is a lower bound on
+        the one over all combinations, so the value is an upper bound on the
+        full model's, and as the space depends on the labelling, the
+        probabilities of labellings with different unseen combinations need
+        not sum to 1 (see the user guide, "Label combinations never seen in
+        training").  Labellings over the seen combinations are scored as
+        before.
 
         A labelling with missing labels (``None``) gets the log-probability
         of its given labels, ``log sum_y' p(y' | x)`` over the labellings
