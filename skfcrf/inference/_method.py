@@ -26,7 +26,8 @@ primitive                  returns
 
 Built on them, once for every method: :meth:`InferenceMethod.decode_ranked`
 (``decode``), :meth:`~InferenceMethod.marginals_given` (``predict_marginals``),
-:meth:`~InferenceMethod.log_probs` (``log_prob``),
+:meth:`~InferenceMethod.log_probs` and
+:meth:`~InferenceMethod.log_probs_given` (``log_prob``),
 :meth:`~InferenceMethod.log_max_marginals` (active learning) and the
 feasibility checks of fixed labels (:meth:`~InferenceMethod.check_feasible`,
 :meth:`~InferenceMethod.locate_conflict`).
@@ -42,7 +43,8 @@ feasibility checks of fixed labels (:meth:`~InferenceMethod.check_feasible`,
     ``score(labels) - log Z``, the score being the sum of the labelling's
     log-potentials (plus :meth:`~InferenceMethod.extra_scores`) and ``log Z``
     the log partition function of the same potentials.  Exact for exact
-    methods (a labelling outside the joint label states has ``-inf``).  With
+    methods (over the joint label states: over the seen states extended by
+    the labelling's unseen combinations, :mod:`skfcrf.inference._joint`).  With
     TRP ``log Z`` is the Bethe estimate (minus the Bethe free energy of TRP's
     sum-product beliefs), so ``log_prob`` is an estimate too, capped at 0.
     With fixed labels both the score and ``log Z`` are those of the clamped
@@ -156,8 +158,8 @@ class InferenceMethod:
     Class attributes say what a method is: ``name`` (the ``inference=``
     value), ``exact`` (results are exact; status ``"exact"``),
     ``over_joint_states`` (it runs over the label combinations seen in
-    training, so labellings outside them are impossible and the model may
-    weight transitions between them).  A method is registered in
+    training -- extended per sequence by those given labels need -- and the
+    model may weight transitions between them).  A method is registered in
     :data:`skfcrf.inference.METHODS`.
     """
 
