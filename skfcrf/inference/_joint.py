@@ -159,8 +159,12 @@ def extra_states(graph, states, seq_ptr, labels, unary, pair, limit=MAX_JOINT_ST
     rows_p = np.flatnonzero(given.any(axis=1) & ~complete)
     new_p = rows_p
     if rows_p.size:
-        patterns, inverse = np.unique(labels[rows_p], axis=0, return_inverse=True)
-        new_p = rows_p[~_agreeing(patterns, states)[inverse.ravel()]]
+        # distinct partial rows by an integer code (np.unique over rows is slower)
+        block = labels[rows_p].astype(np.int64) + 1
+        radix = np.cumprod(np.concatenate([[1], np.asarray(graph.n_labels[::-1][:-1], np.int64)
+                                           + 1]))[::-1]
+        _, first, inverse = np.unique(block @ radix, return_index=True, return_inverse=True)
+        new_p = rows_p[~_agreeing(labels[rows_p[first]], states)[inverse.ravel()]]
     if not new_c.size and not new_p.size:
         return {}
     edge_offset = pair_layout(graph, int(seq_ptr[-1]))
