@@ -58,13 +58,21 @@ def hide(y, fraction, seed=0, chains=None):
 
 
 def completions(crf, seq):
-    """Every labelling of ``seq`` (rows with None) that agrees with its given labels."""
+    """Every labelling of ``seq`` (rows with None) that agrees with its given labels --
+    with ``inference="joint"`` only those over the joint label states: ``log_prob`` scores
+    a labelling with other combinations over states extended by them, a different space."""
     slots = [(t, c) for t, row in enumerate(seq) for c, lab in enumerate(row) if lab is None]
+    seen = None
+    if crf.inference == "joint":
+        seen = {tuple(crf.classes_[c][v] for c, v in enumerate(row))
+                for row in crf.joint_states_.tolist()}
     for values in itertools.product(*[crf.classes_[c] for _, c in slots]):
         rows = [list(row) for row in seq]
         for (t, c), v in zip(slots, values):
             rows[t][c] = v
-        yield [tuple(r) for r in rows]
+        rows = [tuple(r) for r in rows]
+        if seen is None or all(r in seen for r in rows):
+            yield rows
 
 
 def reference_loss(crf, X, y):

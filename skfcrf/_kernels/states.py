@@ -47,7 +47,7 @@ from skfcrf._kernels.joint import joint_marginals, state_index, state_transition
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_log_partition", "state_max_marginals", "conditional_max_marginals",
            "logdomain_state_marginals", "state_index", "state_path_scores", "state_steps",
-           "following_tokens", "rescue_sequence", "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "following_tokens", "rescue_sequence", "sub_batch", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -520,6 +520,31 @@ def sequence_pair(graph, pair, edge_offset, rows):
             k = graph.edge_size(e)
             parts.append(block[rows[0] * k:(rows[-1] + 1) * k])
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def sub_batch(graph, seq_ptr, unary, pair, seqs):
+    """The sequences ``seqs`` (ascending) of a batch as a batch of their own.
+
+    Returns ``seq_ptr, unary, pair, rows``: the sub-batch's inputs, laid out as
+    :func:`skfcrf._kernels.batch.marginals` takes them (tied templates shared,
+    untied ones the sequences' own positions), and the global token rows it
+    holds, in order.
+    """
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    seqs = np.asarray(seqs, np.int64)
+    lengths = seq_ptr[seqs + 1] - seq_ptr[seqs]
+    rows = (np.concatenate([np.arange(seq_ptr[s], seq_ptr[s + 1]) for s in seqs])
+            if len(seqs) else np.zeros(0, np.int64)).astype(np.int64)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    parts = []
+    for e in range(graph.n_edges):
+        block = pair[edge_offset[e]:edge_offset[e + 1]]
+        if graph.edge_tied[e]:
+            parts.append(block)
+        else:
+            parts.append(block.reshape(-1, graph.edge_size(e))[rows].ravel())
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return ptr, unary[rows], (np.concatenate(parts) if parts else np.zeros(0)), rows
 
 
 def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,

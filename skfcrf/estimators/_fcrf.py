@@ -39,7 +39,7 @@ from skfcrf.model._building import (
     model_graph,
     select_sequences,
 )
-from skfcrf.model._fixed import FixedLabels, check_fixed, encode_fixed
+from skfcrf.model._fixed import check_fixed, encode_fixed
 from skfcrf.model._inspection import top_weights as _top_weights
 from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
 from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
@@ -157,7 +157,7 @@ class FactorialCRF(BaseEstimator):
         Inference for decoding and marginals.  ``"joint"``: exact Viterbi /
         forward-backward over the label combinations seen in training
         (``joint_states_``); a combination never seen in training is then not
-        predicted (see the user guide).  ``"trp"``: loopy belief propagation
+        predicted, unless fixed labels need it (see the user guide).  ``"trp"``: loopy belief propagation
         with the TRP schedule (max-product decoding refined by chain-wise
         coordinate ascent).  ``"exact"``: over the full product label space
         (small label sets only).  ``"auto"``: exact for one chain; for several,
@@ -844,8 +844,7 @@ class FactorialCRF(BaseEstimator):
         """Validated, encoded ``fixed`` (or None), checked against the model's constraints."""
         encoded = encode_fixed(fixed, seq_ptr, self.classes_, self._one_chain)
         if encoded is not None:
-            check_fixed(encoded, self.graph_, self.forbidden_,
-                        self.joint_states_ if method.over_joint_states else None)
+            check_fixed(encoded, self.graph_, self.forbidden_)
         return encoded
 
     def _as_output(self, labels):
@@ -892,9 +891,20 @@ class FactorialCRF(BaseEstimator):
         ValueError
             When ``fixed`` has the wrong shape, holds a label unknown to the
             model, or fixed labels the model's constraints forbid (forbidden
-            transitions or couplings; with ``inference="joint"`` a label
-            combination not among ``joint_states_``); the message names the
-            sequence, token and chain.
+            transitions or couplings, or no labelling through the free tokens
+            between them); the message names the sequence, token and chain.
+
+        Notes
+        -----
+        With ``inference="joint"``, fixed labels in a label combination never
+        seen in training (not in ``joint_states_``) are decoded over the seen
+        combinations plus those the sequence's fixed labels need: a fully
+        fixed token's combination, and for a partially fixed token that agrees
+        with no seen combination its fixed labels with every label of the free
+        chains (explicitly forbidden couplings left out).  ``log_prob`` is
+        then relative to that extended space, whose normaliser is a lower
+        bound on the model's over all combinations (see the user guide,
+        "Label combinations never seen in training").
 
         Examples
         --------
@@ -932,10 +942,23 @@ class FactorialCRF(BaseEstimator):
         """``log p(y | x)`` of given labellings, per sequence.
 
         Exact for one chain and for exact inference over several chains
-        (``inference`` resolving to ``"joint"`` or ``"exact"``; with
-        ``"joint"`` a labelling using a label combination outside
-        ``joint_states_`` has ``-inf``); with TRP the Bethe estimate (capped
-        at 0).  A labelling the model's constraints forbid has ``-inf``.
+        (``inference`` resolving to ``"joint"`` or ``"exact"``); with TRP the
+        Bethe estimate (capped at 0).  A labelling the model's constraints
+        forbid (forbidden transitions or couplings) has ``-inf``.
+
+        With ``"joint"`` the normaliser ``log Z`` is over the label
+        combinations seen in training (``joint_states_``), plus, for a
+        sequence whose labelling uses others, those combinations (per
+        sequence; for a token with missing labels that agree with no seen
+        combination, its given labels with every label of the missing
+        chains).  The value is then the log-probability under the model
+        restricted to that extended space: its ``log Z`` is a lower bound on
+        the one over all combinations, so the value is an upper bound on the
+        full model's, and as the space depends on the labelling, the
+        probabilities of labellings with different unseen combinations need
+        not sum to 1 (see the user guide, "Label combinations never seen in
+        training").  Labellings over the seen combinations are scored as
+        before.
 
         A labelling with missing labels (``None``) gets the log-probability
         of its given labels, ``log sum_y' p(y' | x)`` over the labellings
@@ -965,16 +988,7 @@ class FactorialCRF(BaseEstimator):
         gold = encode_labels(self.classes_, y_seqs,
                              "it was not in the training data; log_prob scores labellings "
                              "with the labels the model was trained on only")
-        log_z = method.log_partition(seq_ptr, unary, pair)
-        values = method.log_probs(seq_ptr, unary, pair, np.maximum(gold, 0), log_z)
-        missing = (gold < 0).any(axis=1)
-        if missing.any():
-            partial = np.unique(np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))[missing])
-            clamped = FixedLabels(gold, seq_ptr, self.classes_, name="y").clamp(self.graph_, unary)
-            with np.errstate(invalid="ignore"):
-                given = method.log_partition(seq_ptr, clamped, pair) - log_z
-            values[partial] = method.bound(given[partial])
-        return values
+        return method.log_probs_given(seq_ptr, unary, pair, gold)
 
     def predict_marginals(self, X, fixed=None, return_status=False):
         """Marginal probability of every label of every chain at every token.

@@ -26,7 +26,8 @@ primitive                  returns
 
 Built on them, once for every method: :meth:`InferenceMethod.decode_ranked`
 (``decode``), :meth:`~InferenceMethod.marginals_given` (``predict_marginals``),
-:meth:`~InferenceMethod.log_probs` (``log_prob``),
+:meth:`~InferenceMethod.log_probs` and
+:meth:`~InferenceMethod.log_probs_given` (``log_prob``),
 :meth:`~InferenceMethod.log_max_marginals` (active learning) and the
 feasibility checks of fixed labels (:meth:`~InferenceMethod.check_feasible`,
 :meth:`~InferenceMethod.locate_conflict`).
@@ -42,7 +43,8 @@ feasibility checks of fixed labels (:meth:`~InferenceMethod.check_feasible`,
     ``score(labels) - log Z``, the score being the sum of the labelling's
     log-potentials (plus :meth:`~InferenceMethod.extra_scores`) and ``log Z``
     the log partition function of the same potentials.  Exact for exact
-    methods (a labelling outside the joint label states has ``-inf``).  With
+    methods (over the joint label states: over the seen states extended by
+    the labelling's unseen combinations, :mod:`skfcrf.inference._joint`).  With
     TRP ``log Z`` is the Bethe estimate (minus the Bethe free energy of TRP's
     sum-product beliefs), so ``log_prob`` is an estimate too, capped at 0.
     With fixed labels both the score and ``log Z`` are those of the clamped
@@ -62,6 +64,7 @@ import numpy as np
 
 from skfcrf._kernels.graph import pair_layout
 from skfcrf._kernels.states import labelling_scores, sequence_pair
+from skfcrf.model._fixed import FixedLabels
 
 __all__ = ["InferenceMethod", "SequenceDecoding", "STATUSES"]
 
@@ -156,8 +159,8 @@ class InferenceMethod:
     Class attributes say what a method is: ``name`` (the ``inference=``
     value), ``exact`` (results are exact; status ``"exact"``),
     ``over_joint_states`` (it runs over the label combinations seen in
-    training, so labellings outside them are impossible and the model may
-    weight transitions between them).  A method is registered in
+    training -- extended per sequence by those given labels need -- and the
+    model may weight transitions between them).  A method is registered in
     :data:`skfcrf.inference.METHODS`.
     """
 
@@ -263,6 +266,23 @@ class InferenceMethod:
         if bad is not None:
             out[bad] = -np.inf
         return self.bound(out)
+
+    def log_probs_given(self, seq_ptr, unary, pair, labels):
+        """``log p(given labels | x)`` per sequence for label indices ``labels`` ``(N, C)``
+        with ``-1`` where a label is missing: :meth:`log_probs` for a complete
+        labelling, ``log Z(given labels) - log Z`` for one with missing labels."""
+        log_z = self.log_partition(seq_ptr, unary, pair)
+        values = self.log_probs(seq_ptr, unary, pair, np.maximum(labels, 0), log_z)
+        missing = (labels < 0).any(axis=1)
+        if missing.any():
+            seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+            partial = np.unique(seq_of[missing])
+            clamp = FixedLabels(np.asarray(labels, np.int32), np.asarray(seq_ptr, np.int64), None,
+                                name="y")
+            with np.errstate(invalid="ignore"):
+                part = self.log_partition(seq_ptr, clamped(self.graph, unary, clamp), pair) - log_z
+            values[partial] = self.bound(part[partial])
+        return values
 
     def marginals_given(self, seq_ptr, unary, pair, fixed=None):
         """Node marginals, status and iterations of the model clamped to ``fixed``.

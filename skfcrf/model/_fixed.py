@@ -13,10 +13,12 @@ one chain, product space, joint label states (a state whose label differs gets
 score ``-inf``), TRP -- then infers given the fixed labels.
 
 :func:`check_fixed` rejects what no labelling can satisfy locally: two fixed
-labels in a forbidden transition or forbidden coupling, and for inference over
-joint label states a token whose fixed labels are in no joint state.  Other
-conflicts (through free tokens in between) are found by exact inference and
-located by :meth:`skfcrf.inference.InferenceMethod.locate_conflict`.
+labels in a forbidden transition or forbidden coupling.  Fixed labels in a
+label combination never seen in training are no error: inference over joint
+label states extends its states for the call
+(:mod:`skfcrf.inference._joint`).  Other conflicts (through free tokens in
+between) are found by exact inference and located by
+:meth:`skfcrf.inference.InferenceMethod.locate_conflict`.
 """
 import numpy as np
 
@@ -29,13 +31,24 @@ __all__ = ["FixedLabels", "encode_fixed", "check_fixed"]
 
 class FixedLabels:
     """Fixed label indices ``index`` ``(N, C)`` (``-1``: free) and how to name them
-    (``name``: the argument they came from, ``"fixed"`` or ``"y"``)."""
+    (``name``: the argument they came from, ``"fixed"`` or ``"y"``; ``numbers``:
+    the number the user knows each sequence by, when these are a sub-batch's,
+    :meth:`subset`)."""
 
-    def __init__(self, index, seq_ptr, classes, name="fixed"):
+    def __init__(self, index, seq_ptr, classes, name="fixed", numbers=None):
         self.index = index
         self.seq_ptr = seq_ptr
         self.classes = classes
         self.name = name
+        self.numbers = numbers
+
+    def subset(self, seqs, seq_ptr, rows):
+        """The fixed labels of the sequences ``seqs`` as those of a sub-batch whose
+        ``seq_ptr`` holds the global token ``rows``; messages keep the numbers
+        of ``seqs``."""
+        numbers = np.asarray(seqs) if self.numbers is None else np.asarray(self.numbers)[seqs]
+        return FixedLabels(self.index[rows], np.asarray(seq_ptr, np.int64), self.classes,
+                           self.name, numbers)
 
     @property
     def any(self):
@@ -58,7 +71,8 @@ class FixedLabels:
 
     def where(self, s, t, c):
         """``"fixed[s] token t chain c (label 'x')"``, for error messages."""
-        return f"{self.name}[{s}] token {t} chain {c} (label {self.label(s, t, c)!r})"
+        number = s if self.numbers is None else int(self.numbers[s])
+        return f"{self.name}[{number}] token {t} chain {c} (label {self.label(s, t, c)!r})"
 
     def clamp(self, graph, unary):
         """``unary`` with every non-fixed label of a fixed variable at ``-inf`` (a copy)."""
@@ -143,17 +157,16 @@ def _row_position(seq_ptr, row):
     return s, int(row - seq_ptr[s])
 
 
-def check_fixed(fixed, graph, forbidden, joint_states=None):
+def check_fixed(fixed, graph, forbidden):
     """Raise ValueError where fixed labels break the model's constraints at one token pair.
 
     ``forbidden``: edge -> boolean ``(L_a, L_b)`` mask (the model's
-    ``forbidden_``); ``joint_states``: the ``(S, C)`` label combinations when
-    inference is over joint label states.
+    ``forbidden_``).  A label combination outside a model's joint label states
+    is allowed (the states are extended for the call,
+    :meth:`skfcrf.inference.JointStateInference.state_spaces`).
     """
     idx, seq_ptr = fixed.index, fixed.seq_ptr
     n = idx.shape[0]
-    if joint_states is not None:
-        _check_joint(fixed, joint_states)
     inner = following_tokens(seq_ptr, n)
     for e, mask in (forbidden or {}).items():
         a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
@@ -175,25 +188,3 @@ def check_fixed(fixed, graph, forbidden, joint_states=None):
                     f"{fixed.where(s, t, b)}: the combination with the fixed label "
                     f"{fixed.label(s, t, a)!r} of chain {a} is forbidden (forbidden_couplings)")
 
-
-def _check_joint(fixed, states):
-    """Every token's fixed labels must agree with some joint label state."""
-    idx = fixed.index
-    rows = np.flatnonzero((idx >= 0).any(axis=1))
-    for chunk in np.array_split(rows, max(1, len(rows) // 2048)):
-        if chunk.size == 0:
-            continue
-        f = idx[chunk]                                       # (n, C)
-        ok = ((f[:, None, :] < 0) | (f[:, None, :] == states[None, :, :])).all(axis=2)
-        bad = chunk[~ok.any(axis=1)]
-        if bad.size:
-            row = int(bad[0])
-            s, t = _row_position(fixed.seq_ptr, row)
-            match = np.ones(len(states), bool)
-            for c in np.flatnonzero(idx[row] >= 0):
-                match &= states[:, c] == idx[row, c]
-                if not match.any():
-                    raise ValueError(
-                        f"{fixed.where(s, t, int(c))}: no label combination the model allows "
-                        "(its joint label states, seen in training) has it together with the "
-                        "token's other fixed labels")
