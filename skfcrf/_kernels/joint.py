@@ -202,15 +202,13 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
         exact = (labelling_scores(graph, seq_ptr, unary, pair, labels)
                  + state_path_scores(states, seq_ptr, labels, state_trans))
         loose = np.flatnonzero(~(exact >= score - 1e-9 * np.maximum(1.0, np.abs(score))))
+        score[:] = exact
         if len(loose):                  # the bound was not attained: decode densely
             rows = np.concatenate([np.arange(seq_ptr[q], seq_ptr[q + 1]) for q in loose])
             sub_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[loose])])
             sub_pair = sequences_pair(graph, pair, unary.shape[0], rows)
-            sub_labels, sub_score = joint_map(graph, states, sub_ptr, unary[rows], sub_pair,
-                                              n_threads, False, state_trans)
-            labels[rows], score[loose] = sub_labels, sub_score
-        score[:] = exact if not len(loose) else np.where(
-            np.isin(np.arange(n_seq), loose), score, exact)
+            labels[rows], score[loose] = joint_map(graph, states, sub_ptr, unary[rows],
+                                                   sub_pair, n_threads, False, state_trans)
         return labels, score
     tr = transition_tables(trans, np.isfinite(trans), sparse)
     _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary, pair,
