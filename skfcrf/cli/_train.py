@@ -221,8 +221,10 @@ def add_model_options(t):
     m.add_argument("--coupling", type=coupling_spec, default="adjacent", metavar="SPEC",
                    help="coupled chain pairs: adjacent, all, none, or pairs such as 0-1,0-2 "
                    "(default: %(default)s)")
-    m.add_argument("--forbidden-transitions", default="auto", metavar="auto|unseen|none|FILE",
-                   help="in-chain transitions that may not occur: auto, unseen, none, or a "
+    m.add_argument("--forbidden-transitions", default="auto",
+                   metavar="auto|unseen|backoff|none|FILE",
+                   help="in-chain transitions that may not occur: auto, unseen, backoff "
+                   "(unseen ones scored by learnt back-off weights), none, or a "
                    "file with one 'CHAIN LABEL_FROM LABEL_TO' per line (# comments) "
                    "(default: %(default)s)")
     m.add_argument("--forbidden-couplings", metavar="FILE",
@@ -309,7 +311,7 @@ def model_params(args):
     params["state_transitions"] = {"auto": "auto", "on": True, "off": False}[
         args.state_transitions]
     ft = args.forbidden_transitions
-    if ft in ("auto", "unseen"):
+    if ft in ("auto", "unseen", "backoff"):
         params["forbidden_transitions"] = ft
     elif ft == "none":
         params["forbidden_transitions"] = None
