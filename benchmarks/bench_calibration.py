@@ -12,7 +12,7 @@ gold labelling has probability 0 (``log_prob == -inf``).
 
 ``dictations``: ``make_dictations(300, "rcg", random_state=1)``, the first 200
 reports to train, the last 100 to test, ``make_dictation_features()``,
-``sigma=31.6``.  ``conll``: CoNLL-2000 POS + chunks from word observations
+``sigma=31.6``.  ``conll`` (also the chunk F1): CoNLL-2000 POS + chunks from word observations
 (``_conll.word_observations``), the first ``--n-train`` training sentences and
 the first ``--n-test`` test sentences.
 """
@@ -73,7 +73,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
     ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
-                    choices=("auto", "none", "unseen"))
+                    choices=("auto", "none", "unseen", "backoff"))
     ap.add_argument("--n-train", type=int, default=2000)
     ap.add_argument("--n-test", type=int, default=500)
     ap.add_argument("--n-jobs", type=int, default=2)
@@ -93,7 +93,11 @@ def main():
         decode = time.perf_counter() - t0
         impossible = float(np.mean(np.isneginf(crf.log_prob(Xte, yte))))
         ece = chain_ece(crf, Xte, yte)
-        print(f"{args.task} forbidden_transitions={forbidden}: joint {joint_accuracy(yte, pred):.4f}"
+        chunks = ""
+        if args.task == "conll":
+            from _conll import chunk_f1
+            chunks = f"  chunk F1 {chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred]):.4f}"
+        print(f"{args.task} forbidden_transitions={forbidden}: joint {joint_accuracy(yte, pred):.4f}{chunks}"
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
               f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s",
               flush=True)

@@ -148,6 +148,27 @@ def test_deleted_likelihood_gradient():
     assert_central_differences(deleted.loss_gradient, theta, grad, idx)
 
 
+def test_backoff_stage_is_the_deleted_likelihood_restricted():
+    """The back-off stage (held potentials) gives the deleted likelihood's loss and
+    back-off gradient at the same weights, and its gradient is the loss's slope."""
+    from skfcrf.estimators import training_problem
+    from skfcrf.objectives._base import Restricted
+
+    X, y = _dictations(6)
+    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
+    objective, _, _ = training_problem(est, X, y)
+    deleted = est._deleted_likelihood(objective)
+    rng = np.random.default_rng(1)
+    theta = rng.normal(scale=0.3, size=deleted.layout.n_params)
+    stage = deleted.backoff_stage(theta)
+    v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
+    loss, grad = stage.loss_gradient(v)
+    ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
+    assert loss == pytest.approx(ref_loss, rel=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
+    assert_central_differences(stage.loss_gradient, v, grad, range(0, v.size, 7))
+
+
 def _dictations(n):
     from skfcrf.datasets import make_dictations
     X, y = make_dictations(n, "rcg", random_state=3)

@@ -25,9 +25,9 @@ from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.joint import joint_marginals
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
-from skfcrf.objectives._base import Objective
+from skfcrf.objectives._base import Objective, Restricted
 
-__all__ = ["DeletedLikelihood", "fold_backoff"]
+__all__ = ["DeletedLikelihood", "BackoffStage", "fold_backoff"]
 
 def _in_chain_edges(graph):
     return {int(graph.edge_a[e]): e for e in range(graph.n_edges)
@@ -100,47 +100,108 @@ class DeletedLikelihood(Objective):
             active &= ~mask[states[:, c][:, None], states[:, c][None, :]]
         return active
 
-    def _data_loss_gradient(self, theta):
-        layout, graph = self.layout, self.layout.graph
-        states = self.joint_states
-        b = layout.backoff_weights(theta)
+    def _fold_potentials(self, theta, part, masks):
+        """Fold ``part``'s potentials at ``theta`` with its back-off transitions
+        (``masks``) at the back-off weights: ``unary, pair, edge_offset``."""
+        layout = self.layout
+        unary, pair, eo = layout.potentials(theta, part.obs, self.n_threads, self.forbidden)
+        self._set_backoff(pair, eo, layout.backoff_weights(theta), masks)
+        return unary, pair, eo
+
+    def _set_backoff(self, pair, eo, b, masks):
+        edges = _in_chain_edges(self.layout.graph)
+        for c, mask in masks.items():
+            L = len(b[c])
+            block = pair[eo[edges[c]]:eo[edges[c]] + L * L].reshape(L, L)
+            np.copyto(block, np.broadcast_to(b[c], (L, L)), where=mask)
+
+    def _fold_loss(self, theta, fold, unary, pair, eo):
+        """One fold's loss and its expectations: ``(loss, node, dpair, grad_b,
+        grad_state)``, ``node`` minus the gold labels' indicators, ``dpair`` the
+        expected minus the gold pair counts (zero at the back-off pairs), ``grad_b``
+        chain -> expected minus gold back-off transitions into each label,
+        ``grad_state`` the joint-state transition weights' gradient (None)."""
+        layout, graph, states = self.layout, self.layout.graph, self.joint_states
+        part, masks, active = fold
+        stats = part.gold_stats(eo)
+        st = None if active is None else np.where(
+            active, layout.state_transitions(theta, states), 0.0)
+        node, pmarg, log_z, unseen, *expected = joint_marginals(
+            graph, states, part.seq_ptr, unary, pair, self.n_threads, pair_marginals=True,
+            backoff=masks, state_trans=st, state_pairs=st is not None)
+        loss = float(log_z.sum() - stats.score(unary, pair))
+        grad_state = None
+        if st is not None:
+            gold_steps = np.where(active, part.gold_state_counts(states), 0.0)
+            loss -= float((gold_steps * st).sum())
+            grad_state = layout.state_transition_gradient(
+                np.where(active, expected[0] - gold_steps, 0.0), states)
+        node.ravel()[stats.unary_index] -= 1.0
+        dpair = pmarg - stats.pair_counts
         edges = _in_chain_edges(graph)
+        grad_b = {}
+        for c, mask in masks.items():
+            L = int(graph.n_labels[c])
+            at = eo[edges[c]]
+            gold = stats.pair_counts[at:at + L * L].reshape(L, L)
+            grad_b[c] = unseen[c] - np.where(mask, gold, 0.0).sum(axis=0)
+            dpair[at:at + L * L][mask.ravel()] = 0.0
+        dpair[~np.isfinite(pair)] = 0.0
+        return loss, node, dpair, grad_b, grad_state
+
+    def _data_loss_gradient(self, theta):
+        layout = self.layout
         loss = 0.0
         grad = np.zeros(layout.n_params)
-        grad_b = {c: np.zeros(len(w)) for c, w in b.items()}
-        state_trans = layout.state_transitions(theta, states)
-        grad_state = np.zeros(layout.n_state_pairs)
-        for part, masks, active in self.folds:
-            unary, pair, eo = layout.potentials(theta, part.obs, self.n_threads, self.forbidden)
-            for c, mask in masks.items():
-                L = len(b[c])
-                block = pair[eo[edges[c]]:eo[edges[c]] + L * L].reshape(L, L)
-                np.copyto(block, np.broadcast_to(b[c], (L, L)), where=mask)
-            stats = part.gold_stats(eo)
-            st = None if active is None else np.where(active, state_trans, 0.0)
-            node, pmarg, log_z, unseen, *expected = joint_marginals(
-                graph, states, part.seq_ptr, unary, pair, self.n_threads,
-                pair_marginals=True, backoff=masks, state_trans=st,
-                state_pairs=st is not None)
-            loss += float(log_z.sum() - stats.score(unary, pair))
-            if st is not None:
-                gold_steps = np.where(active, part.gold_state_counts(states), 0.0)
-                loss -= float((gold_steps * st).sum())
-                grad_state += layout.state_transition_gradient(
-                    np.where(active, expected[0] - gold_steps, 0.0), states)
-            node.ravel()[stats.unary_index] -= 1.0
-            dpair = pmarg - stats.pair_counts
-            for c, mask in masks.items():
-                L = len(b[c])
-                gold = stats.pair_counts[eo[edges[c]]:eo[edges[c]] + L * L].reshape(L, L)
-                grad_b[c] += unseen[c] - np.where(mask, gold, 0.0).sum(axis=0)
-                dpair[eo[edges[c]]:eo[edges[c]] + L * L][mask.ravel()] = 0.0
-            dpair[~np.isfinite(pair)] = 0.0
-            grad += layout.gradient(node, dpair, eo, part.obs, self.n_threads)
-        for c, at in layout.bias_backoff.items():
-            grad[at:at + len(grad_b[c])] = grad_b[c]
-        grad[layout.bias_state:layout.bias_state + layout.n_state_pairs] = grad_state
+        for fold in self.folds:
+            unary, pair, eo = self._fold_potentials(theta, fold[0], fold[1])
+            fold_loss, node, dpair, grad_b, grad_state = self._fold_loss(
+                theta, fold, unary, pair, eo)
+            loss += fold_loss
+            grad += layout.gradient(node, dpair, eo, fold[0].obs, self.n_threads)
+            for c, at in layout.bias_backoff.items():
+                grad[at:at + len(grad_b[c])] += grad_b[c]
+            if grad_state is not None:
+                grad[layout.bias_state:layout.bias_state + layout.n_state_pairs] += grad_state
         return loss, grad
+
+    def backoff_stage(self, theta):
+        """This objective over the back-off weights alone, the others held at
+        ``theta`` (:class:`BackoffStage`)."""
+        return BackoffStage(self, theta)
+
+
+class BackoffStage(Restricted):
+    """:class:`DeletedLikelihood` as a function of the back-off weights alone.
+
+    The held weights' potentials are computed once per fold, so an evaluation is
+    one grouped forward-backward per fold: no observation scores and no feature
+    gradient (as :class:`~skfcrf.objectives._likelihood.StateTransitionStage`).
+    """
+
+    def __init__(self, deleted, theta):
+        layout = deleted.layout
+        first = layout.bias_state + layout.n_state_pairs
+        super().__init__(deleted, np.arange(layout.n_params) >= first, theta)
+        held = self.theta[:first]
+        self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
+        self._held = [deleted._fold_potentials(self.theta, fold[0], fold[1])
+                      for fold in deleted.folds]
+
+    def loss_gradient(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        deleted = self.objective
+        theta = self.full(v)
+        b = deleted.layout.backoff_weights(theta)
+        loss, grad = 0.0, np.zeros(v.size)
+        for fold, (unary, pair, eo) in zip(deleted.folds, self._held):
+            pair = pair.copy()
+            deleted._set_backoff(pair, eo, b, fold[1])
+            fold_loss, _, _, grad_b, _ = deleted._fold_loss(theta, fold, unary, pair, eo)
+            loss += fold_loss
+            grad += np.concatenate([grad_b[c] for c in sorted(grad_b)])
+        return (deleted.scale * loss + self._held_penalty + 0.5 * deleted.inv_var * float(v @ v),
+                deleted.scale * grad + deleted.inv_var * v)
 
 
 def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=5):
