@@ -235,7 +235,14 @@ def test_backoff_weights_inspected_and_warm_start():
     assert crf.layout_.n_params == n_params and np.all(np.isfinite(crf.coef_))
 
 
-def test_backoff_needs_joint_states():
+def test_backoff_needs_joint_states_and_fine_tuning():
     X, y = synthetic(n_seq=10, n_chains=1, seed=0)
     with pytest.raises(ValueError, match="backoff"):
+        FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X, y)
+    X, y = synthetic(n_seq=10, n_chains=2, seed=0)
+    for params in (dict(finetune_iter=0), dict(objective="likelihood")):
+        with pytest.raises(ValueError, match="fine-tuning"):
+            FactorialCRF(max_iter=5, forbidden_transitions="backoff", **params).fit(X, y)
+    y[0] = [(a, None) for a, _ in y[0]]
+    with pytest.raises(ValueError, match="every\\s+label given|every label given"):
         FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X, y)

@@ -183,7 +183,10 @@ class FactorialCRF(BaseEstimator):
         ``log_prob``; the fine-tuning stage then trains on a deleted likelihood
         (each fold scored with the transitions new to the other folds as
         back-off ones, :mod:`skfcrf.objectives._backoff`) and the model has no
-        joint-state transitions (user guide, "Back-off transitions").  Enforced in training and
+        joint-state transitions (user guide, "Back-off transitions").  It needs
+        ``finetune_iter > 0`` and an objective other than ``"likelihood"``
+        (``ValueError``); a fit stopped by the callback or early stopping before
+        the fine-tuning keeps those transitions forbidden.  Enforced in training and
         decoding (zero potential).  Joint-state inference then runs on the
         allowed state pairs only, which is much faster when they are few (user
         guide, "Decoding: exact over the observed label combinations").
@@ -417,6 +420,13 @@ class FactorialCRF(BaseEstimator):
             raise ValueError(
                 f"l1={self.l1!r} (L1 regularisation, trained by OWL-QN) is not supported "
                 f"with solver={self.solver!r}; use solver='lbfgs' or l1=0")
+        if (isinstance(self.forbidden_transitions, str)
+                and self.forbidden_transitions == "backoff"
+                and (self.finetune_iter == 0 or self.objective == "likelihood")):
+            raise ValueError(
+                "forbidden_transitions='backoff' learns the back-off weights in the "
+                f"fine-tuning stage: it needs finetune_iter > 0 (now {self.finetune_iter}) "
+                f"and an objective other than 'likelihood' (now {self.objective!r})")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
