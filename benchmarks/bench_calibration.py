@@ -96,7 +96,8 @@ def main():
         chunks = ""
         if args.task == "conll":
             from _conll import chunk_f1
-            chunks = f"  chunk F1 {chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred]):.4f}"
+            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
+            chunks = f"  chunk F1 {f1:.4f}"
         print(f"{args.task} forbidden_transitions={forbidden}: joint {joint_accuracy(yte, pred):.4f}{chunks}"
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
               f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s",

@@ -5,7 +5,6 @@ References are brute-force enumerations over the labellings whose label combinat
 in the extended space: the seen combinations (``joint_states_``) plus those the sequence's
 given labels need.
 """
-import itertools
 import warnings
 
 import numpy as np
@@ -100,7 +99,6 @@ class Enumeration:
 
     def marginals(self, graph):
         p = np.exp(self.scores - self.log_z)
-        T = self.labellings[0].shape[0]
         return [sum(pi * np.eye(graph.n_labels[c])[y[:, c]] for pi, y in zip(p, self.labellings))
                 for c in range(graph.n_chains)]
 

@@ -212,7 +212,7 @@ class FactorialCRF(BaseEstimator):
         few iterations hardly move them, as they nearly duplicate the in-chain
         transitions and couplings.  0 leaves them to the joint stage.  With
         ``forbidden_transitions="backoff"`` these iterations move the back-off
-        weights alone instead, under the deleted likelihood.
+        weights alone after them, under the deleted likelihood.
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -513,8 +513,11 @@ class FactorialCRF(BaseEstimator):
                         finetune, start, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
                 likelihood = finetune if finetune is not None else objective
-                stage = self._state_transition_stage(likelihood, result.coef, monitor, stopper)
-                if stage is not None:
+                for weights in ("state_transition", "backoff"):
+                    stage = self._state_transition_stage(likelihood, result.coef, monitor,
+                                                         stopper, weights)
+                    if stage is None:
+                        continue
                     monitor.expand = stage.full
                     try:
                         held = stage.theta[~stage.free]
@@ -524,7 +527,8 @@ class FactorialCRF(BaseEstimator):
                                 stage, stage.start, monitor)
                     finally:
                         monitor.expand = None
-                    result.coef, result.n_iter = stage.full(tuned.coef), result.n_iter + tuned.n_iter
+                    result.coef = stage.full(tuned.coef)
+                    result.n_iter += tuned.n_iter
         except KeyboardInterrupt:
             self._keep_interrupted(monitor, theta0)
             raise
@@ -584,14 +588,15 @@ class FactorialCRF(BaseEstimator):
         return np.concatenate([coef[:closed.bias_state], state,
                                np.full(deleted.layout.n_backoff, BACKOFF_START)])
 
-    def _state_transition_stage(self, likelihood, coef, monitor, stopper):
+    def _state_transition_stage(self, likelihood, coef, monitor, stopper,
+                                weights="state_transition"):
         """The joint-state transition weights alone under the likelihood, or None.
 
         After the likelihood training (or fine-tuning) of a model with
         joint-state transitions, ``state_transition_iter`` L-BFGS iterations
-        move those weights alone, the others held (with back-off transitions: the
-        back-off weights alone, under the deleted likelihood: the fine-tuning
-        hardly moves them either).  They are nearly redundant
+        move those weights alone, the others held (``weights``; with back-off
+        transitions the same follows for the back-off weights, under the deleted
+        likelihood: the fine-tuning hardly moves them either).  They are nearly redundant
         with the in-chain transitions and couplings, so among all the weights
         L-BFGS hardly moves them in a few iterations; alone they are learnt
         quickly.
@@ -600,10 +605,13 @@ class FactorialCRF(BaseEstimator):
                 stopper is not None and stopper.triggered):
             return None
         if isinstance(likelihood, DeletedLikelihood):
-            # the back-off weights alone (with the joint-state transitions too, L-BFGS
-            # moved those and lost 2.9 points of joint accuracy on the dictations)
-            return likelihood.backoff_stage(coef)
-        if not self.layout_.n_state_pairs or not isinstance(likelihood, Likelihood):
+            # one kind of weights at a time (both together, L-BFGS moved the joint-state
+            # transitions and lost 2.9 points of joint accuracy on the dictations)
+            if weights == "state_transition" and not likelihood.layout.n_state_pairs:
+                return None
+            return likelihood.held_stage(coef, weights)
+        if (weights != "state_transition" or not self.layout_.n_state_pairs
+                or not isinstance(likelihood, Likelihood)):
             return None
         return self._state_transitions_alone(likelihood, coef)
 
