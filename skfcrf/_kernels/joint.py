@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_columns", "backoff_expectations",
-           "sequences_pair", "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
+ "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed",
            "transition_tables", "joint_map", "joint_marginals"]
@@ -198,36 +198,20 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
         tr, _, _ = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, True)
         _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary,
                                 pair, labels, score, max(1, int(n_threads)))
-        from skfcrf._kernels.states import labelling_scores, state_path_scores
+        from skfcrf._kernels.states import labelling_scores, state_path_scores, sub_batch
         exact = (labelling_scores(graph, seq_ptr, unary, pair, labels)
                  + state_path_scores(states, seq_ptr, labels, state_trans))
         loose = np.flatnonzero(~(exact >= score - 1e-9 * np.maximum(1.0, np.abs(score))))
         score[:] = exact
         if len(loose):                  # the bound was not attained: decode densely
-            rows = np.concatenate([np.arange(seq_ptr[q], seq_ptr[q + 1]) for q in loose])
-            sub_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[loose])])
-            sub_pair = sequences_pair(graph, pair, unary.shape[0], rows)
-            labels[rows], score[loose] = joint_map(graph, states, sub_ptr, unary[rows],
+            sub_ptr, sub_unary, sub_pair, rows = sub_batch(graph, seq_ptr, unary, pair, loose)
+            labels[rows], score[loose] = joint_map(graph, states, sub_ptr, sub_unary,
                                                    sub_pair, n_threads, False, state_trans)
         return labels, score
     tr = transition_tables(trans, np.isfinite(trans), sparse)
     _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary, pair,
                             labels, score, max(1, int(n_threads)))
     return labels, score
-
-
-def sequences_pair(graph, pair, n, rows):
-    """The pair potentials of the tokens ``rows`` (whole sequences) alone, in the pair
-    layout of ``len(rows)`` tokens."""
-    edge_offset = pair_layout(graph, n)
-    parts = []
-    for e in range(graph.n_edges):
-        block = pair[edge_offset[e]:edge_offset[e + 1]]
-        if graph.edge_tied[e]:
-            parts.append(block)
-        else:
-            parts.append(block.reshape(n, -1)[rows].ravel())
-    return np.ascontiguousarray(np.concatenate(parts))
 
 
 def _onehot(states, columns, n_columns):
@@ -270,58 +254,38 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     shift = float(trans[finite].max()) if finite.any() else 0.0
     with np.errstate(under="ignore"):
         trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
-    n, S = unary.shape[0], states.shape[0]
-    n_threads = max(1, int(n_threads))
-    edge_offset = pair_layout(graph, n)
-    node = np.zeros((n, graph.total_labels))
-    pmarg = np.zeros(max(int(edge_offset[-1]), 1))
-    tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
-                  zip(t["cpl_la"], t["cpl_lb"], t["cpl_tied"])]
-    tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
-    tied_acc = np.zeros((n_threads, max(int(tied_off[-1]), 1)))
-    log_z = np.zeros(len(seq_ptr) - 1)
+    S = states.shape[0]
     tr = transition_tables(trans_exp, finite, sparse)
-    width = len(tr["out_val"]) if tr["sparse"] else S * S
-    counts = np.zeros((n_threads if pair_marginals else 1, max(width, 1)))
-    _kernel().joint_forward_backward(
-        _kernel().JointTables(states, loff, t, tr, shift, tied_off),
-        seq_ptr, unary, pair, node, pmarg, tied_acc, log_z,
-        counts if pair_marginals else None, n_threads)
+    node, pmarg, log_z, counts, edge_offset = _forward_backward(
+        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
     if not pair_marginals:
         return node, log_z
-    pmarg = pmarg[:int(edge_offset[-1])]
     if tr["sparse"]:                                             # state transition counts
         expected = np.zeros((S, S))
-        expected[tr["rows"], tr["cols"]] = counts.sum(axis=0)[:width] * tr["out_val"]
+        expected[tr["rows"], tr["cols"]] = counts * tr["out_val"]
     else:
-        expected = counts.sum(axis=0).reshape(S, S) * trans_exp
-    tied_total = tied_acc.sum(axis=0)
-    k = 0
+        expected = counts.reshape(S, S) * trans_exp
     for e in range(graph.n_edges):
-        a = int(graph.edge_a[e])
-        block = pmarg[edge_offset[e]:edge_offset[e + 1]]
         if graph.edge_kind[e] == IN_CHAIN:
+            a = int(graph.edge_a[e])
             H = _onehot(states, states[:, a], int(graph.n_labels[a]))
-            block[:] = np.asarray(H.T @ (H.T @ expected.T).T).ravel()
-        else:
-            if graph.edge_tied[e]:
-                block[:] = tied_total[tied_off[k]:tied_off[k + 1]]
-            k += 1
+            pmarg[edge_offset[e]:edge_offset[e + 1]] = np.asarray(
+                H.T @ (H.T @ expected.T).T).ravel()
     if state_pairs:
         return node, pmarg, log_z, expected
     return node, pmarg, log_z
 
 
-def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
-                       state_trans, backoff, loff, t, state_pairs=False):
-    """:func:`joint_marginals` with back-off transitions (grouped kernel); with
-    ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
-    the pairs whose in-chain transitions are all seen (the others zero)."""
+def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t,
+                      tr, shift):
+    """Run the forward-backward kernel over transition tables ``tr`` (any form):
+    ``node, pmarg, log_z, counts, edge_offset``, ``pmarg`` with the coupling
+    marginals (the in-chain blocks are the caller's to fill) and ``counts`` the
+    kernel's pair accumulators summed over threads (None without
+    ``pair_marginals``)."""
     n = unary.shape[0]
     n_threads = max(1, int(n_threads))
     edge_offset = pair_layout(graph, n)
-    tr, shift, terms = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff,
-                                      False)
     node = np.zeros((n, graph.total_labels))
     pmarg = np.zeros(max(int(edge_offset[-1]), 1))
     tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
@@ -329,13 +293,13 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
     tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
     tied_acc = np.zeros((n_threads, max(int(tied_off[-1]), 1)))
     log_z = np.zeros(len(seq_ptr) - 1)
-    width = len(tr["out_val"])
+    width = len(tr["out_val"]) if tr["sparse"] else len(states) ** 2
     counts = np.zeros((n_threads, max(width, 1))) if pair_marginals else None
     _kernel().joint_forward_backward(
         _kernel().JointTables(states, loff, t, tr, shift, tied_off),
         seq_ptr, unary, pair, node, pmarg, tied_acc, log_z, counts, n_threads)
     if not pair_marginals:
-        return node, log_z
+        return node, None, log_z, None, edge_offset
     pmarg = pmarg[:int(edge_offset[-1])]
     tied_total = tied_acc.sum(axis=0)
     k = 0
@@ -344,36 +308,29 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
             if graph.edge_tied[e]:
                 pmarg[edge_offset[e]:edge_offset[e + 1]] = tied_total[tied_off[k]:tied_off[k + 1]]
             k += 1
-    pair_counts, unseen = backoff_expectations(graph, states, seq_ptr, node, terms,
-                                               counts.sum(axis=0)[:width], backoff)
+    return node, pmarg, log_z, counts.sum(axis=0)[:width], edge_offset
+
+
+def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
+                       state_trans, backoff, loff, t, state_pairs=False):
+    """:func:`joint_marginals` with back-off transitions (grouped kernel); with
+    ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
+    the pairs whose in-chain transitions are all seen (the others zero)."""
+    edge_offset = pair_layout(graph, unary.shape[0])
+    tr, shift, terms = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff,
+                                      False)
+    node, pmarg, log_z, counts, edge_offset = _forward_backward(
+        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
+    if not pair_marginals:
+        return node, log_z
+    pair_counts, unseen = backoff_expectations(graph, states, seq_ptr, node, terms, counts,
+                                               backoff)
     for e in range(graph.n_edges):
         if graph.edge_kind[e] == IN_CHAIN:
             pmarg[edge_offset[e]:edge_offset[e + 1]] = pair_counts[int(graph.edge_a[e])].ravel()
     if not state_pairs:
         return node, pmarg, log_z, unseen
-    return node, pmarg, log_z, unseen, _full_term_counts(
-        states, terms, counts.sum(axis=0)[:width])
-
-
-def _full_term_counts(states, terms, counts):
-    """Expected counts ``(S, S)`` of the state pairs of the full term (every chain's
-    transition seen): its accumulated ``alpha (x) w`` times the pair's potential
-    ``prod_c e_c`` (times ``exp`` of its joint-state transition weight)."""
-    S, C = states.shape
-    out = np.zeros((S, S))
-    for k, (Q, proj, off) in enumerate(terms["chains"]):
-        if len(Q) != C:
-            continue
-        sel = terms["term"] == k
-        gl, hl = proj[terms["src"][sel] - off], proj[terms["dst"][sel] - off]
-        value = counts[sel].copy()
-        for c in range(C):
-            value *= terms["x"][c][gl[:, c], hl[:, c]] + terms["beta"][c][hl[:, c]]
-        i, j = _state_rows(states, gl), _state_rows(states, hl)
-        if terms["state_trans"] is not None:
-            value *= np.exp(terms["state_trans"][i, j])
-        out[i, j] = value
-    return out
+    return node, pmarg, log_z, unseen, _full_term_counts(states, terms, counts)
 
 
 def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
@@ -436,6 +393,27 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
             total = node[:, lo:lo + L].sum(axis=0) - node[starts, lo:lo + L].sum(axis=0)
             unseen[c] = np.maximum(total - pair_counts[c].sum(axis=0), 0.0)
     return pair_counts, unseen
+
+
+def _full_term_counts(states, terms, counts):
+    """Expected counts ``(S, S)`` of the state pairs of the full term (every chain's
+    transition seen): its accumulated ``alpha (x) w`` times the pair's potential
+    ``prod_c e_c`` (times ``exp`` of its joint-state transition weight)."""
+    S, C = states.shape
+    out = np.zeros((S, S))
+    for k, (Q, proj, off) in enumerate(terms["chains"]):
+        if len(Q) != C:
+            continue
+        sel = terms["term"] == k
+        gl, hl = proj[terms["src"][sel] - off], proj[terms["dst"][sel] - off]
+        value = counts[sel].copy()
+        for c in range(C):
+            value *= terms["x"][c][gl[:, c], hl[:, c]] + terms["beta"][c][hl[:, c]]
+        i, j = _state_rows(states, gl), _state_rows(states, hl)
+        if terms["state_trans"] is not None:
+            value *= np.exp(terms["state_trans"][i, j])
+        out[i, j] = value
+    return out
 
 
 def _state_rows(states, labels):
