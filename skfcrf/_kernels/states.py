@@ -510,15 +510,15 @@ def chainwise_nbest(graph, seq_ptr, unary, pair, labels, k):
 
 
 def sequence_pair(graph, pair, edge_offset, rows):
-    """The ``pair`` array of the one sequence at global tokens ``rows`` (contiguous)."""
+    """The ``pair`` array of the tokens ``rows`` (whole sequences, in order) alone:
+    tied templates shared, untied ones those tokens' positions."""
     parts = []
     for e in range(graph.n_edges):
         block = pair[edge_offset[e]:edge_offset[e + 1]]
         if graph.edge_tied[e]:
             parts.append(block)
         else:
-            k = graph.edge_size(e)
-            parts.append(block[rows[0] * k:(rows[-1] + 1) * k])
+            parts.append(block.reshape(-1, graph.edge_size(e))[rows].ravel())
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -535,16 +535,9 @@ def sub_batch(graph, seq_ptr, unary, pair, seqs):
     lengths = seq_ptr[seqs + 1] - seq_ptr[seqs]
     rows = (np.concatenate([np.arange(seq_ptr[s], seq_ptr[s + 1]) for s in seqs])
             if len(seqs) else np.zeros(0, np.int64)).astype(np.int64)
-    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
-    parts = []
-    for e in range(graph.n_edges):
-        block = pair[edge_offset[e]:edge_offset[e + 1]]
-        if graph.edge_tied[e]:
-            parts.append(block)
-        else:
-            parts.append(block.reshape(-1, graph.edge_size(e))[rows].ravel())
     ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return ptr, unary[rows], (np.concatenate(parts) if parts else np.zeros(0)), rows
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    return ptr, unary[rows], sequence_pair(graph, pair, edge_offset, rows), rows
 
 
 def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,
