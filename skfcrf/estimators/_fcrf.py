@@ -1061,7 +1061,7 @@ class FactorialCRF(BaseEstimator):
         n : int, default=20
         chain : int, optional
             Only weights of templates that involve this chain.
-        kind : {"unary", "transition", "coupling"}, optional
+        kind : {"unary", "transition", "coupling", "state_transition", "backoff"}, optional
             Only weights of this template kind.
 
         Returns

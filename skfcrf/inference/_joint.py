@@ -9,6 +9,10 @@ forward pass alone gives ``log Z`` (:func:`skfcrf._kernels.states.state_log_part
 half the work of forward-backward).  Optional joint-state transition weights
 ``state_trans`` ``(S, S)`` add to the in-chain transitions
 (:meth:`JointStateInference.extra_scores` is their share of a labelling's score).
+A model with back-off transitions (``backoff``, chain -> mask of the in-chain
+pairs scored by a back-off weight of their target label) runs on the grouped
+transition form instead (:func:`skfcrf._kernels.joint.grouped_tables`): exact
+too, every pair of states allowed unless the user forbids it.
 
 The scaled forward pass can lose a state whose relative mass underflows; a
 sequence whose ``log Z`` falls below the score of a labelling known to be

@@ -10,7 +10,9 @@ label for a unary weight; ``(label at t-1, label at t)`` for a transition;
 joint-state transitions has one more kind, ``"state_transition"``: the weight of
 one label combination of all chains at ``t - 1`` followed by one at ``t``, its
 labels ``(labels at t-1, labels at t)`` (two tuples, one label per chain), its
-chains all of them.
+chains all of them.  A model with back-off transitions has ``"backoff"``: the
+weight of every transition of chain ``c`` into a label without a weight of its
+own, its labels ``("<unseen>", label)``.
 """
 from dataclasses import dataclass
 
@@ -31,7 +33,8 @@ class WeightRecord:
     Attributes
     ----------
     kind : str
-        ``"unary"``, ``"transition"``, ``"coupling"`` or ``"state_transition"``.
+        ``"unary"``, ``"transition"``, ``"coupling"``, ``"state_transition"`` or
+        ``"backoff"``.
     chains : tuple of int
         ``(c,)`` for unary and transition weights, ``(a, b)`` for couplings,
         every chain for state transitions.
