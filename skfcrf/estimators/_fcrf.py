@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOp
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from skfcrf._kernels.graph import IN_CHAIN
+from skfcrf._kernels.joint import state_index
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators._early_stopping import (
     EarlyStopping,
@@ -45,7 +46,7 @@ from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_lab
 from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
 from skfcrf.model._partial import complete_labels, labelled_sequences
 from skfcrf.objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
-from skfcrf.objectives._backoff import DeletedLikelihood, fold_backoff
+from skfcrf.objectives._backoff import DeletedLikelihood, fold_backoff, fold_state_pair_counts
 from skfcrf.solvers import (
     LBFGS,
     OWLQN,
@@ -211,8 +212,8 @@ class FactorialCRF(BaseEstimator):
         move those weights alone (the others held): among all the weights a
         few iterations hardly move them, as they nearly duplicate the in-chain
         transitions and couplings.  0 leaves them to the joint stage.  With
-        ``forbidden_transitions="backoff"`` these iterations move the back-off
-        weights alone after them, under the deleted likelihood.
+        ``forbidden_transitions="backoff"`` as many iterations first move the
+        back-off weights alone, under the deleted likelihood.
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -513,7 +514,7 @@ class FactorialCRF(BaseEstimator):
                         finetune, start, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
                 likelihood = finetune if finetune is not None else objective
-                for weights in ("state_transition", "backoff"):
+                for weights in ("backoff", "state_transition"):
                     stage = self._state_transition_stage(likelihood, result.coef, monitor,
                                                          stopper, weights)
                     if stage is None:
@@ -564,8 +565,12 @@ class FactorialCRF(BaseEstimator):
         masks = fold_backoff(graph, batch.seq_ptr, batch.gold, explicit, sorted(self._backoff))
         layout = self.layout_
         if layout.n_state_pairs:
-            # a state pair through a back-off transition has no weight of its own
-            keep = np.ones(layout.n_state_pairs, bool)
+            # a state pair through a back-off transition, or seen in at most one fold,
+            # has no weight of its own
+            states = self.joint_states_
+            counts = fold_state_pair_counts(states, batch.seq_ptr, batch.gold)
+            keep = counts[state_index(states, layout.state_from),
+                          state_index(states, layout.state_to)] >= 2
             for c, mask in masks.items():
                 keep &= ~mask[layout.state_from[:, c], layout.state_to[:, c]]
             layout = layout.with_state_pairs(layout.state_from[keep], layout.state_to[keep])
@@ -595,8 +600,8 @@ class FactorialCRF(BaseEstimator):
         After the likelihood training (or fine-tuning) of a model with
         joint-state transitions, ``state_transition_iter`` L-BFGS iterations
         move those weights alone, the others held (``weights``; with back-off
-        transitions the same follows for the back-off weights, under the deleted
-        likelihood: the fine-tuning hardly moves them either).  They are nearly redundant
+        transitions the back-off weights get such a stage first, under the
+        deleted likelihood: the fine-tuning hardly moves them either).  They are nearly redundant
         with the in-chain transitions and couplings, so among all the weights
         L-BFGS hardly moves them in a few iterations; alone they are learnt
         quickly.
@@ -605,8 +610,10 @@ class FactorialCRF(BaseEstimator):
                 stopper is not None and stopper.triggered):
             return None
         if isinstance(likelihood, DeletedLikelihood):
-            # one kind of weights at a time (both together, L-BFGS moved the joint-state
-            # transitions and lost 2.9 points of joint accuracy on the dictations)
+            # one kind of weights at a time, the back-off weights first: both together,
+            # L-BFGS moved the joint-state transitions and lost 2.9 points of joint
+            # accuracy on the dictations; the joint-state transitions first, adapted to
+            # back-off weights still at their start, lost 1.2
             if weights == "state_transition" and not likelihood.layout.n_state_pairs:
                 return None
             return likelihood.held_stage(coef, weights)

@@ -20,18 +20,21 @@ Each evaluation is exact: one forward-backward per fold over the joint label
 states on the grouped transition form (:func:`skfcrf._kernels.joint.
 grouped_tables`), about three times the transition work of the closed model's
 sparse products on the dictations.  After the fine-tuning the estimator moves
-the joint-state transition weights and then the back-off weights alone
-(:class:`HeldStage`, the held weights' potentials computed once).
+the back-off weights and then the joint-state transition weights alone
+(:class:`HeldStage`, the held weights' potentials computed once).  A
+joint-state transition weight is dropped, per fold and from the fitted model,
+on the same terms as a transition's own weight.
 """
 import numpy as np
 
 from skfcrf._kernels.graph import IN_CHAIN
-from skfcrf._kernels.joint import joint_marginals
+from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
+from skfcrf.model._layout import seen_state_pairs
 from skfcrf.objectives._base import Objective, Restricted
 
-__all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff"]
+__all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff", "fold_state_pair_counts"]
 
 
 def _in_chain_edges(graph):
@@ -74,8 +77,7 @@ class DeletedLikelihood(Objective):
             raise ValueError("DeletedLikelihood needs a layout with back-off weights")
         self.joint_states = joint_states
         self.n_folds = n_folds
-        n_seq = batch.n_sequences
-        fold_of = np.arange(n_seq) % max(1, min(int(n_folds), n_seq))
+        fold_of = _fold_of(batch.n_sequences, n_folds)
         edges = _in_chain_edges(graph)
         self.folds = []
         for k in np.unique(fold_of):
@@ -85,15 +87,19 @@ class DeletedLikelihood(Objective):
             masks = {c: (~seen[edges[c]] | layout.backoff[c])
                      & ~self.forbidden.get(edges[c], np.zeros_like(seen[edges[c]]))
                      for c in layout.backoff}
-            self.folds.append((batch.subset(inside), masks, self._active_pairs(masks)))
+            active = self._active_pairs(masks)
+            if active is not None:
+                active &= _state_pairs_seen(joint_states, batch.seq_ptr, batch.gold, outside)
+            self.folds.append((batch.subset(inside), masks, active))
 
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states, n_folds=self.n_folds)
 
     def _active_pairs(self, masks):
         """``(S, S)``: the weighted state pairs of the layout (joint-state transitions)
-        not through a back-off transition of ``masks`` -- a pair new to the other
-        folds has no weight of its own either; None without joint-state transitions."""
+        not through a back-off transition of ``masks`` (the caller also drops those
+        the other folds do not have: a pair new to them has no weight of its own
+        either); None without joint-state transitions."""
         layout, states = self.layout, self.joint_states
         if not layout.n_state_pairs:
             return None
@@ -223,6 +229,33 @@ class HeldStage(Restricted):
                 deleted.scale * grad + deleted.inv_var * v)
 
 
+def _fold_of(n_seq, n_folds):
+    """The fold of every sequence: sequence ``i`` in fold ``i % n_folds``."""
+    return np.arange(n_seq) % max(1, min(int(n_folds), n_seq))
+
+
+def _state_pairs_seen(states, seq_ptr, gold, index):
+    """``(S, S)``: the pairs of ``states`` at consecutive tokens of the sequences
+    ``index``."""
+    rows, ptr = select_sequences(seq_ptr, index)
+    seen = np.zeros((len(states), len(states)), bool)
+    if len(rows):
+        a, b = seen_state_pairs(gold[rows], ptr)
+        i, j = state_index(states, a), state_index(states, b)
+        ok = (i >= 0) & (j >= 0)
+        seen[i[ok], j[ok]] = True
+    return seen
+
+
+def fold_state_pair_counts(states, seq_ptr, gold, n_folds=5):
+    """``(S, S)``: in how many folds (:func:`fold_backoff`'s) each pair of ``states``
+    occurs at consecutive tokens; a joint-state transition weight needs two
+    (:class:`DeletedLikelihood`)."""
+    fold_of = _fold_of(len(seq_ptr) - 1, n_folds)
+    return sum(_state_pairs_seen(states, seq_ptr, gold, np.flatnonzero(fold_of == k))
+               .astype(int) for k in np.unique(fold_of))
+
+
 def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=5):
     """Chain -> mask of the in-chain transitions a :class:`DeletedLikelihood` model
     scores by back-off weights: those seen in at most one fold of the training
@@ -230,8 +263,7 @@ def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=5):
     of their own from the others -- and not forbidden by the user (``forbidden``,
     edge -> mask)."""
     seq_ptr = np.asarray(seq_ptr, np.int64)
-    n_seq = len(seq_ptr) - 1
-    fold_of = np.arange(n_seq) % max(1, min(int(n_folds), n_seq))
+    fold_of = _fold_of(len(seq_ptr) - 1, n_folds)
     edges = _in_chain_edges(graph)
     n_seen = {c: 0 for c in chains}
     for k in np.unique(fold_of):
