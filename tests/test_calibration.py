@@ -10,6 +10,7 @@ from skfcrf import FactorialCRF
 from skfcrf.estimators._calibration import brier_score, fit_temperature, temper
 
 from _helpers import synthetic
+from _model_files import archive, members, npy_bytes
 
 
 def _log_loss(marginals, gold):
@@ -144,6 +145,14 @@ def test_calibration_survives_save_and_load(noisy_models):
     buffer = io.BytesIO()
     plain.save(buffer)
     assert b"marginal_temperatures" not in buffer.getvalue()   # default files as before
+    buffer = io.BytesIO()
+    calibrated.save(buffer)
+    parts = members(buffer.getvalue())
+    for bad in (np.array([1.0, -2.0]), np.array([1.0, np.inf]), np.array([1.0, 2.0, 3.0]),
+                np.array([1, 2])):
+        parts["marginal_temperatures"] = npy_bytes(bad)
+        with pytest.raises(ValueError, match="marginal_temperatures"):
+            FactorialCRF.load(io.BytesIO(archive(parts)))
 
 
 def test_calibration_folds_are_checked_and_repeatable():
