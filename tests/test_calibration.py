@@ -64,6 +64,10 @@ def test_fit_temperature_degenerate_inputs():
     unknown = gold.copy()
     unknown[::4] = -1
     assert fit_temperature(q, unknown) > fit_temperature(q, gold)
+    # tokens without finite marginals (no allowed labelling) carry no evidence
+    broken = q.copy()
+    broken[:7] = np.nan
+    assert fit_temperature(broken, gold) == pytest.approx(fit_temperature(q[7:], gold[7:]))
     # blocks with label sets of their own (folds) pool as one sample
     pooled = fit_temperature([q[:1000], q[1000:, :3] / q[1000:, :3].sum(1, keepdims=True)],
                              [gold[:1000], np.where(gold[1000:] < 3, gold[1000:], -1)])

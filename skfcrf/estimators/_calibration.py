@@ -109,7 +109,9 @@ def fit_temperature(marginals, gold):
     -------
     float
         In ``exp(LOG_T_BOUNDS)``; 1.0 when there is no token, or when every
-        token's marginals are one-hot (no temperature changes them).
+        token's marginals are one-hot (no temperature changes them).  Tokens
+        with non-finite marginals (a sequence without an allowed labelling
+        under the model's constraints) are left out.
     """
     if not isinstance(marginals, (list, tuple)):
         marginals, gold = [marginals], [gold]
@@ -117,6 +119,9 @@ def fit_temperature(marginals, gold):
     for m, g in zip(marginals, gold):
         m = np.asarray(m, dtype=float)
         g = np.asarray(g, dtype=np.int64)
+        # a sequence the model gives no allowed labelling has NaN marginals: no evidence
+        finite = np.isfinite(m).all(axis=1)
+        m, g = m[finite], g[finite]
         n += len(m)
         if not len(m):
             continue
