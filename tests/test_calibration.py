@@ -4,13 +4,13 @@ import warnings
 
 import numpy as np
 import pytest
+from _model_files import archive, members, npy_bytes
 from sklearn.exceptions import ConvergenceWarning
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators._calibration import brier_score, fit_temperature, temper
 
 from _helpers import synthetic
-from _model_files import archive, members, npy_bytes
 
 
 def _log_loss(marginals, gold):
