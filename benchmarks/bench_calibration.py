@@ -9,6 +9,15 @@ gold labelling has probability 0 (``log_prob == -inf``).
 
     python benchmarks/bench_calibration.py --task dictations [--forbidden-transitions auto none]
     python benchmarks/bench_calibration.py --task conll --n-train 2000 --n-test 500
+    python benchmarks/bench_calibration.py --task dictations --calibration none temperature \
+        --random-state 0
+
+``--calibration temperature`` fits ``FactorialCRF(calibration="temperature")``
+(``calibration_cv`` from ``--calibration-cv``, the folds from
+``--random-state``) and prints its fitted temperatures and the ECE of the same
+model's marginals without them (``marginal_temperatures_`` set to 1): the
+weights are those of the uncalibrated fit, so joint accuracy and the
+uncalibrated ECE equal ``--calibration none``'s.
 
 ``dictations``: ``make_dictations(300, "rcg", random_state=1)``, the first 200
 reports to train, the last 100 to test, ``make_dictation_features()``,
@@ -39,9 +48,10 @@ def expected_calibration_error(confidence, correct, n_bins=10):
     return ece
 
 
-def chain_ece(crf, X, y):
-    """ECE per chain of ``crf``'s marginals on ``(X, y)``."""
-    marginals = crf.predict_marginals(X)
+def chain_ece(crf, X, y, marginals=None):
+    """ECE per chain of ``crf``'s marginals (``predict_marginals``) on ``(X, y)``."""
+    if marginals is None:
+        marginals = crf.predict_marginals(X)
     out = []
     for c in range(crf.n_chains_):
         conf, right = [], []
@@ -77,12 +87,19 @@ def main():
     ap.add_argument("--n-train", type=int, default=2000)
     ap.add_argument("--n-test", type=int, default=500)
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--calibration", nargs="+", default=["none"],
+                    choices=("none", "temperature"))
+    ap.add_argument("--calibration-cv", type=int, default=4)
+    ap.add_argument("--random-state", type=int, default=None)
     args = ap.parse_args()
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
-    for forbidden in args.forbidden_transitions:
+    for forbidden, calibration in [(f, c) for f in args.forbidden_transitions
+                                   for c in args.calibration]:
         crf = FactorialCRF(n_jobs=args.n_jobs,
                            forbidden_transitions=None if forbidden == "none" else forbidden,
-                           **params)
+                           calibration=None if calibration == "none" else calibration,
+                           calibration_cv=args.calibration_cv,
+                           random_state=args.random_state, **params)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -98,10 +115,19 @@ def main():
             from _conll import chunk_f1
             f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
             chunks = f"  chunk F1 {f1:.4f}"
-        print(f"{args.task} forbidden_transitions={forbidden}: joint {joint_accuracy(yte, pred):.4f}{chunks}"
+        extra = ""
+        if calibration != "none":
+            temperatures = crf.marginal_temperatures_
+            crf.marginal_temperatures_ = np.ones(crf.n_chains_)
+            before = chain_ece(crf, Xte, yte)
+            crf.marginal_temperatures_ = temperatures
+            extra = (f"  temperatures {' / '.join(f'{t:.2f}' for t in temperatures)}"
+                     f"  (without: ECE {' / '.join(f'{e:.4f}' for e in before)})")
+        print(f"{args.task} forbidden_transitions={forbidden} calibration={calibration}: "
+              f"joint {joint_accuracy(yte, pred):.4f}{chunks}"
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
-              f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s",
-              flush=True)
+              f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s"
+              + extra, flush=True)
 
 
 if __name__ == "__main__":

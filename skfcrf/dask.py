@@ -336,8 +336,9 @@ class DaskFactorialCRF(FactorialCRF):
         Every parameter of :class:`~skfcrf.FactorialCRF`, with the same
         meaning and defaults.  ``n_jobs`` is the number of kernel threads in
         each task on a worker.  Not supported on a cluster (``fit`` raises
-        ``ValueError``): ``solver="olbfgs"``, ``early_stopping=True`` and
-        ``warm_start=True``; fit a local model (:meth:`to_local`) for those.
+        ``ValueError``): ``solver="olbfgs"``, ``early_stopping=True``,
+        ``warm_start=True`` and ``calibration``; fit a local model
+        (:meth:`to_local`) for those.
         Missing labels (``None`` in ``y``, partial labels) are not supported on a
         cluster either: the partition that holds one raises ``ValueError``.
 
@@ -389,7 +390,8 @@ class DaskFactorialCRF(FactorialCRF):
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
-                 finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0):
+                 finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
+                 calibration=None, calibration_cv=4):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -403,7 +405,7 @@ class DaskFactorialCRF(FactorialCRF):
             validation_scoring=validation_scoring, validation_interval=validation_interval,
             max_memory=max_memory, finetune_iter=finetune_iter,
             state_transitions=state_transitions, state_transition_iter=state_transition_iter,
-            l1=l1)
+            l1=l1, calibration=calibration, calibration_cv=calibration_cv)
         self.client = client
         self.npartitions = npartitions
 
@@ -457,6 +459,8 @@ class DaskFactorialCRF(FactorialCRF):
         self._validate_params()
         for name, bad, why in (("solver", self.solver == "olbfgs", "'olbfgs'"),
                                ("early_stopping", self.early_stopping, "True"),
+                               ("calibration", self.calibration is not None,
+                                repr(self.calibration)),
                                ("warm_start", self.warm_start, "True")):
             if bad:
                 raise ValueError(f"DaskFactorialCRF does not support {name}={why}; fit a "

@@ -23,6 +23,10 @@ chain, then one per coupled pair, as :func:`~skfcrf.model._layout.build_graph`).
                       int ``(P >= 1, C)`` each, label indices ``< L_c``: the state pairs of
                       the joint-state transition weights, the last ``P`` entries of
                       ``coef`` (absent in files of models without; both or neither)
+``marginal_temperatures``
+                      float64 ``(C,)``, finite and positive: the temperatures of the
+                      token marginals (``calibration="temperature"``; absent when all
+                      are 1, and in files of models fitted without)
 
 Header keys: ``format`` (``"skfcrf-model"``), ``version`` (the format version),
 ``skfcrf_version`` (the writer's package version), ``params`` (the constructor
@@ -120,8 +124,8 @@ _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_k
                  "graph_edge_tied")
 _MEMBER = re.compile(r"(header|coef|feat_ptr|ent_col|graph_n_labels|graph_edge_a|graph_edge_b"
                      r"|graph_edge_kind|graph_edge_tied|observation_names|kept_columns"
-                     r"|joint_states|state_from|state_to|forbidden_(0|[1-9][0-9]{0,8})"
-                     r"|backoff_(0|[1-9][0-9]{0,8}))")
+                     r"|joint_states|state_from|state_to|marginal_temperatures"
+                     r"|forbidden_(0|[1-9][0-9]{0,8})|backoff_(0|[1-9][0-9]{0,8}))")
 
 
 # ---------------------------------------------------------------------- writing
@@ -200,6 +204,9 @@ def _model_contents(est):
         arrays["state_to"] = est.layout_.state_to
     for c, mask in est.layout_.backoff.items():
         arrays[f"backoff_{c}"] = mask
+    temperatures = getattr(est, "marginal_temperatures_", None)
+    if temperatures is not None and np.any(np.asarray(temperatures) != 1.0):
+        arrays["marginal_temperatures"] = np.asarray(temperatures, dtype=np.float64)
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -566,6 +573,17 @@ def _read_joint_states(reader, graph):
     return np.ascontiguousarray(states)
 
 
+def _read_temperatures(reader, n_chains):
+    if "marginal_temperatures" not in reader:
+        return np.ones(n_chains)
+    temperatures = reader.read("marginal_temperatures", "f", (n_chains,))
+    _require(temperatures.dtype == np.float64,
+             f"marginal_temperatures has dtype {temperatures.dtype}, expected float64")
+    _require(bool(np.all(np.isfinite(temperatures)) and np.all(temperatures > 0)),
+             "marginal_temperatures must be finite and positive")
+    return temperatures.astype(np.float64)
+
+
 def _allowed_member(key):
     return _MEMBER.fullmatch(key) is not None
 
@@ -588,6 +606,7 @@ def load(cls, source):
         _require(bool(np.all(np.isfinite(coef))), "coef has non-finite weights")
         forbidden = _read_forbidden(reader, header, graph)
         joint_states = _read_joint_states(reader, graph)
+        temperatures = _read_temperatures(reader, header["n_chains"])
         try:
             resolve_method(est.inference, graph, joint_states)
         except ValueError as exc:
@@ -611,4 +630,5 @@ def load(cls, source):
     est.n_iter_ = header["n_iter"]
     est.converged_ = header.get("converged", True)   # files of skfcrf 0.1.0 lack it
     est.inference_stats_ = header["inference_stats"]
+    est.marginal_temperatures_ = temperatures
     return est
