@@ -337,7 +337,8 @@ class DaskFactorialCRF(FactorialCRF):
         meaning and defaults.  ``n_jobs`` is the number of kernel threads in
         each task on a worker.  Not supported on a cluster (``fit`` raises
         ``ValueError``): ``solver="olbfgs"``, ``early_stopping=True``,
-        ``warm_start=True`` and ``calibration``; fit a local model
+        ``warm_start=True``, ``calibration`` and ``forbidden_transitions="backoff"``
+        (its deleted fine-tuning runs on one process's batch); fit a local model
         (:meth:`to_local`) for those.
         Missing labels (``None`` in ``y``, partial labels) are not supported on a
         cluster either: the partition that holds one raises ``ValueError``.
@@ -461,6 +462,9 @@ class DaskFactorialCRF(FactorialCRF):
                                ("early_stopping", self.early_stopping, "True"),
                                ("calibration", self.calibration is not None,
                                 repr(self.calibration)),
+                               ("forbidden_transitions",
+                                isinstance(self.forbidden_transitions, str)
+                                and self.forbidden_transitions == "backoff", "'backoff'"),
                                ("warm_start", self.warm_start, "True")):
             if bad:
                 raise ValueError(f"DaskFactorialCRF does not support {name}={why}; fit a "
