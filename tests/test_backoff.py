@@ -249,3 +249,30 @@ def test_backoff_needs_joint_states_and_fine_tuning():
     y[0] = [(a, None) for a, _ in y[0]]
     with pytest.raises(ValueError, match="every\\s+label given|every label given"):
         FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X, y)
+
+
+def test_nonfinite_kernel_marginals_are_redone_in_the_log_domain(monkeypatch):
+    """A sequence whose scaled marginals came out non-finite (seen once on a dictation
+    report, the backward pass overflowing) is redone in the log domain by the joint
+    inference method, not returned as NaN."""
+    import skfcrf.inference._joint as joint_method
+    from skfcrf._kernels.states import logdomain_state_marginals
+    from skfcrf.inference import resolve_method
+
+    rng = np.random.default_rng(7)
+    graph, states, seq_ptr, unary, pair, eo, backoff, _ = _problem(rng, [2, 3], [3, 4, 2])
+    method = resolve_method("joint", graph, states)
+    real = joint_method.joint_marginals
+
+    def broken(*args, **kwargs):
+        node, *rest = real(*args, **kwargs)
+        node[seq_ptr[1]:seq_ptr[2]] = np.nan
+        return (node, *rest)
+
+    monkeypatch.setattr(joint_method, "joint_marginals", broken)
+    node, log_z, *_ = method.sum_product(seq_ptr, unary, pair)
+    assert np.isfinite(node).all()
+    rows = np.arange(seq_ptr[1], seq_ptr[2])
+    ref_z, ref_node = logdomain_state_marginals(graph, states, unary, pair, rows)
+    np.testing.assert_allclose(node[rows], ref_node, atol=1e-10)
+    assert log_z[1] == pytest.approx(ref_z)

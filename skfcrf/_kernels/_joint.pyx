@@ -66,6 +66,10 @@ from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
 from ._common cimport first_or_null, longest_sequence, maxplus
 
 
+#: Forward mass (relative to the token's) below which a state counts as unreached.
+cdef double NEGLIGIBLE = 1e-250
+
+
 cdef extern from "_simd.h" nogil:
     void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
 
@@ -611,6 +615,12 @@ cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssi
         norm[t] = total
         for s in range(S):
             alpha[t * S + s] = tmp[s] / total
+            if alpha[t * S + s] < NEGLIGIBLE:
+                # a state this far below the others could need a backward value
+                # beyond the double range (inf times 0: NaN marginals): its mass,
+                # below 1e-250 of the token's, counts as none
+                alpha[t * S + s] = 0.0
+                phi[s] = 0.0
     for s in range(S):
         beta[(T - 1) * S + s] = 1.0
     t = T - 1

@@ -26,7 +26,7 @@ from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 __all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_columns", "backoff_expectations",
  "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
-           "underflowed",
+           "underflowed", "nonfinite_sequences",
            "transition_tables", "joint_map", "joint_marginals"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
@@ -428,6 +428,18 @@ def underflowed(log_z, lower):
     with np.errstate(invalid="ignore"):
         return np.flatnonzero(np.isfinite(lower)
                               & (log_z < lower - 1e-9 * np.maximum(1.0, np.abs(lower))))
+
+
+def nonfinite_sequences(node, seq_ptr):
+    """Indices of the sequences with a non-finite node marginal: the scaled backward
+    pass overflowed (a state whose forward mass is tiny next to another's can need a
+    backward value beyond the double range; seen on a dictation report whose label
+    scores spread over thousands of nats).  The log-domain pass redoes them."""
+    bad = ~np.isfinite(node).all(axis=1)
+    if not bad.any():
+        return np.zeros(0, np.int64)
+    seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+    return np.unique(seq_of[bad])
 
 
 def _inchain_blocks(graph, pair, edge_offset):

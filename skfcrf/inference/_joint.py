@@ -68,6 +68,7 @@ from skfcrf._kernels.joint import (
     joint_map,
     joint_marginals,
     state_index,
+    nonfinite_sequences,
     supports_joint,
     underflowed,
 )
@@ -248,8 +249,11 @@ class JointStateInference(InferenceMethod):
 
     def _rescue(self, seq_ptr, unary, pair, log_z, best, node=None):
         """Redo in the log domain, in place, the sequences whose ``log Z`` fell below
-        ``best`` (and their rows of ``node``, if given)."""
-        for s in underflowed(log_z, best):
+        ``best`` or whose rows of ``node`` (if given) are not finite, and those rows."""
+        redo = underflowed(log_z, best)
+        if node is not None:
+            redo = np.union1d(redo, nonfinite_sequences(node, seq_ptr))
+        for s in redo:
             rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
             log_z[s], rows_node = logdomain_state_marginals(
                 self.graph, self.joint_states, unary, pair, rows, self.state_trans)
@@ -295,8 +299,11 @@ class JointStateInference(InferenceMethod):
             node, pmarg, log_z, state_counts = joint_marginals(
                 self.graph, self.joint_states, seq_ptr, unary, pair, self.n_threads,
                 pair_marginals=True, state_trans=self.state_trans, state_pairs=True)
+        redo = nonfinite_sequences(node, seq_ptr)
         if lower is not None:
-            for s in underflowed(log_z, lower()):
+            redo = np.union1d(redo, underflowed(log_z, lower()))
+        if len(redo):
+            for s in redo:
                 rescue_sequence(self.graph, self.joint_states, seq_ptr, unary, pair, s, node,
                                 pmarg, log_z, self.n_threads, self.state_trans, state_counts)
         if self.state_trans is None:
