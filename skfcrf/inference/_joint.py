@@ -67,8 +67,8 @@ from skfcrf._kernels.joint import (
     MAX_JOINT_STATES,
     joint_map,
     joint_marginals,
-    state_index,
     nonfinite_sequences,
+    state_index,
     supports_joint,
     underflowed,
 )
