@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--state-transition-iter", type=int, default=None,
                     help="default: FactorialCRF's (0 skips the joint-state transition stage)")
     ap.add_argument("--inference", default="auto")
+    ap.add_argument("--forbidden-transitions", default="auto",
+                    choices=("auto", "unseen", "backoff", "none"))
     ap.add_argument("--verbose", type=int, default=0)
     ap.add_argument("--save", default=None, help="save the fitted model here (for bench_decoding.py)")
     ap.add_argument("--compare-trp", action="store_true",
@@ -71,7 +73,9 @@ def main():
     print(f"generated {len(X)} + {len(X_test)} reports ({sum(map(len, X))} training tokens) "
           f"in {time.perf_counter() - t0:.1f} s", flush=True)
     params = dict(sigma=args.sigma, n_jobs=args.n_jobs, random_state=0, verbose=args.verbose,
-                  inference=args.inference)
+                  inference=args.inference,
+                  forbidden_transitions=(None if args.forbidden_transitions == "none"
+                                         else args.forbidden_transitions))
     if args.objective:
         params["objective"] = args.objective
     if args.max_iter:
