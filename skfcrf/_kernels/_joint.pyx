@@ -217,7 +217,8 @@ cdef class JointTables:
 
 cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
                           double* out) noexcept nogil:
-    """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none."""
+    """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none (the
+    ``S`` rows of the ``in`` CSR: states, or the grouped form's groups)."""
     cdef Py_ssize_t j
     cdef long long k
     cdef double m, v
@@ -235,8 +236,7 @@ cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, doubl
     """The grouped form's (relaxed) max-plus step: ``out[s'] = max over terms k of
     factor[k, s'] + max over source groups g of V_k[g, group[k, s']] + max over the
     states s of g of x[s]``."""
-    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, h, g
-    cdef long long e
+    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, g
     cdef double m, v
     for g in range(G):
         xg[g] = -INFINITY
@@ -245,13 +245,7 @@ cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, doubl
             g = tr.group[k * S + s]
             if x[s] > xg[g]:
                 xg[g] = x[s]
-    for h in range(G):
-        m = -INFINITY
-        for e in range(tr.in_ptr[h], tr.in_ptr[h + 1]):
-            v = xg[tr.in_idx[e]] + tr.in_val[e]
-            if v > m:
-                m = v
-        yg[h] = m
+    _sparse_maxplus(tr, G, xg, yg)      # the CSR tables are over the groups
     for s in range(S):
         m = -INFINITY
         for k in range(K):

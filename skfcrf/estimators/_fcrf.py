@@ -190,8 +190,9 @@ class FactorialCRF(BaseEstimator):
         "backoff")``), so every labelling over the joint states has a finite
         ``log_prob``; the fine-tuning stage then trains on a deleted likelihood
         (each fold scored with the transitions new to the other folds as
-        back-off ones, :mod:`skfcrf.objectives._backoff`) and the model has no
-        joint-state transitions (user guide, "Back-off transitions").  It needs
+        back-off ones, :mod:`skfcrf.objectives._backoff`), and a joint-state
+        transition weight is dropped on the same terms (user guide, "Back-off
+        transitions").  It needs
         ``finetune_iter > 0`` and an objective other than ``"likelihood"``
         (``ValueError``); a fit stopped by the callback or early stopping before
         the fine-tuning keeps those transitions forbidden.  Enforced in training and
@@ -841,7 +842,7 @@ class FactorialCRF(BaseEstimator):
         return model.method
 
     def _close_backoff(self):
-        """Undo :meth:`_fit_backoff` (a warm start trains with the unseen transitions
+        """Undo :meth:`_open_backoff` (a warm start trains with the unseen transitions
         forbidden again)."""
         layout = self.layout_
         if not layout.n_backoff:
