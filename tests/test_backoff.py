@@ -61,7 +61,9 @@ def _problem(rng, n_labels, lengths, couplings="default", below=False, state_tra
 
 
 CASES = [((3, 2), "default", False, False), ((2, 3, 2), "all", False, True),
-         ((3, 3), "all", True, False), ((2, 2, 2), "default", True, True), ((4,), "default", False, False)]
+         ((3, 3), "all", True, False), ((2, 2, 2), "default", True, True), ((4,), "default", False, False),
+         # four chains: a projection tree three levels deep
+         ((2, 3, 2, 2), "default", False, True), ((2, 2, 3, 2), "all", True, False)]
 
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
@@ -92,6 +94,25 @@ def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, se
                                        atol=1e-8)
         else:
             np.testing.assert_allclose(block, block0, atol=1e-9)
+
+
+@pytest.mark.parametrize("without", [0, 1, 2])
+def test_grouped_kernels_with_a_chain_without_backoff(without):
+    """A chain with no back-off pairs: the terms that would give it the back-off
+    weight are left out, and the others' projection tree still reaches the full term."""
+    rng = np.random.default_rng(without)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, [2, 3, 2], rng.integers(1, 6, size=4), "default", False, True)
+    del backoff[without]
+    _, dense_score = joint_map(graph, states, seq_ptr, unary, pair, sparse=False, state_trans=st)
+    _, score = joint_map(graph, states, seq_ptr, unary, pair, state_trans=st, backoff=backoff)
+    np.testing.assert_allclose(score, dense_score, rtol=1e-10, atol=1e-10)
+    node0, log_z0 = joint_marginals(graph, states, seq_ptr, unary, pair, sparse=False,
+                                    state_trans=st)
+    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair, state_trans=st,
+                                  backoff=backoff)
+    np.testing.assert_allclose(log_z, log_z0, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(node, node0, atol=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -32,7 +32,19 @@ grouped transitions
     group's targets), and ``member_ptr``/``member_idx`` list every group's
     states.  A step projects the states' values onto the groups, multiplies by
     the CSR tables and gathers the result back: ``K * S`` plus ``nnz``
-    operations.  This is the form of in-chain transitions whose unseen pairs
+    operations.  The last term is the *full* term, whose groups are the
+    states themselves; every other term's groups are projections of a
+    *parent* term's (one chain more): every parent group has its child group
+    and the factor of the chain the child lacks, as two CSR tables over global
+    group numbers, ``down_*`` (a row per child group, its parents; rows of the
+    terms with more chains first) and ``up_*`` (a row per parent group, its
+    children; rows of the terms with fewer chains first), each ``_ptr``,
+    ``_row`` (the row's group), ``_idx``, ``_w``.  A step projects along that
+    tree (a child's sums from its parent's groups, not from all the states) and
+    gathers back along it (``factor[k, s']`` is the product of the ``tree_w``
+    on the way from term ``k`` to the full term): about ``S`` per term with
+    two chains, fewer below, instead of ``K * S``.
+    This is the form of in-chain transitions whose unseen pairs
     share a back-off weight per target label (:func:`skfcrf._kernels.joint.
     grouped_tables` builds the terms); for Viterbi the values are log scores,
     ``max`` replaces the sums and the result is an upper bound on the best
@@ -93,6 +105,15 @@ cdef struct Tables:
     const int* cpl_index        # K x S: states[s, a_k] * L_b + states[s, b_k]
 
 
+cdef struct Tree:
+    # CSR rows of the grouped form's projection tree (module docstring)
+    Py_ssize_t n_rows
+    const long long* ptr
+    const int* row
+    const int* idx
+    const double* w
+
+
 cdef struct Trans:
     # dense: row-major S x S values (and the transpose, for Viterbi's traceback);
     # sparse (dense == NULL): the CSR tables of the module docstring;
@@ -111,6 +132,26 @@ cdef struct Trans:
     const double* factor        # K x S: term k's factor on its target state s'
     const long long* member_ptr     # G + 1: group -> its states (Viterbi's traceback)
     const int* member_idx
+    Tree down                   # grouped form: the projection tree, by child group
+    Tree up                     # and by parent group
+
+
+def _check_tree(const long long[::1] ptr, const int[::1] row, const int[::1] idx,
+                const double[::1] w):
+    if (ptr.shape[0] != row.shape[0] + 1 or idx.shape[0] != w.shape[0]
+            or ptr[ptr.shape[0] - 1] != idx.shape[0]):
+        raise ValueError("grouped transitions: inconsistent projection tree")
+
+
+cdef Tree _tree(const long long[::1] ptr, const int[::1] row, const int[::1] idx,
+                const double[::1] w) noexcept:
+    cdef Tree t
+    t.n_rows = row.shape[0]
+    t.ptr = &ptr[0]
+    t.row = first_or_null(row)
+    t.idx = first_or_null(idx)
+    t.w = first_or_null(w)
+    return t
 
 
 cdef class JointTables:
@@ -145,7 +186,9 @@ cdef class JointTables:
     cdef const double[::1] dense, dense_t, out_val, in_val
     cdef const int[:, ::1] group
     cdef const double[:, ::1] factor
-    cdef const int[::1] member_idx
+    cdef const int[::1] member_idx, down_row, down_idx, up_row, up_idx
+    cdef const long long[::1] down_ptr, up_ptr
+    cdef const double[::1] down_w, up_w
     cdef double shift
 
     def __init__(self, states, label_offset, couplings, transitions, double shift=0.0,
@@ -167,6 +210,16 @@ cdef class JointTables:
         self.factor = transitions.get("factor", np.zeros((0, S)))
         self.member_ptr = transitions.get("member_ptr", np.zeros(1, np.int64))
         self.member_idx = transitions.get("member_idx", np.zeros(0, np.int32))
+        self.down_ptr = transitions.get("down_ptr", np.zeros(1, np.int64))
+        self.down_row = transitions.get("down_row", np.zeros(0, np.int32))
+        self.down_idx = transitions.get("down_idx", np.zeros(0, np.int32))
+        self.down_w = transitions.get("down_w", np.zeros(0))
+        self.up_ptr = transitions.get("up_ptr", np.zeros(1, np.int64))
+        self.up_row = transitions.get("up_row", np.zeros(0, np.int32))
+        self.up_idx = transitions.get("up_idx", np.zeros(0, np.int32))
+        self.up_w = transitions.get("up_w", np.zeros(0))
+        _check_tree(self.down_ptr, self.down_row, self.down_idx, self.down_w)
+        _check_tree(self.up_ptr, self.up_row, self.up_idx, self.up_w)
         if self.group.shape[0] and (self.group.shape[1] != S or self.factor.shape[0]
                                     != self.group.shape[0] or self.factor.shape[1] != S):
             raise ValueError("grouped transitions: group and factor must be (K, S)")
@@ -193,6 +246,8 @@ cdef class JointTables:
         tr.factor = &self.factor[0, 0] if tr.n_terms else NULL
         tr.member_ptr = &self.member_ptr[0]
         tr.member_idx = first_or_null(self.member_idx)
+        tr.down = _tree(self.down_ptr, self.down_row, self.down_idx, self.down_w)
+        tr.up = _tree(self.up_ptr, self.up_row, self.up_idx, self.up_w)
         return tr
 
     cdef Tables tables(self, const double[:, ::1] unary, const double[::1] pair):
@@ -218,60 +273,100 @@ cdef class JointTables:
 cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
                           double* out) noexcept nogil:
     """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none (the
-    ``S`` rows of the ``in`` CSR: states, or the grouped form's groups)."""
+    ``S`` rows of the ``in`` CSR: states, or the grouped form's groups).  Four
+    interleaved maxima per row, as :func:`_row_dot`'s sums: one running maximum is a
+    latency chain."""
     cdef Py_ssize_t j
-    cdef long long k
-    cdef double m, v
+    cdef long long k, hi
+    cdef double m0, m1, m2, m3, v0, v1, v2, v3
+    cdef const int* idx = tr.in_idx
+    cdef const double* val = tr.in_val
     for j in range(S):
-        m = -INFINITY
-        for k in range(tr.in_ptr[j], tr.in_ptr[j + 1]):
-            v = x[tr.in_idx[k]] + tr.in_val[k]
-            if v > m:
-                m = v
-        out[j] = m
+        m0 = m1 = m2 = m3 = -INFINITY
+        k, hi = tr.in_ptr[j], tr.in_ptr[j + 1]
+        while k + 4 <= hi:
+            v0 = x[idx[k]] + val[k]
+            v1 = x[idx[k + 1]] + val[k + 1]
+            v2 = x[idx[k + 2]] + val[k + 2]
+            v3 = x[idx[k + 3]] + val[k + 3]
+            m0 = v0 if v0 > m0 else m0
+            m1 = v1 if v1 > m1 else m1
+            m2 = v2 if v2 > m2 else m2
+            m3 = v3 if v3 > m3 else m3
+            k += 4
+        while k < hi:
+            v0 = x[idx[k]] + val[k]
+            m0 = v0 if v0 > m0 else m0
+            k += 1
+        m0 = m1 if m1 > m0 else m0
+        m2 = m3 if m3 > m2 else m2
+        out[j] = m2 if m2 > m0 else m0
+
+
+cdef void _tree_max(const Tree* tree, double* v, bint weighted) noexcept nogil:
+    """Every row's group gets the maximum of its value and of its listed groups'
+    (plus the entry's factor when ``weighted``): the max-plus :func:`_tree_sum`."""
+    cdef Py_ssize_t r
+    cdef long long k
+    cdef double m, x
+    if weighted:
+        for r in range(tree.n_rows):
+            m = v[tree.row[r]]
+            for k in range(tree.ptr[r], tree.ptr[r + 1]):
+                x = v[tree.idx[k]] + tree.w[k]
+                m = x if x > m else m
+            v[tree.row[r]] = m
+    else:
+        for r in range(tree.n_rows):
+            m = v[tree.row[r]]
+            for k in range(tree.ptr[r], tree.ptr[r + 1]):
+                x = v[tree.idx[k]]
+                m = x if x > m else m
+            v[tree.row[r]] = m
 
 
 cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, double* out,
                            double* xg, double* yg) noexcept nogil:
     """The grouped form's (relaxed) max-plus step: ``out[s'] = max over terms k of
     factor[k, s'] + max over source groups g of V_k[g, group[k, s']] + max over the
-    states s of g of x[s]``."""
-    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, g
-    cdef double m, v
+    states s of g of x[s]``, projected and gathered along the tree."""
+    cdef Py_ssize_t G = tr.n_groups, s, g
+    cdef const int* full = tr.group + (tr.n_terms - 1) * S
     for g in range(G):
         xg[g] = -INFINITY
-    for k in range(K):
-        for s in range(S):
-            g = tr.group[k * S + s]
-            if x[s] > xg[g]:
-                xg[g] = x[s]
-    _sparse_maxplus(tr, G, xg, yg)      # the CSR tables are over the groups
     for s in range(S):
-        m = -INFINITY
-        for k in range(K):
-            v = tr.factor[k * S + s] + yg[tr.group[k * S + s]]
-            if v > m:
-                m = v
-        out[s] = m
+        xg[full[s]] = x[s]
+    _tree_max(&tr.down, xg, False)
+    _sparse_maxplus(tr, G, xg, yg)      # the CSR tables are over the groups
+    _tree_max(&tr.up, yg, True)
+    for s in range(S):
+        out[s] = yg[full[s]]
 
 
-cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, Py_ssize_t target,
-                         double* best) noexcept nogil:
+cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
+                         Py_ssize_t target, double* best) noexcept nogil:
     """The state ``s`` of :func:`_grouped_maxplus`'s maximum into state ``target``
-    (smallest on ties); its value in ``best``."""
+    (smallest on ties); its value in ``best``.  ``top``: the maximum of ``x``; the
+    full term goes first, and a source group of another term is scanned only if
+    ``top`` plus its entry could reach the best value found so far."""
     cdef Py_ssize_t K = tr.n_terms, k, g
     cdef long long e, q
-    cdef double m = -INFINITY, v
+    cdef double m = -INFINITY, v, f
     cdef int arg = 0, s
-    for k in range(K):
+    k = K - 1
+    while k >= 0:
+        f = tr.factor[k * S + target]
         for e in range(tr.in_ptr[tr.group[k * S + target]],
                        tr.in_ptr[tr.group[k * S + target] + 1]):
+            if top + tr.in_val[e] + f < m:
+                continue
             g = tr.in_idx[e]
             for q in range(tr.member_ptr[g], tr.member_ptr[g + 1]):
                 s = tr.member_idx[q]
-                v = x[s] + tr.in_val[e] + tr.factor[k * S + target]
+                v = x[s] + tr.in_val[e] + f
                 if v > m or (v == m and s < arg):
                     m, arg = v, s
+        k -= 1
     best[0] = m
     return arg
 
@@ -305,6 +400,24 @@ cdef inline double _row_dot(const double* val, const int* idx, const double* x,
     return (v0 + v1) + (v2 + v3)
 
 
+cdef void _tree_sum(const Tree* tree, double* v, bint weighted) noexcept nogil:
+    """Add to every row's group the sum of its listed groups' values (times the
+    entries' factors when ``weighted``), row by row: along ``down`` a child group's
+    sum from its parent groups, along ``up`` a parent's gathered children."""
+    cdef Py_ssize_t r
+    cdef long long k
+    cdef double acc
+    for r in range(tree.n_rows):
+        acc = 0.0
+        if weighted:
+            for k in range(tree.ptr[r], tree.ptr[r + 1]):
+                acc += tree.w[k] * v[tree.idx[k]]
+        else:
+            for k in range(tree.ptr[r], tree.ptr[r + 1]):
+                acc += v[tree.idx[k]]
+        v[tree.row[r]] += acc
+
+
 cdef void _grouped_product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
                            bint transpose, const double* a_prev, double* counts, double* xg,
                            double* yg, double* ag) noexcept nogil:
@@ -313,44 +426,38 @@ cdef void _grouped_product(const Trans* tr, Py_ssize_t S, const double* x, doubl
     with ``xg`` the sums of ``x`` over each group; backward: ``out[s] = sum_k (V_k
     xg)[group[k, s]]`` with ``xg`` the sums of ``factor * x``, and with ``counts``
     the pair ``(g, h)`` of an ``out`` CSR entry gets ``ag[g] * xg[h]`` (``ag``: the
-    sums of ``a_prev``)."""
-    cdef Py_ssize_t G = tr.n_groups, K = tr.n_terms, s, k, g
-    cdef double v
+    sums of ``a_prev``).  The sums over groups and the gathering go along the
+    projection tree (module docstring)."""
+    cdef Py_ssize_t G = tr.n_groups, s, g
+    cdef const int* full = tr.group + (tr.n_terms - 1) * S
     for g in range(G):
         xg[g] = 0.0
+    for s in range(S):
+        xg[full[s]] = x[s]
     if transpose:
-        for k in range(K):
-            for s in range(S):
-                xg[tr.group[k * S + s]] += x[s]
+        _tree_sum(&tr.down, xg, False)
         for g in range(G):
             yg[g] = _row_dot(tr.in_val, tr.in_idx, xg, tr.in_ptr[g], tr.in_ptr[g + 1], 0.0,
                              NULL)
-        for s in range(S):
-            v = 0.0
-            for k in range(K):
-                v += tr.factor[k * S + s] * yg[tr.group[k * S + s]]
-            out[s] = v
-        return
-    if counts != NULL:
+        _tree_sum(&tr.up, yg, True)
+    else:
+        _tree_sum(&tr.down, xg, True)
+        if counts != NULL:
+            for g in range(G):
+                ag[g] = 0.0
+            for s in range(S):
+                ag[full[s]] = a_prev[s]
+            _tree_sum(&tr.down, ag, False)
         for g in range(G):
-            ag[g] = 0.0
-    for k in range(K):
-        for s in range(S):
-            xg[tr.group[k * S + s]] += tr.factor[k * S + s] * x[s]
-            if counts != NULL:
-                ag[tr.group[k * S + s]] += a_prev[s]
-    for g in range(G):
-        if counts != NULL and ag[g] != 0.0:
-            yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
-                             ag[g], counts)
-        else:
-            yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
-                             0.0, NULL)
+            if counts != NULL and ag[g] != 0.0:
+                yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
+                                 ag[g], counts)
+            else:
+                yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
+                                 0.0, NULL)
+        _tree_sum(&tr.up, yg, False)
     for s in range(S):
-        v = 0.0
-        for k in range(K):
-            v += yg[tr.group[k * S + s]]
-        out[s] = v
+        out[s] = yg[full[s]]
 
 
 cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
@@ -427,9 +534,10 @@ cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
 
 cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, Py_ssize_t T,
                               double* delta, double* phi, double* best,
-                              int* path, double* xg, double* yg) noexcept nogil:
+                              int* path, double* xg, double* yg, double* top) noexcept nogil:
     """Best state path of one sequence into ``path``; returns its score (in the
-    grouped form the relaxed score, module docstring; ``xg``, ``yg``: its scratch)."""
+    grouped form the relaxed score, module docstring; ``xg``, ``yg``, ``top``: its
+    scratch, ``top[t]`` the best score at token ``t``)."""
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, v
     cdef int arg
@@ -445,6 +553,12 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
         _state_scores(tb, g0 + t, phi)
         for s in range(S):
             delta[t * S + s] = phi[s] + best[s]
+    if tr.n_terms:
+        for t in range(T - 1):
+            m = -INFINITY
+            for s in range(S):
+                m = delta[t * S + s] if delta[t * S + s] > m else m
+            top[t] = m
     arg, m = 0, -INFINITY
     for s in range(S):
         if delta[(T - 1) * S + s] > m:
@@ -460,7 +574,7 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
                 if v > m:
                     m, arg = v, <int> s
         elif tr.n_terms:
-            arg = _grouped_argmax(tr, S, delta + (t - 1) * S, path[t], &m)
+            arg = _grouped_argmax(tr, S, delta + (t - 1) * S, top[t - 1], path[t], &m)
         else:
             for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
                 v = delta[(t - 1) * S + tr.in_idx[k]] + tr.in_val[k]
@@ -478,6 +592,7 @@ cdef struct ViterbiWork:
     int* path           # t_max
     double* xg          # G (grouped form)
     double* yg          # G
+    double* top         # t_max (grouped form)
 
 
 cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
@@ -490,6 +605,7 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
     v.path = take_ints(c, t_max)
     v.xg = take_doubles(c, G)
     v.yg = take_doubles(c, G)
+    v.top = take_doubles(c, t_max)
     return v
 
 
@@ -553,7 +669,7 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
                 score[sq] = 0.0
                 continue
             score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, v.delta, v.phi, v.best,
-                                          v.path, v.xg, v.yg)
+                                          v.path, v.xg, v.yg, v.top)
             for t in range(T):
                 for c in range(C):
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]

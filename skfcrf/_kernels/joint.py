@@ -395,6 +395,50 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
     return pair_counts, unseen
 
 
+def _projection_tree(term_chains, members, factors, C):
+    """The grouped tables' projection tree (:mod:`skfcrf._kernels._joint`): every
+    term but the full one (the last) is the child of the term with one chain more,
+    the smallest it lacks, ``m``; per group of that parent term an entry with its
+    child group and ``factors[m]`` of the parent group's label of ``m`` (``exp`` of
+    the back-off weight, or the weight itself for Viterbi).  The entries as two CSR
+    tables: ``down`` (a row per child group, listing its parent groups; the rows of
+    children of terms with more chains first) and ``up`` (a row per parent group,
+    listing its child groups; the rows of parents of terms with fewer chains first),
+    each ``_ptr``, ``_row`` (the row's group), ``_idx`` and ``_w``.  ``term_chains``: per term ``(chains, proj, offset)``;
+    ``members``: per term the group of every state; ``C`` chains."""
+    index = {tuple(Q): k for k, (Q, _, _) in enumerate(term_chains)}
+    if index.get(tuple(range(C))) != len(term_chains) - 1:
+        raise ValueError("grouped tables: the full term must come last")
+    entries = []
+    for k, (Q, _, off) in enumerate(term_chains[:-1]):
+        m = min(set(range(C)) - set(Q))
+        parent = index.get(tuple(sorted(Q + [m])))
+        if parent is None:
+            raise ValueError(f"grouped tables: term {Q} has no parent term")
+        P, proj_p, off_p = term_chains[parent]
+        up = np.empty(len(proj_p), np.int64)
+        up[members[parent]] = members[k]
+        w = factors[m][proj_p[:, P.index(m)]]
+        entries.append((len(P), np.arange(len(proj_p)) + off_p, up + off, w))
+    if not entries:
+        entries = [(0, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))]
+    level = np.concatenate([np.full(len(e[1]), e[0]) for e in entries])
+    parent = np.concatenate([e[1] for e in entries])
+    child = np.concatenate([e[2] for e in entries])
+    w = np.concatenate([e[3] for e in entries]).astype(np.float64)
+    down = np.lexsort((parent, child, -level))     # rows: child groups, parents' terms first
+    up = np.lexsort((child, parent, level))        # rows: parent groups, children's first
+    tree = {}
+    for name, order, rows, idx in (("down", down, child, parent), ("up", up, parent, child)):
+        r = rows[order]
+        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else np.zeros(0, int)
+        tree[f"{name}_ptr"] = np.r_[starts, len(r)].astype(np.int64)
+        tree[f"{name}_row"] = r[starts].astype(np.int32)
+        tree[f"{name}_idx"] = idx[order].astype(np.int32)
+        tree[f"{name}_w"] = np.ascontiguousarray(w[order])
+    return tree
+
+
 def _full_term_counts(states, terms, counts):
     """Expected counts ``(S, S)`` of the state pairs of the full term (every chain's
     transition seen): its accumulated ``alpha (x) w`` times the pair's potential
@@ -574,6 +618,7 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
             members.append(local)
             term_chains.append((Q, proj, g_total))
             g_total += P
+    tree = _projection_tree(term_chains, members, cols if log else betas, C)
     src, dst = np.concatenate(entry_src), np.concatenate(entry_dst)
     val, term = np.concatenate(entry_val), np.concatenate(entry_term)
     out_order = np.lexsort((dst, src))
@@ -592,7 +637,7 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
                   in_val=np.ascontiguousarray(val[in_order]),
                   group=group, factor=np.ascontiguousarray(np.vstack(factor_rows)),
                   member_ptr=member_ptr.astype(np.int64),
-                  member_idx=member_states.astype(np.int32), sparse=True)
+                  member_idx=member_states.astype(np.int32), sparse=True, **tree)
     terms = dict(src=src[out_order], dst=dst[out_order], term=term[out_order],
                  chains=term_chains, x=xs, beta=betas, state_trans=st)
     return tables, float(sum(shifts)), terms
