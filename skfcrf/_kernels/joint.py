@@ -404,8 +404,9 @@ def _projection_tree(term_chains, members, factors, C):
     tables: ``down`` (a row per child group, listing its parent groups; the rows of
     children of terms with more chains first) and ``up`` (a row per parent group,
     listing its child groups; the rows of parents of terms with fewer chains first),
-    each ``_ptr``, ``_row`` (the row's group), ``_idx`` and ``_w``.  ``term_chains``: per term ``(chains, proj, offset)``;
-    ``members``: per term the group of every state; ``C`` chains."""
+    each ``_ptr``, ``_row`` (the row's group), ``_idx`` and ``_w``.  ``term_chains``:
+    per term ``(chains, proj, offset)``; ``members``: per term the group of every
+    state; ``C`` chains."""
     index = {tuple(Q): k for k, (Q, _, _) in enumerate(term_chains)}
     if index.get(tuple(range(C))) != len(term_chains) - 1:
         raise ValueError("grouped tables: the full term must come last")
