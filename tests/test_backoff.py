@@ -9,7 +9,7 @@ from scipy.special import logsumexp
 
 from skfcrf import FactorialCRF
 from skfcrf._kernels.graph import IN_CHAIN, pair_layout
-from skfcrf._kernels.joint import joint_map, joint_marginals
+from skfcrf._kernels.joint import backoff_cancels, joint_map, joint_marginals
 from skfcrf.model._layout import build_graph
 
 from _helpers import assert_central_differences, synthetic
@@ -115,6 +115,38 @@ def test_grouped_kernels_with_a_chain_without_backoff(without):
     np.testing.assert_allclose(node, node0, atol=1e-9)
 
 
+def test_backoff_far_above_seen_transitions_stays_exact():
+    """Back-off weights 40 nats above the seen transitions into their labels: the
+    grouped form would cancel ``exp(b)`` against ``exp(T) - exp(b)``, so the marginals
+    come from the dense kernel, and match it."""
+    rng = np.random.default_rng(5)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, [2, 3, 2], rng.integers(1, 6, size=4), "default", False, True)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            c, L = int(graph.edge_a[e]), [2, 3, 2][int(graph.edge_a[e])]
+            block = pair[eo[e]:eo[e] + L * L].reshape(L, L)
+            block[backoff[c]] += 40.0
+    assert backoff_cancels(graph, pair, eo, backoff)
+    node0, pmarg0, log_z0 = joint_marginals(graph, states, seq_ptr, unary, pair,
+                                            pair_marginals=True, sparse=False, state_trans=st)
+    node, pmarg, log_z, unseen = joint_marginals(graph, states, seq_ptr, unary, pair,
+                                                 pair_marginals=True, state_trans=st,
+                                                 backoff=backoff)
+    np.testing.assert_allclose(log_z, log_z0, rtol=1e-10)
+    np.testing.assert_allclose(node, node0, atol=1e-9)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            c = int(graph.edge_a[e])
+            L = [2, 3, 2][c]
+            mask = backoff[c]
+            block0 = pmarg0[eo[e]:eo[e + 1]].reshape(L, L)
+            np.testing.assert_allclose(unseen[c], np.where(mask, block0, 0).sum(axis=0),
+                                       atol=1e-8)
+            np.testing.assert_allclose(pmarg[eo[e]:eo[e + 1]].reshape(L, L),
+                                       np.where(mask, 0.0, block0), atol=1e-8)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_grouped_kernels_match_enumeration(seed):
     """Over the allowed combinations only: log Z and the best labelling's score."""
@@ -169,9 +201,9 @@ def test_deleted_likelihood_gradient():
     assert_central_differences(deleted.loss_gradient, theta, grad, idx)
 
 
-def test_held_stages_are_the_deleted_likelihood_restricted():
-    """The held stages (back-off, joint-state transition weights) give the deleted
-    likelihood's loss and gradient at the same weights; the gradient is the slope."""
+def test_held_stage_is_the_deleted_likelihood_restricted():
+    """The held stage (the back-off weights alone) gives the deleted likelihood's loss
+    and gradient at the same weights; the gradient is the slope."""
     from skfcrf.estimators import training_problem
     from skfcrf.objectives._base import Restricted
 
@@ -181,16 +213,15 @@ def test_held_stages_are_the_deleted_likelihood_restricted():
     deleted = est._deleted_likelihood(objective)
     rng = np.random.default_rng(1)
     theta = rng.normal(scale=0.3, size=deleted.layout.n_params)
-    for weights in ("backoff", "state_transition"):
-        stage = deleted.held_stage(theta, weights)
-        assert stage.start.size > 0
-        v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
-        loss, grad = stage.loss_gradient(v)
-        ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
-        assert loss == pytest.approx(ref_loss, rel=1e-10)
-        np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
-        assert_central_differences(stage.loss_gradient, v, grad,
-                                   range(0, v.size, max(1, v.size // 12)))
+    stage = deleted.held_stage(theta)
+    assert stage.start.size == deleted.layout.n_backoff > 0
+    v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
+    loss, grad = stage.loss_gradient(v)
+    ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
+    assert loss == pytest.approx(ref_loss, rel=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
+    assert_central_differences(stage.loss_gradient, v, grad,
+                               range(0, v.size, max(1, v.size // 12)))
 
 
 def _dictations(n):

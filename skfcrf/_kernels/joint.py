@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 
-__all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_columns", "backoff_expectations",
+__all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_cancels", "backoff_columns",
+           "backoff_expectations",
  "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed", "nonfinite_sequences",
@@ -317,6 +318,9 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
     ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
     the pairs whose in-chain transitions are all seen (the others zero)."""
     edge_offset = pair_layout(graph, unary.shape[0])
+    if backoff_cancels(graph, pair, edge_offset, backoff):
+        return _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
+                                        pair_marginals, state_trans, backoff, state_pairs)
     tr, shift, terms = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff,
                                       False)
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
@@ -331,6 +335,60 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
     if not state_pairs:
         return node, pmarg, log_z, unseen
     return node, pmarg, log_z, unseen, _full_term_counts(states, terms, counts)
+
+
+#: How far (nats) a back-off weight may exceed a seen transition's potential into the
+#: same label before the grouped forward-backward gives way to the dense one: the
+#: grouped form scores that pair as ``exp(b) + (exp(T) - exp(b))``, which loses
+#: ``exp(b - T)`` times the double precision (here at most about 1e-7 relative).
+CANCELLATION_NATS = 20.0
+
+
+def backoff_cancels(graph, pair, edge_offset, backoff):
+    """Whether some chain's back-off weight into a label exceeds a seen (not back-off,
+    allowed) transition's potential into it by more than :data:`CANCELLATION_NATS`."""
+    for c, block in _inchain_blocks(graph, pair, edge_offset).items():
+        mask = backoff.get(c)
+        if mask is None:
+            continue
+        b, M = backoff_columns(block, mask)
+        seen = M & np.isfinite(block)
+        with np.errstate(invalid="ignore"):
+            gap = np.where(seen, b[None, :] - block, -np.inf)
+        if gap.max(initial=-np.inf) > CANCELLATION_NATS:
+            return True
+    return False
+
+
+def _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
+                             state_trans, backoff, state_pairs):
+    """:func:`_backoff_marginals` by the dense kernel (the pair potentials hold the
+    back-off weights at the back-off pairs): exact whatever the weights, ``S**2`` work
+    per step."""
+    if not pair_marginals:
+        return joint_marginals(graph, states, seq_ptr, unary, pair, n_threads, sparse=False,
+                               state_trans=state_trans)
+    node, pmarg, log_z, expected = joint_marginals(
+        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals=True, sparse=False,
+        state_trans=state_trans, state_pairs=True)
+    edge_offset = pair_layout(graph, unary.shape[0])
+    unseen = {}
+    allowed = np.ones(expected.shape, bool)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] != IN_CHAIN:
+            continue
+        c, L = int(graph.edge_a[e]), int(graph.n_labels[graph.edge_a[e]])
+        mask = backoff.get(c)
+        if mask is None:
+            continue
+        mask = np.asarray(mask, bool)
+        block = pmarg[edge_offset[e]:edge_offset[e + 1]].reshape(L, L)
+        unseen[c] = np.where(mask, block, 0.0).sum(axis=0)
+        block[mask] = 0.0
+        allowed &= ~mask[states[:, c][:, None], states[:, c][None, :]]
+    if not state_pairs:
+        return node, pmarg, log_z, unseen
+    return node, pmarg, log_z, unseen, np.where(allowed, expected, 0.0)
 
 
 def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
