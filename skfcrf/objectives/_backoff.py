@@ -20,8 +20,8 @@ Each evaluation is exact: one forward-backward per fold over the joint label
 states on the grouped transition form (:func:`skfcrf._kernels.joint.
 grouped_tables`), about three times the transition work of the closed model's
 sparse products on the dictations.  After the fine-tuning the estimator moves
-the back-off weights alone (:class:`HeldStage`, the held weights' potentials
-computed once).  A
+the back-off weights and then the joint-state transition weights alone
+(:class:`HeldStage`, the held weights' potentials computed once).  A
 joint-state transition weight is dropped, per fold and from the fitted model,
 on the same terms as a transition's own weight.
 """
@@ -176,25 +176,35 @@ class DeletedLikelihood(Objective):
                 grad[layout.bias_state:layout.bias_state + layout.n_state_pairs] += grad_state
         return loss, grad
 
-    def held_stage(self, theta):
-        """This objective over the back-off weights alone, the others held at
-        ``theta`` (:class:`HeldStage`)."""
-        return HeldStage(self, theta)
+    def held_stage(self, theta, weights="backoff"):
+        """This objective over the back-off weights (``weights="backoff"``) or the
+        joint-state transition weights (``"state_transition"``) alone, the others
+        held at ``theta`` (:class:`HeldStage`)."""
+        return HeldStage(self, theta, weights)
 
 
 class HeldStage(Restricted):
-    """:class:`DeletedLikelihood` as a function of the back-off weights alone.
+    """:class:`DeletedLikelihood` as a function of the back-off weights, or of the
+    joint-state transition weights, alone.
 
-    They do not enter the unary or coupling potentials, so the held weights'
+    Neither enters the unary or coupling potentials, so the held weights'
     potentials are computed once per fold and an evaluation is one grouped
     forward-backward per fold: no observation scores and no feature gradient (as
     :class:`~skfcrf.objectives._likelihood.StateTransitionStage`).
     """
 
-    def __init__(self, deleted, theta):
+    def __init__(self, deleted, theta, weights="backoff"):
         layout = deleted.layout
-        free = np.arange(layout.n_params) >= layout.bias_state + layout.n_state_pairs
+        first = layout.bias_state + layout.n_state_pairs
+        if weights == "backoff":
+            free = np.arange(layout.n_params) >= first
+        elif weights == "state_transition":
+            free = (np.arange(layout.n_params) >= layout.bias_state) & (
+                np.arange(layout.n_params) < first)
+        else:
+            raise ValueError(f"weights must be 'backoff' or 'state_transition', got {weights!r}")
         super().__init__(deleted, free, theta)
+        self.weights = weights
         held = self.theta[~free]
         self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
         self._held = [deleted._fold_potentials(self.theta, fold[0], fold[1])
@@ -207,11 +217,14 @@ class HeldStage(Restricted):
         b = deleted.layout.backoff_weights(theta)
         loss, grad = 0.0, np.zeros(v.size)
         for fold, (unary, pair, eo) in zip(deleted.folds, self._held):
-            pair = pair.copy()
-            deleted._set_backoff(pair, eo, b, fold[1])
-            fold_loss, _, _, grad_b, _ = deleted._fold_loss(theta, fold, unary, pair, eo)
+            if self.weights == "backoff":
+                pair = pair.copy()
+                deleted._set_backoff(pair, eo, b, fold[1])
+            fold_loss, _, _, grad_b, grad_state = deleted._fold_loss(
+                theta, fold, unary, pair, eo)
             loss += fold_loss
-            grad += np.concatenate([grad_b[c] for c in sorted(grad_b)])
+            grad += (np.concatenate([grad_b[c] for c in sorted(grad_b)])
+                     if self.weights == "backoff" else grad_state)
         return (deleted.scale * loss + self._held_penalty + 0.5 * deleted.inv_var * float(v @ v),
                 deleted.scale * grad + deleted.inv_var * v)
 
