@@ -201,9 +201,9 @@ def test_deleted_likelihood_gradient():
     assert_central_differences(deleted.loss_gradient, theta, grad, idx)
 
 
-def test_held_stage_is_the_deleted_likelihood_restricted():
-    """The held stage (the back-off weights alone) gives the deleted likelihood's loss
-    and gradient at the same weights; the gradient is the slope."""
+def test_held_stages_are_the_deleted_likelihood_restricted():
+    """The held stages (back-off, joint-state transition weights) give the deleted
+    likelihood's loss and gradient at the same weights; the gradient is the slope."""
     from skfcrf.estimators import training_problem
     from skfcrf.objectives._base import Restricted
 
@@ -213,15 +213,18 @@ def test_held_stage_is_the_deleted_likelihood_restricted():
     deleted = est._deleted_likelihood(objective)
     rng = np.random.default_rng(1)
     theta = rng.normal(scale=0.3, size=deleted.layout.n_params)
-    stage = deleted.held_stage(theta)
-    assert stage.start.size == deleted.layout.n_backoff > 0
-    v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
-    loss, grad = stage.loss_gradient(v)
-    ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
-    assert loss == pytest.approx(ref_loss, rel=1e-10)
-    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
-    assert_central_differences(stage.loss_gradient, v, grad,
-                               range(0, v.size, max(1, v.size // 12)))
+    sizes = {"backoff": deleted.layout.n_backoff,
+             "state_transition": deleted.layout.n_state_pairs}
+    for weights in ("backoff", "state_transition"):
+        stage = deleted.held_stage(theta, weights)
+        assert stage.start.size == sizes[weights] > 0
+        v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
+        loss, grad = stage.loss_gradient(v)
+        ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
+        assert loss == pytest.approx(ref_loss, rel=1e-10)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
+        assert_central_differences(stage.loss_gradient, v, grad,
+                                   range(0, v.size, max(1, v.size // 12)))
 
 
 def _dictations(n):
