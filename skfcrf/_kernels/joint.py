@@ -90,8 +90,9 @@ def state_transition_scores(graph, states, pair, edge_offset, state_trans=None):
     return trans
 
 
-def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None):
-    """Validated arrays and the kernels' tables: couplings and the state transition matrix."""
+def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None, dense=True):
+    """Validated arrays and the kernels' tables: couplings and the state transition matrix
+    (None unless ``dense``: the grouped form builds its own tables)."""
     states = np.ascontiguousarray(states, dtype=np.int32)
     if states.ndim != 2 or states.shape[1] != graph.n_chains or states.shape[0] < 1:
         raise ValueError(f"states must have shape (S >= 1, {graph.n_chains}), got {states.shape}")
@@ -114,7 +115,8 @@ def _prepare(graph, states, seq_ptr, unary, pair, state_trans=None):
            for e in range(graph.n_edges)):
         raise ValueError("joint-state inference needs tied in-chain templates "
                          "(transition_features='default')")
-    trans = state_transition_scores(graph, states, pair, edge_offset, state_trans)
+    trans = (state_transition_scores(graph, states, pair, edge_offset, state_trans)
+             if dense else None)
     cpl = []
     for e in range(graph.n_edges):
         a, b = int(graph.edge_a[e]), int(graph.edge_b[e])
@@ -190,7 +192,7 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
         end of the sequence backwards.
     """
     states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
-                                                            state_trans)
+                                                            state_trans, not backoff)
     n_seq = len(seq_ptr) - 1
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
     score = np.zeros(n_seq)
@@ -247,7 +249,7 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
         ``-inf`` (and zero marginals) when no labelling is allowed.
     """
     states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
-                                                            state_trans)
+                                                            state_trans, not backoff)
     if backoff:
         return _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
                                   pair_marginals, state_trans, backoff, loff, t, state_pairs)
@@ -453,18 +455,18 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
     return pair_counts, unseen
 
 
-def _projection_tree(term_chains, members, factors, C):
+def _projection_tree(term_chains, members, C):
     """The grouped tables' projection tree (:mod:`skfcrf._kernels._joint`): every
     term but the full one (the last) is the child of the term with one chain more,
     the smallest it lacks, ``m``; per group of that parent term an entry with its
-    child group and ``factors[m]`` of the parent group's label of ``m`` (``exp`` of
-    the back-off weight, or the weight itself for Viterbi).  The entries as two CSR
-    tables: ``down`` (a row per child group, listing its parent groups; the rows of
-    children of terms with more chains first) and ``up`` (a row per parent group,
-    listing its child groups; the rows of parents of terms with fewer chains first),
-    each ``_ptr``, ``_row`` (the row's group), ``_idx`` and ``_w``.  ``term_chains``:
-    per term ``(chains, proj, offset)``; ``members``: per term the group of every
-    state; ``C`` chains."""
+    child group, whose factor is that of the parent group's label of ``m``
+    (:func:`_tree_weights`).  The entries as two CSR tables: ``down`` (a row per
+    child group, listing its parent groups; the rows of children of terms with more
+    chains first) and ``up`` (a row per parent group, listing its child groups; the
+    rows of parents of terms with fewer chains first), each ``_ptr``, ``_row`` (the
+    row's group), ``_idx``, and per entry the chain ``m`` (``_chain``) and its label
+    (``_label``).  ``term_chains``: per term ``(chains, proj, offset)``; ``members``:
+    per term the group of every state; ``C`` chains."""
     index = {tuple(Q): k for k, (Q, _, _) in enumerate(term_chains)}
     if index.get(tuple(range(C))) != len(term_chains) - 1:
         raise ValueError("grouped tables: the full term must come last")
@@ -477,14 +479,12 @@ def _projection_tree(term_chains, members, factors, C):
         P, proj_p, off_p = term_chains[parent]
         up = np.empty(len(proj_p), np.int64)
         up[members[parent]] = members[k]
-        w = factors[m][proj_p[:, P.index(m)]]
-        entries.append((len(P), np.arange(len(proj_p)) + off_p, up + off, w))
+        entries.append((len(P), np.arange(len(proj_p)) + off_p, up + off,
+                        np.full(len(proj_p), m), proj_p[:, P.index(m)]))
     if not entries:
-        entries = [(0, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))]
+        entries = [(0,) + (np.zeros(0, np.int64),) * 4]
     level = np.concatenate([np.full(len(e[1]), e[0]) for e in entries])
-    parent = np.concatenate([e[1] for e in entries])
-    child = np.concatenate([e[2] for e in entries])
-    w = np.concatenate([e[3] for e in entries]).astype(np.float64)
+    parent, child, chain, label = (np.concatenate([e[i] for e in entries]) for i in range(1, 5))
     down = np.lexsort((parent, child, -level))     # rows: child groups, parents' terms first
     up = np.lexsort((child, parent, level))        # rows: parent groups, children's first
     tree = {}
@@ -494,8 +494,25 @@ def _projection_tree(term_chains, members, factors, C):
         tree[f"{name}_ptr"] = np.r_[starts, len(r)].astype(np.int64)
         tree[f"{name}_row"] = r[starts].astype(np.int32)
         tree[f"{name}_idx"] = idx[order].astype(np.int32)
-        tree[f"{name}_w"] = np.ascontiguousarray(w[order])
+        tree[f"{name}_chain"] = chain[order]
+        tree[f"{name}_label"] = label[order]
     return tree
+
+
+def _tree_weights(tree, factors):
+    """The projection tree of :func:`_projection_tree` with its entries' factors
+    (``factors[c]``: chain ``c``'s per label, ``exp`` of the back-off weights or the
+    weights themselves): ``down_*`` and ``up_*`` as the kernels take them."""
+    out = {}
+    for name in ("down", "up"):
+        chain, label = tree[f"{name}_chain"], tree[f"{name}_label"]
+        w = np.zeros(len(chain))
+        for c in np.unique(chain):
+            sel = chain == c
+            w[sel] = factors[c][label[sel]]
+        out.update({f"{name}_{k}": tree[f"{name}_{k}"] for k in ("ptr", "row", "idx")},
+                   **{f"{name}_w": w})
+    return out
 
 
 def _full_term_counts(states, terms, counts):
@@ -594,7 +611,7 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
     states = np.asarray(states)
     S, C = states.shape
     blocks = _inchain_blocks(graph, pair, edge_offset)
-    cols, seen_mask, xs, betas, shifts, relaxed = [], [], [], [], [], []
+    cols, seen_mask, xs, betas, shifts, relaxed, allowed = [], [], [], [], [], [], []
     for c in range(C):
         T = blocks[c]
         b, M = backoff_columns(T, backoff.get(c))
@@ -609,94 +626,126 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
         xs.append(np.where(M, e - beta[None, :], 0.0))
         betas.append(beta)
         shifts.append(sh)
-        relaxed.append(np.where(np.isfinite(T) & M, np.maximum(T, b[None, :]), -np.inf))
+        relaxed.append(np.where(finite, np.maximum(T, b[None, :]), -np.inf))
+        # the entries a term can have: a seen pair scores exp(T) - exp(b) (zero only
+        # where T is forbidden into a label without back-off) or, in log form, T
+        allowed.append(finite if log else M & (np.isfinite(T) | np.isfinite(b)[None, :]))
     st = None if state_trans is None else np.asarray(state_trans, float)
+    shape = _grouped_shape(states, allowed, [np.isfinite(b) for b in cols])
+    if st is not None:
+        i, j = np.nonzero(st)
+        if not all(seen_mask[c][states[i, c], states[j, c]].all() for c in range(C)):
+            raise ValueError("state_trans weights a state pair with a back-off in-chain "
+                             "transition")
+    vals, factor_rows = [], []
+    for Q, rest, gl, hl, full_rows in shape["terms"]:
+        factor = np.zeros(S) if log else np.ones(S)
+        for c in rest:
+            factor = factor + cols[c][states[:, c]] if log else factor * betas[c][states[:, c]]
+        factor_rows.append(factor)
+        val = np.zeros(len(gl)) if log else np.ones(len(gl))
+        for k, c in enumerate(Q):
+            if log:
+                val = val + (blocks[c] if len(Q) == C else relaxed[c])[gl[:, k], hl[:, k]]
+            else:
+                val = val * xs[c][gl[:, k], hl[:, k]]
+        if full_rows is not None and st is not None:
+            w = st[full_rows]
+            if log:
+                val = val + w
+            else:
+                full = np.ones(len(gl))
+                for k, c in enumerate(Q):
+                    full = full * (xs[c] + betas[c][None, :])[gl[:, k], hl[:, k]]
+                with np.errstate(over="ignore"):
+                    val = val + full * np.expm1(w)
+        vals.append(val)
+    val = np.concatenate(vals)
+    tables = dict(shape["tables"], out_val=np.ascontiguousarray(val[shape["out_order"]]),
+                  in_val=np.ascontiguousarray(val[shape["in_order"]]),
+                  factor=np.ascontiguousarray(np.vstack(factor_rows)),
+                  **_tree_weights(shape["tree"], cols if log else betas))
+    terms = dict(shape["entries"], x=xs, beta=betas, state_trans=st)
+    return tables, float(sum(shifts)), terms
+
+
+#: The grouped tables' structure per back-off masks (:func:`_grouped_shape`): a fit
+#: evaluates the same few masks (one per fold) over and over.
+_SHAPES = {}
+_MAX_SHAPES = 16
+
+
+def _grouped_shape(states, allowed, has_backoff):
+    """The structure of :func:`grouped_tables` (what does not depend on the values of
+    the weights): per kept term its chains ``Q``, the chains it scores by back-off,
+    its entries' source and target label combinations on ``Q`` and, for the full
+    term, their state pairs; the CSR orders and pointers, groups, members and the
+    projection tree.  ``allowed``: per chain the pairs a term may have an entry for
+    (not back-off pairs); ``has_backoff``: per chain the labels with a back-off
+    weight.  Cached on its arguments."""
+    key = (states.tobytes(), states.shape) + tuple(
+        a.tobytes() for masks in (allowed, has_backoff) for a in masks)
+    shape = _SHAPES.get(key)
+    if shape is not None:
+        return shape
+    S, C = states.shape
     g_total = 0
-    group_rows, factor_rows, members = [], [], []
-    entry_src, entry_dst, entry_val, entry_term = [], [], [], []
-    term_chains = []
+    group_rows, members, term_chains, terms = [], [], [], []
+    entry_src, entry_dst, entry_term = [], [], []
     for r in range(C + 1):
         for Q in itertools.combinations(range(C), r):
             Q = list(Q)
             rest = [c for c in range(C) if c not in Q]
-            if log:
-                factor = np.zeros(S)
-                for c in rest:
-                    factor = factor + cols[c][states[:, c]]
-                if not np.isfinite(factor).any():
-                    continue
-            else:
-                factor = np.ones(S)
-                for c in rest:
-                    factor = factor * betas[c][states[:, c]]
-                if not factor.any():
-                    continue
+            reach = np.ones(S, bool)
+            for c in rest:
+                reach &= has_backoff[c][states[:, c]]
+            if not reach.any():
+                continue                 # its factor is zero at every state
             if Q:
                 proj, local = np.unique(states[:, Q], axis=0, return_inverse=True)
                 local = local.ravel()
             else:
                 proj, local = np.zeros((1, 0), np.int32), np.zeros(S, np.int64)
             P = len(proj)
-            ok = np.ones((P, P), bool)
-            val = np.zeros((P, P)) if log else np.ones((P, P))
+            keep = np.ones((P, P), bool)
             for k, c in enumerate(Q):
-                i, j = proj[:, k][:, None], proj[:, k][None, :]
-                ok &= seen_mask[c][i, j]
-                if log:
-                    if r == C:
-                        val = val + blocks[c][i, j]
-                    else:
-                        val = val + relaxed[c][i, j]
-                else:
-                    val = val * xs[c][i, j]
-            if r == C and st is not None:
+                keep &= allowed[c][proj[:, k][:, None], proj[:, k][None, :]]
+            g, h = np.nonzero(keep)
+            full_rows = None
+            if r == C:
                 # Q is every chain: the groups are the states themselves
                 order = np.empty(S, np.int64)
                 order[local] = np.arange(S)
-                w = st[order[:, None], order[None, :]]
-                if (w[~ok] != 0).any():
-                    raise ValueError("state_trans weights a state pair with a back-off or "
-                                     "forbidden in-chain transition")
-                if log:
-                    val = val + w
-                else:
-                    full = np.ones((P, P))
-                    for k, c in enumerate(Q):
-                        full = full * (xs[c] + betas[c][None, :])[proj[:, k][:, None],
-                                                                 proj[:, k][None, :]]
-                    with np.errstate(over="ignore"):
-                        val = val + full * np.expm1(w)
-            keep = ok & (np.isfinite(val) if log else (val != 0.0))
-            g, h = np.nonzero(keep)
+                full_rows = (order[g], order[h])
             entry_src.append(g + g_total)
             entry_dst.append(h + g_total)
-            entry_val.append(val[g, h])
             entry_term.append(np.full(len(g), len(term_chains)))
             group_rows.append(local + g_total)
-            factor_rows.append(factor)
             members.append(local)
+            terms.append((Q, rest, proj[g], proj[h], full_rows))
             term_chains.append((Q, proj, g_total))
             g_total += P
-    tree = _projection_tree(term_chains, members, cols if log else betas, C)
     src, dst = np.concatenate(entry_src), np.concatenate(entry_dst)
-    val, term = np.concatenate(entry_val), np.concatenate(entry_term)
+    term = np.concatenate(entry_term)
     out_order = np.lexsort((dst, src))
     in_order = np.lexsort((src, dst))
     out_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=g_total))])
     in_ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=g_total))])
-    group = np.ascontiguousarray(np.vstack(group_rows), dtype=np.int32)
     member_states = np.concatenate([np.argsort(m, kind="stable") for m in members])
     member_groups = np.concatenate([np.sort(m, kind="stable") + off for m, (_, _, off)
                                     in zip(members, term_chains)])
     member_ptr = np.concatenate([[0], np.cumsum(np.bincount(member_groups, minlength=g_total))])
     tables = dict(dense=np.zeros(0), dense_t=np.zeros(0),
                   out_ptr=out_ptr.astype(np.int64), out_idx=dst[out_order].astype(np.int32),
-                  out_val=np.ascontiguousarray(val[out_order]),
                   in_ptr=in_ptr.astype(np.int64), in_idx=src[in_order].astype(np.int32),
-                  in_val=np.ascontiguousarray(val[in_order]),
-                  group=group, factor=np.ascontiguousarray(np.vstack(factor_rows)),
+                  group=np.ascontiguousarray(np.vstack(group_rows), dtype=np.int32),
                   member_ptr=member_ptr.astype(np.int64),
-                  member_idx=member_states.astype(np.int32), sparse=True, **tree)
-    terms = dict(src=src[out_order], dst=dst[out_order], term=term[out_order],
-                 chains=term_chains, x=xs, beta=betas, state_trans=st)
-    return tables, float(sum(shifts)), terms
+                  member_idx=member_states.astype(np.int32), sparse=True)
+    entries = dict(src=src[out_order], dst=dst[out_order], term=term[out_order],
+                   chains=term_chains)
+    shape = dict(terms=terms, tables=tables, out_order=out_order, in_order=in_order,
+                 entries=entries, tree=_projection_tree(term_chains, members, C))
+    if len(_SHAPES) >= _MAX_SHAPES:
+        _SHAPES.pop(next(iter(_SHAPES), None), None)
+    _SHAPES[key] = shape
+    return shape
