@@ -3,6 +3,7 @@ import numpy as np
 from sklearn.metrics import make_scorer
 
 from skfcrf.metrics._accuracy import average_accuracy, chain_accuracy, joint_accuracy
+from skfcrf.metrics._agreement import cohen_kappa, token_f1
 from skfcrf.metrics._common import check_y_pair
 from skfcrf.metrics._labels import precision_recall_fscore
 from skfcrf.metrics._segments import pk, segment_f1, windowdiff
@@ -29,6 +30,10 @@ _METRICS = {
     "average_accuracy": (average_accuracy, True, False, {}),
     "joint_accuracy": (joint_accuracy, True, False, {}),
     "segment_f1": (segment_f1, True, True, {}),
+    "token_f1_micro": (token_f1, True, False, {"average": "micro"}),
+    "token_f1_macro": (token_f1, True, False, {"average": "macro"}),
+    "kappa_micro": (cohen_kappa, True, False, {"average": "micro"}),
+    "kappa_macro": (cohen_kappa, True, False, {"average": "macro"}),
 }
 for _which in ("precision", "recall", "f1"):
     for _avg in ("micro", "macro"):
@@ -56,15 +61,19 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, repair=None, *
         A name among ``"windowdiff"``, ``"pk"``, ``"accuracy"`` (same as
         ``"chain_accuracy"``), ``"average_accuracy"``, ``"joint_accuracy"``,
         ``"segment_f1"``, ``"precision_micro"``, ``"precision_macro"``,
-        ``"recall_micro"``, ``"recall_macro"``, ``"f1_micro"``, ``"f1_macro"``;
+        ``"recall_micro"``, ``"recall_macro"``, ``"f1_micro"``, ``"f1_macro"``,
+        ``"token_f1_micro"``, ``"token_f1_macro"``, ``"kappa_micro"``,
+        ``"kappa_macro"`` (:func:`token_f1`, :func:`cohen_kappa`: the tags of every
+        chain pooled; ``outside=`` names labels that are not tags);
         or a callable ``metric(y_true, y_pred, **kwargs)`` (given ``chain=``
         too when ``chain`` is not None).
     chain : int or None, default=None
         Chain to evaluate (negative values count from the top chain, ``-1`` is
         the top chain). For per-chain named metrics ``None`` means the
         unweighted mean of the metric over all chains (``"accuracy"`` then
-        equals ``"average_accuracy"``). ``"joint_accuracy"`` and
-        ``"average_accuracy"`` use all chains and take no ``chain``.
+        equals ``"average_accuracy"``). ``"joint_accuracy"``,
+        ``"average_accuracy"`` and the token F1 and kappa names use all chains and
+        take no ``chain`` (pass the function itself to score one chain).
     greater_is_better : bool, optional
         Only for a callable ``metric`` (default True); named metrics know their
         direction, and so do the package's own metric functions passed as
