@@ -5,7 +5,7 @@ Algorithm 2 of the thesis): the pool's gold labels play the oracle.  Every strat
 starts from the same seed report, labelled in full; every round refits (warm when no
 new label appeared, else from scratch), scores joint accuracy on the test reports and
 asks for ``--batch`` tokens (all three chains of a token; ``--unit label``: one chain's
-label at a token), re-estimating a report after each of its tokens.  The curves --
+label at a token; ``--unit neighbourhood``: a token and its two neighbours), re-estimating a report after each of its tokens.  The curves --
 joint accuracy against the number of labelled tokens -- go to JSON and CSV, and the
 figure to an SVG (``benchmarks/_svg.py``, no plotting library) for the docs.
 
@@ -45,7 +45,7 @@ def main(argv=None):
                     help="tokens (unit token) or labels (unit label) asked per round (B)")
     ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--strategies", default="random,MTM,MVM,MTE")
-    ap.add_argument("--unit", default="token", choices=("label", "token"))
+    ap.add_argument("--unit", default="token", choices=("label", "token", "neighbourhood"))
     ap.add_argument("--max-iter", type=int, default=30)
     ap.add_argument("--finetune-iter", type=int, default=5)
     ap.add_argument("--no-reestimate", action="store_true",
@@ -123,7 +123,7 @@ def main(argv=None):
 
 def plot(curves, settings, path):
     """The learning curves as an SVG line chart at ``path``."""
-    per = 3 if settings["unit"] == "token" else 1
+    per = 1 if settings["unit"] == "label" else 3
     series = [(name, [h["n_labels"] // per for h in c["history"]],
                [100 * h["score"] for h in c["history"]]) for name, c in curves.items()]
     xlabel = ("labelled tokens (all three chains)" if per == 3

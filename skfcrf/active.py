@@ -25,7 +25,10 @@ label states or the product space); with TRP the marginals are TRP's and the
 max-marginals chain-wise around the TRP labelling
 (:func:`skfcrf._kernels.states.conditional_max_marginals`), both approximate.
 ``unit="token"`` instead queries whole tokens (all their unlabelled chains at
-once), ranked by their most informative chain.  It is also much cheaper to train
+once), ranked by their most informative chain; ``unit="neighbourhood"`` queries
+the same tokens and their neighbours ``t - 1`` and ``t + 1`` with them (the
+exploratory annotation of thesis 001, section 5.4.2: a little more effort per
+query against the "missed class effect" of single-token queries).  It is also much cheaper to train
 on: a token labelled on some chains only adds joint label states (its labels
 combined with every label of the missing chains; user guide, "Partial labels"),
 which slows exact joint inference on large label sets (8 dictations, one seed
@@ -51,8 +54,12 @@ from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-__all__ = ["Strategy", "STRATEGIES", "get_strategy", "max_marginals", "token_evidence",
-           "informativeness", "query", "ActiveLearner"]
+__all__ = ["Strategy", "STRATEGIES", "UNITS", "get_strategy", "max_marginals",
+           "token_evidence", "informativeness", "query", "ActiveLearner"]
+
+#: What one query asks for: a chain's label at a token, a token (all its chains), or a
+#: token and its two neighbours.
+UNITS = ("label", "token", "neighbourhood")
 
 
 def _top2(a):
@@ -363,7 +370,7 @@ def _rank(keys, known, n, unit, chains):
         k = np.where(kn, np.nan, k)
         if chains is not None:
             k[:, [c for c in range(k.shape[1]) if c not in chains]] = np.nan
-        if unit == "token":
+        if unit != "label":
             free = ~np.isnan(k).all(axis=1)
             t = np.flatnonzero(free)
             rows.append(np.column_stack([np.full(len(t), s), t,
@@ -376,9 +383,22 @@ def _rank(keys, known, n, unit, chains):
     return table[order, :-1].astype(np.int64)
 
 
+def _with_neighbours(rows, known):
+    """``(sequence, token)`` rows followed each by its neighbours ``token - 1`` and
+    ``token + 1`` that exist and have a free variable (``known``: per sequence the
+    mask of the labels given), without repeats, in that order."""
+    out, seen = [], set()
+    for s, t in rows:
+        for u in (t, t - 1, t + 1):
+            if 0 <= u < len(known[s]) and (s, u) not in seen and not known[s][u].all():
+                seen.add((s, u))
+                out.append((s, u))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
 def _check_unit(unit, chains, n_chains):
-    if unit not in ("label", "token"):
-        raise ValueError(f"unit must be 'label' or 'token', got {unit!r}")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
     if chains is None:
         return None
     chains = [int(c) for c in np.atleast_1d(chains)]
@@ -404,9 +424,11 @@ def query(model, X_pool, strategy="MTM", n=1, y_partial=None, unit="label", chai
     n : int, default=1
     y_partial : list, optional
         Labels known so far (``None`` where missing); never queried again.
-    unit : {"label", "token"}, default="label"
+    unit : {"label", "token", "neighbourhood"}, default="label"
         ``"label"``: one chain's label at one token; ``"token"``: a token, all
-        its unlabelled chains, ranked by its most informative one.
+        its unlabelled chains, ranked by its most informative one;
+        ``"neighbourhood"``: such a token followed by its neighbours ``t - 1``
+        and ``t + 1`` (those with an unlabelled chain), ``n`` tokens ranked.
     chains : int or list of int, optional
         Query only these chains.
 
@@ -415,7 +437,8 @@ def query(model, X_pool, strategy="MTM", n=1, y_partial=None, unit="label", chai
     ndarray of int64
         ``(k, 3)`` rows ``(sequence, token, chain)`` for ``unit="label"``,
         ``(k, 2)`` rows ``(sequence, token)`` for ``"token"``; ``k = min(n,
-        number of unlabelled ones)``.
+        number of unlabelled ones)``.  For ``"neighbourhood"`` ``(m, 2)`` rows:
+        every ranked token followed by its neighbours.
 
     Examples
     --------
@@ -437,7 +460,22 @@ def query(model, X_pool, strategy="MTM", n=1, y_partial=None, unit="label", chai
     chains = _check_unit(unit, chains, crf.n_chains_)
     keys = informativeness(model, X_pool, strategy, y_partial, random_state)
     known = _known_mask(y_partial, [len(k) for k in keys], crf.n_chains_)
-    return _rank(keys, known, int(n), unit, chains)
+    rows = _rank(keys, known, int(n), unit, chains)
+    if unit == "neighbourhood":
+        return _with_neighbours(rows, _restricted(known, chains))
+    return rows
+
+
+def _restricted(known, chains):
+    """``known`` with the chains not queried counted as known."""
+    if chains is None:
+        return known
+    out = []
+    for k in known:
+        k = np.array(k, dtype=bool)
+        k[:, [c for c in range(k.shape[1]) if c not in chains]] = True
+        out.append(k)
+    return out
 
 
 class ActiveLearner:
@@ -459,9 +497,10 @@ class ActiveLearner:
         Cloned; it must accept ``None`` labels.
     strategy : str or Strategy, default="MTM"
     batch_size : int, default=50
-        Labels (``unit="label"``) or tokens (``"token"``) asked per round (the
+        Labels (``unit="label"``) or tokens (``"token"``, and the ranked tokens
+        of ``"neighbourhood"``, each asked with its neighbours) per round (the
         thesis's ``B``).
-    unit : {"label", "token"}, default="label"
+    unit : {"label", "token", "neighbourhood"}, default="label"
         See :func:`query`.
     chains : int or list of int, optional
         Query only these chains.
@@ -486,7 +525,8 @@ class ActiveLearner:
     y_partial_ : list of object ndarray
         Per pool sequence ``(n_tokens, n_chains)`` labels, ``None`` where missing.
     queried_ : list of ndarray
-        Per round the ``(sequence, token, chain)`` rows asked, in order.
+        Per round the rows asked, in order: ``(sequence, token, chain)``, or
+        ``(sequence, token)`` for the token units.
     history_ : list of dict
         Per round (:meth:`step`): ``round``, ``n_labels`` (labels given when
         fitting, seed included), ``n_sequences`` (sequences trained on),
@@ -621,12 +661,15 @@ class ActiveLearner:
             if len(best) == 0:
                 break
             row = best[0]
-            self._label(row)
-            picked.append(row)
+            rows = ([row] if self.unit != "neighbourhood"
+                    else _with_neighbours([row], _restricted(known, self._chains)))
+            for r in rows:
+                self._label(r)
+                picked.append(r)
             s = int(row[0])
             known[s] = np.not_equal(self.y_partial_[s], None)
             keys[s] = self._resequence(s)
-        picked = np.array(picked, dtype=np.int64).reshape(-1, 2 if self.unit == "token" else 3)
+        picked = np.array(picked, dtype=np.int64).reshape(-1, 3 if self.unit == "label" else 2)
         self.queried_.append(picked)
         return picked
 

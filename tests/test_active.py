@@ -277,6 +277,28 @@ def test_query_ranks_and_breaks_ties_by_position(model):
     assert set(chain1[:, 2]) == {1} and len(chain1) == 6
 
 
+def test_neighbourhood_queries_add_the_free_neighbours(model):
+    x = [{"w=1": 1.0}, {"w=4": 1.0}, {"w=2": 1.0}, {"w=3": 1.0}]
+    X = [x, x[:1]]
+    centre = query(model, X, "MTM", n=2, unit="token")
+    rows = query(model, X, "MTM", n=2, unit="neighbourhood")
+    expected, seen = [], set()
+    for s, t in centre:
+        for u in (t, t - 1, t + 1):
+            if 0 <= u < len(X[s]) and (s, u) not in seen:
+                seen.add((s, u))
+                expected.append((s, u))
+    assert [tuple(r) for r in rows] == expected
+    # a neighbour whose every chain is known is not asked again
+    s, t = centre[0]
+    known = [np.full((len(seq), 2), None, dtype=object) for seq in X]
+    for u in (t - 1, t + 1):
+        if 0 <= u < len(X[s]):
+            known[s][u] = (model.classes_[0][0], model.classes_[1][0])
+    rows = query(model, X, "MTM", n=1, y_partial=known, unit="neighbourhood")
+    assert [tuple(r) for r in rows] == [(s, t)]
+
+
 def test_random_query_is_reproducible(model):
     X = _tiny_pool() * 3
     a = query(model, X, "random", n=5, random_state=7)
@@ -362,7 +384,7 @@ def test_loop_refits_on_partial_labels(pool):
 
 
 @short_fit
-@pytest.mark.parametrize("unit", ["label", "token"])
+@pytest.mark.parametrize("unit", ["label", "token", "neighbourhood"])
 def test_the_oracle_eventually_labels_every_token(pool, unit):
     X, y, _, _ = pool
     X, y = X[:4], y[:4]
@@ -382,8 +404,11 @@ def test_the_oracle_eventually_labels_every_token(pool, unit):
     assert len(asked) == len(set(asked)) == total         # every label asked exactly once
     for s in range(4):
         assert np.array_equal(learner.y_partial_[s].astype(str), np.array(y[s], dtype=str))
-    if unit == "token":                                   # whole tokens: both chains at once
+    if unit != "label":                                   # whole tokens: both chains at once
         assert all(len(b) == 0 or b.shape[1] == 2 for b in learner.queried_)
+    if unit == "neighbourhood":
+        # a batch of 4 neighbourhoods asks more than 4 tokens while the pool lasts
+        assert len(learner.queried_[0]) > 4
 
 
 @short_fit
