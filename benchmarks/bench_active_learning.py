@@ -4,9 +4,10 @@ Pool-based active learning with partial labels (:class:`skfcrf.active.ActiveLear
 Algorithm 2 of the thesis): the pool's gold labels play the oracle.  Every strategy
 starts from the same seed report, labelled in full; every round refits (warm when no
 new label appeared, else from scratch), scores joint accuracy on the test reports and
-asks for ``--batch`` tokens (all three chains of a token; ``--unit label``: one chain's
-label at a token; ``--unit neighbourhood``: a token and its two neighbours), re-estimating a report after each of its tokens.  The curves --
-joint accuracy against the number of labelled tokens -- go to JSON and CSV, and the
+asks for ``--batch`` tokens (all three chains of a token; ``--unit label``: one
+chain's label at a token; ``--unit neighbourhood``: a token and its two neighbours),
+re-estimating a report after each of its tokens.  The curves -- joint accuracy against
+the number of labelled tokens -- go to JSON and CSV, and the
 figure to an SVG (``benchmarks/_svg.py``, no plotting library) for the docs.
 
     python benchmarks/bench_active_learning.py            # the documented run
