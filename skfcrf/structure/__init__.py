@@ -13,7 +13,9 @@
 * :func:`repair_sequences` repairs whole predictions; :class:`Repaired` wraps an
   estimator (or pipeline) so that ``predict``/``decode`` return repaired labels.
 * :func:`to_bioes`, :func:`to_bme`, :func:`to_bio`: one chain between the BIO,
-  BIOES and BME (Chou's begin/middle/end states) tagging schemes.
+  BIOES and BME (Chou's begin/middle/end states) tagging schemes;
+  :class:`SegmentEncoded` trains an estimator on BME (or BIOES) segment chains and
+  answers in the user's labels.
 * :func:`parse_report`: a formatted report (plain text: headings, subheadings,
   numbered lists, paragraphs) -> tokens and the three dictation chains, with every
   line it repaired or could not place reported (:class:`ReportProblem`).
@@ -30,6 +32,7 @@
 from skfcrf.structure import (
     _align,
     _compare,
+    _encoded,
     _parse,
     _postprocess,
     _render,
@@ -40,6 +43,7 @@ from skfcrf.structure import (
 )
 from skfcrf.structure._align import *  # noqa: F403
 from skfcrf.structure._compare import *  # noqa: F403
+from skfcrf.structure._encoded import *  # noqa: F403
 from skfcrf.structure._parse import *  # noqa: F403
 from skfcrf.structure._postprocess import *  # noqa: F403
 from skfcrf.structure._render import *  # noqa: F403
@@ -55,6 +59,7 @@ __all__ = [
     *_repaired.__all__,
     *_render.__all__,
     *_compare.__all__,
+    *_encoded.__all__,
     *_tags.__all__,
     *_parse.__all__,
     *_align.__all__,

@@ -1,0 +1,61 @@
+"""BME (or BIOES) restructuring of the segment chains against the BIO labels (issue 31, item 4).
+
+Thesis ``002_981edd11709a4c73.txt`` section 6.3 trains on Chou's begin / middle / end
+states instead of begin / inside.  :class:`skfcrf.structure.SegmentEncoded` does that
+around the default ``FactorialCRF`` and answers in the user's labels, so both rows
+are scored on the same gold labels: joint and per-chain accuracy, WindowDiff of the
+dictation chains, chunk F1 (conlleval) on CoNLL-2000, and the fit time.
+
+    python benchmarks/bench_segment_encoding.py --task dictations
+    python benchmarks/bench_segment_encoding.py --task conll [--n-train 2000 --n-test 500]
+
+Data as ``bench_calibration.py``'s: ``make_dictations(300, "rcg", random_state=1)``, the
+first 200 reports to train and the last 100 to test, ``make_dictation_features()``,
+``sigma=31.6``; CoNLL-2000 POS + chunks from word observations.
+"""
+import argparse
+import time
+import warnings
+
+from bench_calibration import data
+
+from skfcrf import FactorialCRF
+from skfcrf.metrics import chain_accuracy, joint_accuracy, windowdiff
+from skfcrf.structure import SegmentEncoded
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap.add_argument("--n-train", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--schemes", nargs="+", default=["bio", "bme"],
+                    choices=("bio", "bme", "bioes"))
+    args = ap.parse_args()
+    Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    for scheme in args.schemes:
+        crf = FactorialCRF(n_jobs=args.n_jobs, **params)
+        model = crf if scheme == "bio" else SegmentEncoded(crf, scheme=scheme)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(Xtr, ytr)
+        fit = time.perf_counter() - t0
+        pred = model.predict(Xte)
+        n_chains = pred[0].shape[1]
+        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
+        extra = ""
+        if args.task == "conll":
+            from _conll import chunk_f1
+            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
+            extra = f"  chunk F1 {f1:.4f}"
+        else:
+            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
+            extra = f"  WindowDiff {wd}"
+        print(f"{args.task} {scheme}: joint {joint_accuracy(yte, pred):.4f}  per chain {chains}"
+              f"{extra}  fit {fit:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
