@@ -95,6 +95,27 @@ def test_difference_of_a_wrong_decoding():
     assert terms.difference(0, theta0).n_wrong == 0
 
 
+@pytest.mark.parametrize("chains", [1, 2])
+def test_difference_is_the_gradient_of_the_score_gap(chains):
+    # scores are linear in the weights: score(decoded) - score(gold) = -delta . w,
+    # joint-state transition weights (two chains) included
+    X, y = toy(12, chains=chains)
+    est = FactorialCRF(objective="likelihood", solver="perceptron")
+    objective, _, _ = training_problem(est, X, y)
+    terms = SequenceTerms(objective.batch, objective.method, forbidden=est.forbidden_,
+                          joint_states=est.joint_states_)
+    assert (est.layout_.n_state_pairs > 0) == (chains == 2)
+    theta = np.random.RandomState(0).normal(size=est.layout_.n_params)
+    checked = 0
+    for s in range(terms.n_sequences):
+        diff = terms.difference(s, theta)
+        if diff.n_wrong:
+            assert diff.margin == pytest.approx(-diff.delta @ theta[diff.index])
+            assert diff.margin >= 0
+            checked += 1
+    assert checked > 3
+
+
 def test_averaged_perceptron_by_hand():
     terms, theta0, delta = tiny_terms()
     order = np.random.RandomState(3).permutation(2)
