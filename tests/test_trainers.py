@@ -252,3 +252,13 @@ def test_crfsuite_wrapper_passes_trainer_parameters():
     c = CRF(algorithm="arow", variance=0.1, gamma=10.0, max_iterations=2).fit(X, y)
     d = CRF(algorithm="arow", max_iterations=2).fit(X, y)
     assert not np.array_equal(c.crf_.coef_, d.crf_.coef_)
+
+
+def test_saved_model_keeps_solver_options(tmp_path):
+    X, y = toy(12)
+    crf = FactorialCRF(solver="passive_aggressive", objective="likelihood", max_iter=5,
+                       random_state=0, solver_options={"pa_type": 2, "c": 0.5}).fit(X, y)
+    crf.save(tmp_path / "pa.model")
+    loaded = FactorialCRF.load(tmp_path / "pa.model")
+    assert loaded.solver_options == {"pa_type": 2, "c": 0.5}
+    assert same(loaded.predict(X), crf.predict(X))
