@@ -68,6 +68,7 @@ from skfcrf.model._inspection import weight_mask
 from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
 from skfcrf.model._layout import check_gold_allowed
 from skfcrf.objectives import OBJECTIVES, Restricted, TrainingBatch
+from skfcrf.solvers import SEQUENCE_SOLVERS
 
 __all__ = ["DaskFactorialCRF", "FANIN"]
 
@@ -336,7 +337,9 @@ class DaskFactorialCRF(FactorialCRF):
         Every parameter of :class:`~skfcrf.FactorialCRF`, with the same
         meaning and defaults.  ``n_jobs`` is the number of kernel threads in
         each task on a worker.  Not supported on a cluster (``fit`` raises
-        ``ValueError``): ``solver="olbfgs"``, ``early_stopping=True``,
+        ``ValueError``): ``solver="olbfgs"`` and the online trainers
+        (``"sgd"``, ``"perceptron"``, ``"passive_aggressive"``, ``"arow"``:
+        one sequence at a time), ``early_stopping=True``,
         ``warm_start=True``, ``calibration`` and ``forbidden_transitions="backoff"``
         (its deleted fine-tuning runs on one process's batch); fit a local model
         (:meth:`to_local`) for those.
@@ -392,7 +395,7 @@ class DaskFactorialCRF(FactorialCRF):
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
                  finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
-                 calibration=None, calibration_cv=4):
+                 calibration=None, calibration_cv=4, solver_options=None):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -406,7 +409,8 @@ class DaskFactorialCRF(FactorialCRF):
             validation_scoring=validation_scoring, validation_interval=validation_interval,
             max_memory=max_memory, finetune_iter=finetune_iter,
             state_transitions=state_transitions, state_transition_iter=state_transition_iter,
-            l1=l1, calibration=calibration, calibration_cv=calibration_cv)
+            l1=l1, calibration=calibration, calibration_cv=calibration_cv,
+            solver_options=solver_options)
         self.client = client
         self.npartitions = npartitions
 
@@ -458,7 +462,8 @@ class DaskFactorialCRF(FactorialCRF):
             parameters not supported on a cluster.
         """
         self._validate_params()
-        for name, bad, why in (("solver", self.solver == "olbfgs", "'olbfgs'"),
+        for name, bad, why in (("solver", self.solver == "olbfgs"
+                                or self.solver in SEQUENCE_SOLVERS, repr(self.solver)),
                                ("early_stopping", self.early_stopping, "True"),
                                ("calibration", self.calibration is not None,
                                 repr(self.calibration)),

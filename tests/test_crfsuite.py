@@ -172,10 +172,11 @@ def test_c2_is_sigma_of_factorial_crf():
 
 
 @pytest.mark.parametrize("params, named", [
-    (dict(algorithm="l2sgd"), "algorithm='l2sgd'"),
-    (dict(algorithm="ap"), "item 7"),
-    (dict(algorithm="pa"), "algorithm='pa'"),
-    (dict(algorithm="arow"), "algorithm='arow'"),
+    (dict(algorithm="ap", c2=1.0), "c2=1.0 is not a parameter of CRFsuite's 'ap'"),
+    (dict(algorithm="l2sgd", c1=0.1), "c1"),
+    (dict(algorithm="pa", pa_type=3), "pa_type"),
+    (dict(algorithm="arow", num_memories=3), "num_memories"),
+    (dict(algorithm="arow", pa_type=1), "pa_type"),
     (dict(algorithm="newton"), "algorithm='newton'"),
     (dict(c1=-1), "c1"),
     (dict(c2=-0.5), "c2"),

@@ -217,6 +217,8 @@ def test_errors(client):
     X, y = synthetic(n_seq=12, n_chains=2, seed=3)
     with pytest.raises(ValueError, match="does not support solver='olbfgs'"):
         DaskFactorialCRF(client=client, solver="olbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="does not support solver='perceptron'"):
+        DaskFactorialCRF(client=client, solver="perceptron", objective="likelihood").fit(X, y)
     with pytest.raises(ValueError, match="does not support forbidden_transitions='backoff'"):
         DaskFactorialCRF(client=client, forbidden_transitions="backoff").fit(X, y)
     with pytest.raises(ValueError, match="y is required"):

@@ -28,8 +28,8 @@ from skfcrf.crfsuite import metrics
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
 from skfcrf.inference import ExactInference
 from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment
-from skfcrf.objectives import Restricted, TrainingBatch
-from skfcrf.solvers import OWLQN
+from skfcrf.objectives import Restricted, SequenceTerms, TrainingBatch
+from skfcrf.solvers import AROW, OWLQN, SGD, AveragedPerceptron, PassiveAggressive
 
 __all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
 
@@ -39,14 +39,20 @@ LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
 #: CRFsuite's default number of L-BFGS corrections, stopping tests and line-search trials.
 _LBFGS_DEFAULTS = dict(num_memories=6, epsilon=1e-5, period=10, delta=1e-5, max_linesearch=20)
 
-#: Parameters of CRFsuite's other trainers, with the algorithm they belong to.
-_OTHER_TRAINER_PARAMS = {
-    "calibration_eta": "l2sgd", "calibration_rate": "l2sgd", "calibration_samples": "l2sgd",
-    "calibration_candidates": "l2sgd", "calibration_max_trials": "l2sgd",
-    "pa_type": "pa", "c": "pa", "error_sensitive": "pa", "averaging": "pa or ap",
-    "variance": "arow", "gamma": "arow",
+#: Per algorithm its trainer's parameters and CRFsuite's defaults (``c1`` and the
+#: L-BFGS settings are handled apart); a trainer refuses the others' parameters.
+_TRAINER_PARAMS = {
+    "lbfgs": dict(c1=0.0, c2=1.0, max_iterations=0, **_LBFGS_DEFAULTS),
+    "l2sgd": dict(c2=1.0, max_iterations=1000, period=10, delta=1e-6, calibration_eta=0.1,
+                  calibration_rate=2.0, calibration_samples=1000, calibration_candidates=10,
+                  calibration_max_trials=20),
+    "ap": dict(max_iterations=100, epsilon=0.0),
+    "pa": dict(pa_type=1, c=1.0, error_sensitive=True, averaging=True, max_iterations=100,
+               epsilon=0.0),
+    "arow": dict(variance=1.0, gamma=1.0, max_iterations=100, epsilon=0.0),
 }
-_OTHER_ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
+_ALL_TRAINER_PARAMS = sorted({name for params in _TRAINER_PARAMS.values() for name in params}
+                             | {"linesearch"})
 
 
 class TrainingLog:
@@ -214,9 +220,15 @@ class CRF(BaseEstimator):
 
     Parameters
     ----------
-    algorithm : {"lbfgs"}, default="lbfgs"
-        Only L-BFGS (``None`` also means it).  CRFsuite's ``"l2sgd"``,
-        ``"ap"``, ``"pa"`` and ``"arow"`` trainers come with issue 30, item 7.
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}, default="lbfgs"
+        L-BFGS (``None`` also means it), or CRFsuite's online trainers:
+        ``"l2sgd"`` (SGD with a calibrated step size,
+        :class:`~skfcrf.solvers.SGD`), ``"ap"`` (averaged perceptron,
+        :class:`~skfcrf.solvers.AveragedPerceptron`), ``"pa"``
+        (passive-aggressive, :class:`~skfcrf.solvers.PassiveAggressive`),
+        ``"arow"`` (:class:`~skfcrf.solvers.AROW`).  Each trainer takes its
+        own parameters below (CRFsuite's defaults for ``None``) and refuses the
+        others' (``ValueError``), as CRFsuite does.
     min_freq : float, default=0
         A feature (an (attribute, label) pair, or a label pair) whose
         frequency in the training data -- the sum of the attribute's values
@@ -254,10 +266,20 @@ class CRF(BaseEstimator):
     max_linesearch : int, default=20
         Maximum loss evaluations per line search.
     calibration_eta, calibration_rate, calibration_samples, \
-calibration_candidates, calibration_max_trials, pa_type, c, error_sensitive, \
-averaging, variance, gamma : None
-        Parameters of CRFsuite's other trainers: must stay ``None`` (CRFsuite's
-        L-BFGS trainer refuses them too).
+calibration_candidates, calibration_max_trials : float or int, default=None
+        ``"l2sgd"``: the calibration's first step size (0.1), its factor
+        (2.0), the sequences it runs on (1000), the candidates that must lower
+        the loss (10) and the most trials (20).  ``"l2sgd"`` also takes
+        ``c2``, ``max_iterations`` (epochs, 1000), ``period`` and ``delta``
+        (1e-6).
+    pa_type, c, error_sensitive, averaging : int, float, bool, bool, default=None
+        ``"pa"``: PA (0), PA-I (1) or PA-II (2); the aggressiveness (1.0); the
+        cost counts the wrong labels (True); averaged weights (True).
+    variance, gamma : float, default=None
+        ``"arow"``: initial variance (1.0) and trade-off (1.0).
+        ``"ap"``, ``"pa"`` and ``"arow"`` also take ``max_iterations`` (epochs,
+        100) and ``epsilon`` (stop when the mean loss per sequence falls below
+        it; 0).
     verbose : bool, default=False
         Print one line per iteration (loss, norms, held-out scores).
     model_filename : None
@@ -365,21 +387,20 @@ averaging, variance, gamma : None
                 f"keep_tempfiles={self.keep_tempfiles!r} is not supported: skfcrf.crfsuite "
                 "writes no model files; pickle the fitted estimator to keep it")
         algorithm = "lbfgs" if self.algorithm is None else self.algorithm
-        if algorithm in _OTHER_ALGORITHMS:
-            raise ValueError(
-                f"algorithm={algorithm!r} is not supported yet: skfcrf.crfsuite trains with "
-                "'lbfgs' only; CRFsuite's other trainers (l2sgd, ap, pa, arow) come with "
-                "issue 30, item 7")
-        if algorithm != "lbfgs":
+        if algorithm not in _TRAINER_PARAMS:
             raise ValueError(f"algorithm={algorithm!r} is unknown: CRFsuite's algorithms are "
-                             "'lbfgs', 'l2sgd', 'ap', 'pa' and 'arow' (skfcrf.crfsuite: "
-                             "'lbfgs' only so far)")
-        for name, owner in _OTHER_TRAINER_PARAMS.items():
-            if getattr(self, name) is not None:
+                             "'lbfgs', 'l2sgd', 'ap', 'pa' and 'arow'")
+        own = _TRAINER_PARAMS[algorithm]
+        for name in _ALL_TRAINER_PARAMS:
+            if name not in own and not (name == "linesearch" and algorithm == "lbfgs") \
+                    and getattr(self, name) is not None:
+                owners = [a for a, params in _TRAINER_PARAMS.items() if name in params]
                 raise ValueError(
-                    f"{name}={getattr(self, name)!r} is a parameter of CRFsuite's {owner!r} "
-                    "trainer, not of 'lbfgs' (CRFsuite refuses it too); leave it None. The "
-                    "other trainers come with issue 30, item 7")
+                    f"{name}={getattr(self, name)!r} is not a parameter of CRFsuite's "
+                    f"{algorithm!r} trainer (it belongs to {', '.join(map(repr, owners))}; "
+                    "CRFsuite refuses it too); leave it None")
+        if algorithm != "lbfgs":
+            return self._online_settings(algorithm, own)
         c1 = _real(self.c1, "c1", 0.0, minimum=0.0)
         c2 = _real(self.c2, "c2", 1.0, minimum=0.0)
         linesearch = "MoreThuente" if self.linesearch is None else self.linesearch
@@ -403,6 +424,85 @@ averaging, variance, gamma : None
         for name in ("num_memories", "period", "max_linesearch"):
             out[name] = _positive_int(getattr(self, name), name, _LBFGS_DEFAULTS[name])
         return out
+
+    def _online_settings(self, algorithm, defaults):
+        """The settings of an online trainer, CRFsuite's defaults filled in."""
+        out = dict(algorithm=algorithm, c1=0.0, c2=0.0,
+                   min_freq=_real(self.min_freq, "min_freq", 0.0),
+                   all_possible_states=_flag(self.all_possible_states, "all_possible_states"),
+                   all_possible_transitions=_flag(self.all_possible_transitions,
+                                                  "all_possible_transitions"))
+        for name, default in defaults.items():
+            if name == "pa_type":
+                value = default if self.pa_type is None else self.pa_type
+                if isinstance(value, bool) or value not in (0, 1, 2):
+                    raise ValueError(f"pa_type must be 0 (PA), 1 (PA-I) or 2 (PA-II), "
+                                     f"got {self.pa_type!r}")
+                out[name] = int(value)
+            elif isinstance(default, bool):
+                out[name] = _flag(getattr(self, name), name) if getattr(
+                    self, name) is not None else default
+            elif isinstance(default, int):
+                out[name] = _positive_int(getattr(self, name), name, default)
+            else:
+                out[name] = _real(getattr(self, name), name, default, minimum=0.0)
+        return out
+
+    def _online_solver(self, settings):
+        """The skfcrf solver of CRFsuite's online trainer ``settings["algorithm"]``."""
+        algorithm, rng = settings["algorithm"], np.random.RandomState(0)
+        common = dict(max_iter=settings["max_iterations"], random_state=rng)
+        if algorithm == "l2sgd":
+            return SGD(2.0 * settings["c2"], period=settings["period"], delta=settings["delta"],
+                       eta0=settings["calibration_eta"],
+                       calibration_rate=settings["calibration_rate"],
+                       calibration_samples=settings["calibration_samples"],
+                       calibration_candidates=settings["calibration_candidates"],
+                       calibration_max_trials=settings["calibration_max_trials"], **common)
+        if algorithm == "ap":
+            return AveragedPerceptron(tol=settings["epsilon"], **common)
+        if algorithm == "pa":
+            return PassiveAggressive(settings["pa_type"], settings["c"],
+                                     settings["error_sensitive"], settings["averaging"],
+                                     tol=settings["epsilon"], **common)
+        return AROW(settings["variance"], settings["gamma"], tol=settings["epsilon"], **common)
+
+    def _online(self, crf, batch, free, settings, dev, log):
+        """Train by CRFsuite's online trainer ``settings["algorithm"]``; returns
+        ``(x, n_iter, message)`` with ``x`` all the weights."""
+        solver = self._online_solver(settings)
+        terms = SequenceTerms(batch, ExactInference(crf.graph_), forbidden=crf.forbidden_,
+                              free=free)
+        state = dict(last=time.perf_counter())
+        verbose = self.verbose
+
+        class Monitor:
+            """Logs every epoch as CRFsuite's trainers do."""
+
+            @staticmethod
+            def report(x, loss):
+                now = time.perf_counter()
+                entry = dict(num=len(log.iterations) + 1, loss=float(loss),
+                             feature_norm=float(np.linalg.norm(x)),
+                             active_features=int(np.count_nonzero(x)), time=now - state["last"],
+                             scores={})
+                state["last"] = now
+                if dev is not None:
+                    entry.update(dev.scores(x))
+                log.iterations.append(entry)
+                if verbose:
+                    _print_iteration(entry)
+                return False
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            result = solver.solve(terms, np.zeros(crf.layout_.n_params), Monitor())
+        if result.converged:
+            message = f"converged: {result.message}"
+        elif result.at_max_iter:
+            message = f"reached max_iterations={settings['max_iterations']}"
+        else:
+            message = f"{settings['algorithm']} stopped: {result.message}"
+        return result.coef, result.n_iter, message
 
     # ------------------------------------------------------------------ training
     def fit(self, X, y, X_dev=None, y_dev=None):
@@ -439,8 +539,9 @@ averaging, variance, gamma : None
         crf = FactorialCRF(
             sigma=math.inf if settings["c2"] == 0 else 1.0 / math.sqrt(2.0 * settings["c2"]),
             l1=settings["c1"], objective="likelihood", solver="lbfgs",
-            lbfgs_memory=settings["num_memories"],
+            lbfgs_memory=settings.get("num_memories", _LBFGS_DEFAULTS["num_memories"]),
             max_iter=max(1, settings["max_iterations"]), min_instance_freq=1,
+            solver_options=None,
             unary_features="default", transition_features="default",
             forbidden_transitions=None, finetune_iter=0, state_transitions=False,
             inference="exact")
@@ -461,8 +562,12 @@ averaging, variance, gamma : None
             print(f"{len(X_obs)} sequences, {log.featgen_num_features} features "
                   f"({log.featgen_seconds:.2f} s)", flush=True)
 
-        x, n_iter, message = self._lbfgs(problem, settings, dev, log)
-        crf.coef_ = problem.restricted.full(x)
+        if settings.get("algorithm", "lbfgs") == "lbfgs":
+            x, n_iter, message = self._lbfgs(problem, settings, dev, log)
+            x = problem.restricted.full(x)
+        else:
+            x, n_iter, message = self._online(crf, batch, free, settings, dev, log)
+        crf.coef_ = x
         crf.n_iter_ = n_iter
         crf.converged_ = message.startswith("converged")
         crf.loss_curve_ = [it["loss"] for it in log.iterations]

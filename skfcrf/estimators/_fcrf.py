@@ -9,6 +9,7 @@ fitted attributes.  Prediction asks the model's inference method
 (:mod:`skfcrf.inference`) and never changes the estimator.
 """
 import copy
+import inspect
 import numbers
 import warnings
 from collections import namedtuple
@@ -52,11 +53,19 @@ from skfcrf.model._inspection import top_weights as _top_weights
 from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
 from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
 from skfcrf.model._partial import complete_labels, labelled_sequences
-from skfcrf.objectives import OBJECTIVES, Likelihood, StateTransitionStage, TrainingBatch
+from skfcrf.objectives import (
+    OBJECTIVES,
+    Likelihood,
+    SequenceTerms,
+    StateTransitionStage,
+    TrainingBatch,
+)
 from skfcrf.objectives._backoff import DeletedLikelihood, fold_backoff, fold_state_pair_counts
 from skfcrf.solvers import (
     LBFGS,
     OWLQN,
+    SEQUENCE_SOLVERS,
+    SGD,
     SOLVERS,
     BlockLBFGS,
     BlockObjective,
@@ -124,10 +133,33 @@ class FactorialCRF(BaseEstimator):
         marginals from the ``inference`` method (exact for one chain, exact
         over the joint label states, or TRP sum-product).  See the user guide
         for the measured trade-offs.
-    solver : {"lbfgs", "olbfgs"}, default="lbfgs"
+    solver : {"lbfgs", "olbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, \
+            default="lbfgs"
         Batch L-BFGS (scipy) or online L-BFGS over mini-batches.  With
         ``"lbfgs"`` the ``"independent"`` objective runs one L-BFGS per chain
-        (``BlockLBFGS``), the chains evaluated together.
+        (``BlockLBFGS``), the chains evaluated together.  CRFsuite's online
+        trainers, one sequence at a time, over the whole model (they need
+        ``objective="likelihood"``, exact ``inference`` -- one chain or the
+        joint label states, the default -- and every label given; they run no
+        later stage): ``"sgd"``, SGD on the penalised likelihood with a
+        calibrated step size (:class:`~skfcrf.solvers.SGD`, CRFsuite's
+        ``l2sgd``; ``eta0`` is the calibration's first candidate, ``tol`` its
+        ``delta``); ``"perceptron"``, the averaged structured perceptron
+        (:class:`~skfcrf.solvers.AveragedPerceptron`, ``ap``);
+        ``"passive_aggressive"``, structured PA, PA-I or PA-II
+        (:class:`~skfcrf.solvers.PassiveAggressive`, ``pa``); ``"arow"``,
+        AROW with a diagonal covariance (:class:`~skfcrf.solvers.AROW`).  The
+        three margin trainers ignore ``sigma`` (no prior) and stop when the
+        mean loss per sequence falls below ``tol``.  Their constants:
+        ``solver_options``.
+    solver_options : dict, default=None
+        Constants of the online trainers, by their solver class's parameter
+        names: ``"sgd"``: ``period``, ``calibration_rate``,
+        ``calibration_samples``, ``calibration_candidates``,
+        ``calibration_max_trials``; ``"passive_aggressive"``: ``pa_type``
+        (0, 1, 2), ``c``, ``error_sensitive``, ``averaging``; ``"arow"``:
+        ``variance``, ``gamma``.  ``None``: CRFsuite's defaults.  Any other key,
+        or options for another solver, raise ``ValueError``.
     max_iter : int, default=100
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
         of the ``objective``.  With ``objective="independent"`` and
@@ -230,6 +262,7 @@ class FactorialCRF(BaseEstimator):
         Sequences per mini-batch of ``solver="olbfgs"``.
     eta0 : float, default=0.1
         oLBFGS initial step size; it decays as ``tau / (tau + t) * eta0``.
+        With ``solver="sgd"`` the first step size its calibration tries.
     tau : float, default=1000.0
         oLBFGS step-size decay constant.
     n_jobs : int, default=None
@@ -388,6 +421,7 @@ class FactorialCRF(BaseEstimator):
         "l1": [Interval(numbers.Real, 0, None, closed="left")],
         "objective": [StrOptions(set(OBJECTIVES))],
         "solver": [StrOptions(set(SOLVERS))],
+        "solver_options": [None, dict],
         "max_iter": [_POSITIVE_INT],
         "tol": [_POSITIVE_REAL],
         "lbfgs_memory": [_POSITIVE_INT],
@@ -433,11 +467,12 @@ class FactorialCRF(BaseEstimator):
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
                  finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
-                 calibration=None, calibration_cv=4):
+                 calibration=None, calibration_cv=4, solver_options=None):
         self.sigma = sigma
         self.l1 = l1
         self.objective = objective
         self.solver = solver
+        self.solver_options = solver_options
         self.max_iter = max_iter
         self.tol = tol
         self.lbfgs_memory = lbfgs_memory
@@ -477,6 +512,7 @@ class FactorialCRF(BaseEstimator):
             raise ValueError(
                 f"l1={self.l1!r} (L1 regularisation, trained by OWL-QN) is not supported "
                 f"with solver={self.solver!r}; use solver='lbfgs' or l1=0")
+        self._check_solver_options()
         if (isinstance(self.forbidden_transitions, str)
                 and self.forbidden_transitions == "backoff"
                 and (self.finetune_iter == 0 or self.objective == "likelihood")):
@@ -484,6 +520,27 @@ class FactorialCRF(BaseEstimator):
                 "forbidden_transitions='backoff' learns the back-off weights in the "
                 f"fine-tuning stage: it needs finetune_iter > 0 (now {self.finetune_iter}) "
                 f"and an objective other than 'likelihood' (now {self.objective!r})")
+
+    def _check_solver_options(self):
+        """ValueError for an online trainer with an objective other than the likelihood,
+        or for ``solver_options`` the solver does not have."""
+        options = self.solver_options or {}
+        if self.solver not in SEQUENCE_SOLVERS:
+            if options:
+                raise ValueError(f"solver_options={options!r}: solver={self.solver!r} has no "
+                                 "options (they are for 'sgd', 'perceptron', "
+                                 "'passive_aggressive' and 'arow')")
+            return
+        if self.objective != "likelihood":
+            raise ValueError(
+                f"solver={self.solver!r} trains the whole model one sequence at a time on its "
+                f"exact decoding or likelihood: set objective='likelihood' (now "
+                f"{self.objective!r}; its staged training does not apply)")
+        unknown = sorted(set(options) - set(_solver_option_names(self.solver)))
+        if unknown:
+            raise ValueError(f"solver_options {unknown} are not options of "
+                             f"solver={self.solver!r}; its options are "
+                             f"{list(_solver_option_names(self.solver))}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -570,7 +627,12 @@ class FactorialCRF(BaseEstimator):
     def _fit_objective(self, objective, theta0, rng, stopper=None):
         """Minimise ``objective`` from ``theta0``; set the fitted weights and curves."""
         monitor = ConvergenceMonitor(self.verbose, self._iteration_callback(stopper),
-                                     unit="epoch" if self.solver == "olbfgs" else "iteration")
+                                     unit="epoch" if self._online else "iteration")
+        if self.solver in SEQUENCE_SOLVERS:
+            # the trainers read one sequence at a time, decoded by the model's inference
+            objective = SequenceTerms(
+                objective.batch, resolve_method(self.inference, self.graph_, self.joint_states_),
+                forbidden=self.forbidden_, joint_states=self.joint_states_)
         result = self._train(objective, theta0, self._solver(rng, objective), monitor,
                              stopper)
         stopped_early = stopper is not None and stopper.triggered
@@ -599,7 +661,7 @@ class FactorialCRF(BaseEstimator):
                 result = solver.solve(objective, theta0, monitor)
                 warn_if_not_converged(
                     result, monitor.stopped_by_callback, max_iter=self.max_iter, tol=self.tol,
-                    unit="epochs" if self.solver == "olbfgs" else "iterations",
+                    unit="epochs" if self._online else "iterations",
                     designed_budget=((isinstance(solver, BlockLBFGS)
                                       or (isinstance(solver, OWLQN)
                                           and isinstance(objective, BlockObjective)))
@@ -881,10 +943,21 @@ class FactorialCRF(BaseEstimator):
             return OnlineLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol,
                                batch_size=self.batch_size, eta0=self.eta0, tau=self.tau,
                                random_state=rng)
+        if self.solver in SEQUENCE_SOLVERS:
+            options = dict(self.solver_options or {}, max_iter=self.max_iter,
+                           random_state=rng)
+            if self.solver == "sgd":
+                return SGD(1.0 / self.sigma ** 2, delta=self.tol, eta0=self.eta0, **options)
+            return SOLVERS[self.solver](tol=self.tol, **options)
         if isinstance(objective, BlockObjective):
             return BlockLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol)
         return SOLVERS[self.solver](memory=self.lbfgs_memory, max_iter=self.max_iter,
                                     tol=self.tol)
+
+    @property
+    def _online(self):
+        """Whether ``max_iter`` counts epochs."""
+        return self.solver == "olbfgs" or self.solver in SEQUENCE_SOLVERS
 
     def _check_Xy(self, X, y):
         if y is None:
@@ -1248,6 +1321,14 @@ def _listed(seqs):
         return list(seqs)
     except TypeError:
         return seqs
+
+
+def _solver_option_names(solver):
+    """The ``solver_options`` keys of an online trainer: its class's parameters but
+    those the estimator sets from its own (``max_iter``, ``tol``, ...)."""
+    set_by_estimator = {"l2", "max_iter", "tol", "delta", "eta0", "random_state"}
+    params = inspect.signature(SOLVERS[solver]).parameters
+    return tuple(p for p in params if p not in set_by_estimator)
 
 
 def kernel_threads(n_jobs):

@@ -430,7 +430,11 @@ def _estimator_from_header(cls, header, version):
     _require(not unknown, f"params has unknown parameters {', '.join(unknown)}")
     params = dict(params)
     _require(all(v is None or isinstance(v, (str, int, float)) for k, v in params.items()
-                 if k != "coupling"), "params must be plain values")
+                 if k not in ("coupling", "solver_options")), "params must be plain values")
+    options = params.get("solver_options")
+    _require(options is None or (isinstance(options, dict) and all(
+        isinstance(v, (str, int, float)) for v in options.values())),
+        "params solver_options must be null or an object of plain values")
     coupling = params.get("coupling")
     if isinstance(coupling, list):
         _require(all(isinstance(p, list) and len(p) == 2 and all(_is_int(v) for v in p)

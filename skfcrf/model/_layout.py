@@ -305,6 +305,27 @@ class ParameterLayout:
         np.cumsum(np.bincount(feat, minlength=n_features), out=feat_ptr[1:])
         return cls(graph, n_features, feat_ptr, ent_col)
 
+    def local(self, features):
+        """The layout of the feature-table entries of the observations ``features``
+        alone, and where its parameters sit in this layout's ``theta``.
+
+        ``features`` are sorted distinct observation columns (those active in a
+        sequence); the local layout's observation ``i`` is ``features[i]``.  It has
+        the same biases, joint-state transitions and back-off weights.  Returns
+        ``(layout, index)``: ``theta[index]`` is the local layout's ``theta``, so
+        its potentials and gradients on observations restricted to ``features``
+        equal this layout's (the other weights cannot touch them).
+        """
+        features = np.asarray(features, dtype=np.int64)
+        counts = self.feat_ptr[features + 1] - self.feat_ptr[features]
+        feat_ptr = np.zeros(len(features) + 1, dtype=np.int64)
+        np.cumsum(counts, out=feat_ptr[1:])
+        entries = np.repeat(self.feat_ptr[features] - feat_ptr[:-1], counts) + np.arange(
+            feat_ptr[-1], dtype=np.int64)
+        layout = type(self)(self.graph, len(features), feat_ptr, self.ent_col[entries],
+                            self.state_from, self.state_to, self.backoff)
+        return layout, np.concatenate([entries, np.arange(self.n_table, self.n_params)])
+
     # -- potentials -----------------------------------------------------------------
     def observation_rows(self, X, seq_ptr):
         """Observations ``X`` (N, n_features) of sequences ``seq_ptr``, ready for the products."""

@@ -41,6 +41,10 @@ passes only ``theta``, the observation rows and the gold labels.  The chain-wise
 objectives own their kernel state as a :class:`ChainTerms`; the independent
 chains are a :class:`~skfcrf.solvers.BlockObjective`.
 
+:class:`SequenceTerms` is what the online trainers read instead: one sequence
+at a time, its likelihood term or the difference between its gold and decoded
+labelling, on the few weights it touches.
+
 :data:`OBJECTIVES` maps the estimator's ``objective=`` names to the classes.
 """
 from skfcrf.objectives._base import Objective, Restricted
@@ -53,10 +57,12 @@ from skfcrf.objectives._chainwise import (
 )
 from skfcrf.objectives._likelihood import Likelihood, StateTransitionStage
 from skfcrf.objectives._pseudolikelihood import PseudoLikelihood
+from skfcrf.objectives._sequences import Difference, SequenceTerms
 
 __all__ = ["TrainingBatch", "Objective", "PseudoLikelihood", "ChainTerms",
            "ChainPseudoLikelihood", "IndependentChains",
-           "Likelihood", "Restricted", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states"]
+           "Likelihood", "Restricted", "StateTransitionStage", "OBJECTIVES", "allowed_by_joint_states",
+           "SequenceTerms", "Difference"]
 
 
 #: ``objective=`` name -> objective class.

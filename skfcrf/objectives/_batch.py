@@ -6,7 +6,16 @@ from skfcrf._kernels.states import state_steps
 from skfcrf.model._fixed import FixedLabels
 from skfcrf.model._layout import GoldStatistics
 
-__all__ = ["TrainingBatch"]
+__all__ = ["TrainingBatch", "state_pair_counts"]
+
+
+def state_pair_counts(states, seq_ptr, labels):
+    """``(S, S)``: how often each pair of ``states`` follows each other in the
+    labelling ``labels`` ``(N, C)`` of the sequences ``seq_ptr``."""
+    _, prev, cur = state_steps(states, seq_ptr, labels)
+    counts = np.zeros((len(states), len(states)))
+    np.add.at(counts, (prev, cur), 1.0)
+    return counts
 
 
 class TrainingBatch:
@@ -68,10 +77,8 @@ class TrainingBatch:
         (built once per ``states``)."""
         cached = getattr(self, "_gold_state_counts", None)
         if cached is None or cached[0] is not states:
-            _, prev, cur = state_steps(states, self.seq_ptr, self.gold)
-            counts = np.zeros((len(states), len(states)))
-            np.add.at(counts, (prev, cur), 1.0)
-            cached = self._gold_state_counts = (states, counts)
+            cached = self._gold_state_counts = (
+                states, state_pair_counts(states, self.seq_ptr, self.gold))
         return cached[1]
 
     def subset(self, seq_index):
