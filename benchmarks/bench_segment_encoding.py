@@ -4,7 +4,10 @@ Thesis ``002_981edd11709a4c73.txt`` section 6.3 trains on Chou's begin / middle 
 states instead of begin / inside.  :class:`skfcrf.structure.SegmentEncoded` does that
 around the default ``FactorialCRF`` and answers in the user's labels, so both rows
 are scored on the same gold labels: joint and per-chain accuracy, WindowDiff of the
-dictation chains, chunk F1 (conlleval) on CoNLL-2000, and the fit time.
+dictation chains, chunk F1 (conlleval) on CoNLL-2000, the token-level F1 (micro and
+macro) and Cohen's kappa (micro) over the tags of both or all three chains
+(:func:`skfcrf.metrics.token_f1`, :func:`~skfcrf.metrics.cohen_kappa`; ``O`` is not a
+tag), and the fit time.
 
     python benchmarks/bench_segment_encoding.py --task dictations
     python benchmarks/bench_segment_encoding.py --task conll [--n-train 2000 --n-test 500]
@@ -20,7 +23,7 @@ import warnings
 from bench_calibration import data
 
 from skfcrf import FactorialCRF
-from skfcrf.metrics import chain_accuracy, joint_accuracy, windowdiff
+from skfcrf.metrics import chain_accuracy, cohen_kappa, joint_accuracy, token_f1, windowdiff
 from skfcrf.structure import SegmentEncoded
 
 
@@ -53,8 +56,11 @@ def main():
         else:
             wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
             extra = f"  WindowDiff {wd}"
+        tags = (f"  token F1 {token_f1(yte, pred, outside=['O']):.4f} / "
+                f"{token_f1(yte, pred, average='macro', outside=['O']):.4f}"
+                f"  kappa {cohen_kappa(yte, pred, outside=['O']):.4f}")
         print(f"{args.task} {scheme}: joint {joint_accuracy(yte, pred):.4f}  per chain {chains}"
-              f"{extra}  fit {fit:.1f} s", flush=True)
+              f"{extra}{tags}  fit {fit:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
