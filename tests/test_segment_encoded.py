@@ -108,3 +108,33 @@ def test_encoding_round_trips_on_the_dictations(scheme):
             back = _retagged(enc, atomic, functools.partial(to_bio, scheme=scheme,
                                                             begin=begin, inside=inside))
             assert back == list(s[:, c])
+
+
+def test_factorial_crf_segment_encoding_parameter(tmp_path):
+    """FactorialCRF(segment_encoding="bme"): trains on the encoded labels, answers in
+    the user's, takes them in log_prob, keeps its codec in model files."""
+    X, y = _chunks()
+    crf = FactorialCRF(max_iter=60, segment_encoding="bme").fit(X, y)
+    assert sorted(crf.classes_[1].tolist()) == ["B-NP", "B-VP", "E-NP", "M-NP", "O"]
+    pred = crf.predict(X)
+    assert [p.tolist() for p in pred] == [[list(r) for r in t] for t in y]
+    assert crf.score(X, y) == 1.0
+    d = crf.decode(X, n_best=2)[0]
+    assert d.labels.tolist() == pred[0].tolist()
+    assert all(set(a.labels[:, 1]) <= {"B-NP", "I-NP", "B-VP", "O"} for a in d.alternatives)
+    lp = crf.log_prob(X, y)
+    assert np.all(np.isfinite(lp)) and np.all(lp <= 0)
+    np.testing.assert_allclose(lp, [d.log_prob, crf.decode(X)[1].log_prob], rtol=1e-9)
+    with pytest.raises(ValueError, match="fixed"):
+        crf.decode(X, fixed=[[(None, "B-NP")] + [(None, None)] * 3, None])
+    path = tmp_path / "m.npz"
+    crf.save(path)
+    loaded = FactorialCRF.load(path)
+    assert [p.tolist() for p in loaded.predict(X)] == [p.tolist() for p in pred]
+    assert loaded.segment_codec_.to_dict() == crf.segment_codec_.to_dict()
+    # the default keeps the labels as they are
+    plain = FactorialCRF(max_iter=60).fit(X, y)
+    assert plain.segment_codec_ is None
+    assert sorted(plain.classes_[1].tolist()) == ["B-NP", "B-VP", "I-NP", "O"]
+    with pytest.raises(ValueError, match="segment_encoding"):
+        FactorialCRF(segment_encoding="bilou").fit(X, y)

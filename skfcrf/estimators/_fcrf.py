@@ -254,6 +254,16 @@ class FactorialCRF(BaseEstimator):
         transitions and couplings.  0 leaves them to the joint stage.  With
         ``forbidden_transitions="backoff"`` as many iterations first move the
         back-off weights alone, under the deleted likelihood.
+    segment_encoding : {"bio", "bme", "bioes"}, default="bio"
+        ``"bme"`` (or ``"bioes"``) trains on the segment chains re-tagged as
+        Chou's begin / middle / end states (thesis 002, 6.3; a chain is a
+        segment chain when a training label has a ``B-`` or ``Begin`` prefix)
+        and converts every output back: ``predict``, ``decode`` and ``score``
+        answer in the training labels' own scheme, ``log_prob`` takes them;
+        ``classes_`` and ``predict_marginals`` are over the encoded labels
+        (:class:`skfcrf.structure.SegmentEncoded` sums them back, for any
+        estimator).  Every training label must be given, and ``decode`` takes
+        no fixed labels.
     forbidden_couplings : None or dict, default=None
         ``{(i, j): [(label_i, label_j), ...]}``: label combinations that may not
         occur at the same token in coupled chains ``i < j`` (e.g. an ``I-`` on a
@@ -422,6 +432,7 @@ class FactorialCRF(BaseEstimator):
         "objective": [StrOptions(set(OBJECTIVES))],
         "solver": [StrOptions(set(SOLVERS))],
         "solver_options": [None, dict],
+        "segment_encoding": [StrOptions({"bio", "bme", "bioes"})],
         "max_iter": [_POSITIVE_INT],
         "tol": [_POSITIVE_REAL],
         "lbfgs_memory": [_POSITIVE_INT],
@@ -467,12 +478,14 @@ class FactorialCRF(BaseEstimator):
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
                  finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
-                 calibration=None, calibration_cv=4, solver_options=None):
+                 calibration=None, calibration_cv=4, solver_options=None,
+                 segment_encoding="bio"):
         self.sigma = sigma
         self.l1 = l1
         self.objective = objective
         self.solver = solver
         self.solver_options = solver_options
+        self.segment_encoding = segment_encoding
         self.max_iter = max_iter
         self.tol = tol
         self.lbfgs_memory = lbfgs_memory
@@ -574,6 +587,7 @@ class FactorialCRF(BaseEstimator):
         The kernels' threads finish their current evaluation first (they do not
         check for signals), so no thread is left running.
         """
+        y = self._encode_segments(y)
         folds = None
         if self.calibration is not None:
             self._validate_params()
@@ -591,6 +605,31 @@ class FactorialCRF(BaseEstimator):
         if folds is not None:
             self.marginal_temperatures_ = self._fit_temperatures(X, y, folds)
         return self
+
+    def _encode_segments(self, y):
+        """``y`` with its segment chains re-tagged (``segment_encoding``), and
+        ``segment_codec_`` set (None for ``"bio"``); a warm start keeps the codec
+        of the first fit."""
+        self._validate_params()
+        if self.segment_encoding == "bio":
+            self.segment_codec_ = None
+            return y
+        from skfcrf.structure._encoded import SegmentCodec
+
+        seqs, one_chain = _label_arrays(y)
+        codec = getattr(self, "segment_codec_", None)
+        if not (self.warm_start and codec is not None
+                and codec.scheme == self.segment_encoding):
+            codec = SegmentCodec.from_labels(self.segment_encoding, seqs)
+        self.segment_codec_ = codec
+        return [_one_or_all(codec.encode(s), one_chain) for s in seqs]
+
+    def _segment_output(self, labels):
+        """Decoded labels of one sequence in the user's scheme."""
+        codec = getattr(self, "segment_codec_", None)
+        if codec is None:
+            return labels
+        return _one_or_all(codec.decode(labels), np.ndim(labels) == 1)
 
     def _fit_temperatures(self, X, y, folds):
         """Per chain the temperature of the marginals (``calibration="temperature"``).
@@ -1024,7 +1063,8 @@ class FactorialCRF(BaseEstimator):
         out = []
         for s in range(len(seq_ptr) - 1):
             block = decoded[seq_ptr[s]:seq_ptr[s + 1]]
-            out.append(block[:, 0].copy() if self._one_chain else block.copy())
+            out.append(self._segment_output(block[:, 0].copy() if self._one_chain
+                                            else block.copy()))
         return out, status, n_iter
 
     def predict(self, X):
@@ -1054,7 +1094,7 @@ class FactorialCRF(BaseEstimator):
         out = np.empty(labels.shape, dtype=object)
         for c in range(self.n_chains_):
             out[:, c] = self.classes_[c][labels[:, c]]
-        return out[:, 0].copy() if self._one_chain else out
+        return self._segment_output(out[:, 0].copy() if self._one_chain else out)
 
     def decode(self, X, fixed=None, n_best=1):
         """Most probable labelling(s) of each sequence, with how far they can be trusted.
@@ -1125,6 +1165,11 @@ class FactorialCRF(BaseEstimator):
         """
         if not isinstance(n_best, numbers.Integral) or isinstance(n_best, bool) or n_best < 1:
             raise ValueError(f"n_best must be a positive integer, got {n_best!r}")
+        if fixed is not None and getattr(self, "segment_codec_", None) is not None:
+            raise ValueError(
+                f"decode(fixed=...) is not supported with segment_encoding="
+                f"{self.segment_encoding!r}: an inside label does not say which encoded "
+                "label (middle or end) its token has")
         seq_ptr, unary, pair, method = self._inference_inputs(X)
         fixed = self._fixed_labels(fixed, seq_ptr, method)
         ranked = method.decode_ranked(seq_ptr, unary, pair, fixed, int(n_best))
@@ -1180,6 +1225,12 @@ class FactorialCRF(BaseEstimator):
         self._check_fitted()
         y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
                                           allow_empty_sequences=True, allow_missing=True)
+        codec = getattr(self, "segment_codec_", None)
+        if codec is not None:
+            if any(np.equal(seq, None).any() for seq in y_seqs):
+                raise ValueError(f"log_prob with segment_encoding={self.segment_encoding!r} "
+                                 "needs every label of y")
+            y_seqs = [codec.encode(seq) for seq in y_seqs]
         seq_ptr, unary, pair, method = self._inference_inputs(X)
         if len(y_seqs) != len(seq_ptr) - 1:
             raise ValueError(f"X and y have different numbers of sequences: "
@@ -1329,6 +1380,19 @@ def _solver_option_names(solver):
     set_by_estimator = {"l2", "max_iter", "tol", "delta", "eta0", "random_state"}
     params = inspect.signature(SOLVERS[solver]).parameters
     return tuple(p for p in params if p not in set_by_estimator)
+
+
+def _label_arrays(y):
+    """``y`` as ``(n_tokens, n_chains)`` object arrays, and whether it was 1-D."""
+    seqs = [np.asarray(s, dtype=object) for s in y]
+    if not seqs:
+        raise ValueError("y holds no sequence")
+    one_chain = seqs[0].ndim == 1
+    return [s.reshape(len(s), -1) for s in seqs], one_chain
+
+
+def _one_or_all(labels, one_chain):
+    return labels[:, 0].copy() if one_chain else labels
 
 
 def kernel_threads(n_jobs):

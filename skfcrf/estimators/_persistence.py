@@ -118,7 +118,7 @@ _KEYS_V1 = ("format", "version", "params", "forbidden_transitions", "forbidden_c
             "inference_stats")
 _REQUIRED_KEYS = {1: _KEYS_V1,
                   2: _KEYS_V1 + ("skfcrf_version", "converged", "validation_scoring")}
-_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"), 2: ()}
+_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"), 2: ("segment_codec",)}
 
 _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_kind",
                  "graph_edge_tied")
@@ -230,6 +230,9 @@ def _model_contents(est):
                                if isinstance(est.validation_scoring, str) else None),
         "inference_stats": est.inference_stats_,
     }
+    codec = getattr(est, "segment_codec_", None)
+    if codec is not None:
+        header["segment_codec"] = codec.to_dict()
     if isinstance(header["params"].get("coupling"), (list, tuple)):
         header["params"]["coupling"] = [list(map(int, p)) for p in header["params"]["coupling"]]
     return header, arrays
@@ -635,4 +638,22 @@ def load(cls, source):
     est.converged_ = header.get("converged", True)   # files of skfcrf 0.1.0 lack it
     est.inference_stats_ = header["inference_stats"]
     est.marginal_temperatures_ = temperatures
+    est.segment_codec_ = _read_segment_codec(header, est)
     return est
+
+
+def _read_segment_codec(header, est):
+    """The segment codec of a ``segment_encoding`` model, or None."""
+    d = header.get("segment_codec")
+    if est.segment_encoding == "bio":
+        return None
+    from skfcrf.structure._encoded import SegmentCodec
+
+    try:
+        codec = SegmentCodec.from_dict(d)
+        if codec.scheme != est.segment_encoding or len(codec.notations) != est.n_chains_:
+            raise ValueError("it does not match the model")
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValueError(f"model file: segment_encoding={est.segment_encoding!r} but its "
+                         f"segment codec is missing or invalid ({exc})") from None
+    return codec

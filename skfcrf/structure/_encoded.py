@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from skfcrf.metrics._accuracy import joint_accuracy
 from skfcrf.structure._tags import to_bio, to_bioes, to_bme
 
-__all__ = ["SegmentEncoded"]
+__all__ = ["SegmentEncoded", "SegmentCodec"]
 
 _SCHEMES = {"bme": to_bme, "bioes": to_bioes}
 
@@ -79,6 +79,71 @@ def _encoded_to_user(label, notation):
     return label
 
 
+class SegmentCodec:
+    """The re-tagging of the segment chains of one training set, both ways.
+
+    Parameters
+    ----------
+    scheme : {"bme", "bioes"}
+    notations : list
+        Per chain ``(begin, inside)`` prefixes of a segment chain, or None.
+    atomic : list
+        Per chain the labels that pass through (None for other chains).
+    """
+
+    def __init__(self, scheme, notations, atomic):
+        if scheme not in _SCHEMES:
+            raise ValueError(f"segment scheme must be one of {sorted(_SCHEMES)}, got {scheme!r}")
+        self.scheme = scheme
+        self.notations = [None if n is None else tuple(n) for n in notations]
+        self.atomic = [None if a is None else set(a) for a in atomic]
+
+    @classmethod
+    def from_labels(cls, scheme, seqs):
+        """The codec of label sequences ``seqs`` (``(n_tokens, n_chains)`` object arrays,
+        every label given)."""
+        if any(np.equal(s, None).any() for s in seqs):
+            raise ValueError(f"segment_encoding={scheme!r} needs every label: y holds None (a "
+                             "missing label), whose encoded label is undetermined")
+        labels = [{lab for s in seqs for lab in s[:, c]} for c in range(seqs[0].shape[1])]
+        notations = [_notation(labs) for labs in labels]
+        return cls(scheme, notations, [None if n is None else _atomic(labs, n)
+                                       for labs, n in zip(labels, notations)])
+
+    def encode(self, labels):
+        """One sequence's ``(n_tokens, n_chains)`` labels in the scheme."""
+        out = np.array(labels, dtype=object).reshape(len(labels), len(self.notations))
+        for c, notation in enumerate(self.notations):
+            if notation is not None and len(out):
+                out[:, c] = _retagged(out[:, c], self.atomic[c], _SCHEMES[self.scheme])
+        return out
+
+    def decode(self, labels):
+        """One sequence's ``(n_tokens, n_chains)`` encoded labels in the user's scheme."""
+        out = np.array(labels, dtype=object).reshape(len(labels), len(self.notations))
+        for c, notation in enumerate(self.notations):
+            if notation is not None and len(out):
+                begin, inside = notation
+                out[:, c] = _retagged(out[:, c], self.atomic[c], functools.partial(
+                    to_bio, scheme=self.scheme, begin=begin, inside=inside))
+        return out
+
+    def user_label(self, chain, label):
+        """The user's label of one encoded label, token by token (module docstring)."""
+        notation = self.notations[chain]
+        return label if notation is None else _encoded_to_user(label, notation)
+
+    def to_dict(self):
+        """JSON-able form (model files)."""
+        return {"scheme": self.scheme,
+                "notations": [None if n is None else list(n) for n in self.notations],
+                "atomic": [None if a is None else sorted(a) for a in self.atomic]}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["scheme"], d["notations"], d["atomic"])
+
+
 class SegmentEncoded(MetaEstimatorMixin, BaseEstimator):
     """An estimator trained on its segment chains re-tagged as BME (or BIOES).
 
@@ -120,43 +185,26 @@ class SegmentEncoded(MetaEstimatorMixin, BaseEstimator):
         self.estimator = estimator
         self.scheme = scheme
 
-    def _check_scheme(self):
-        if self.scheme not in _SCHEMES:
-            raise ValueError(f"scheme must be one of {sorted(_SCHEMES)}, got {self.scheme!r}")
-
     def fit(self, X, y, **fit_params):
         """Fit a clone of ``estimator`` on ``y`` with its segment chains re-tagged.
 
         ``y`` must give every label (``None`` would not say which encoded label
         a token has); ``fit_params`` go to the estimator's ``fit``.
         """
-        self._check_scheme()
         seqs = [np.asarray(s, dtype=object) for s in y]
         if not seqs:
             raise ValueError("y holds no sequence")
         self._one_chain = seqs[0].ndim == 1
         seqs = [s.reshape(len(s), -1) for s in seqs]
-        if any(np.equal(s, None).any() for s in seqs):
-            raise ValueError("SegmentEncoded needs every label: y holds None (a missing "
-                             "label), whose encoded label is undetermined")
-        n_chains = seqs[0].shape[1]
-        labels = [{lab for s in seqs for lab in s[:, c]} for c in range(n_chains)]
-        self.notations_ = [_notation(labs) for labs in labels]
-        self._atomic = [None if n is None else _atomic(labs, n)
-                        for labs, n in zip(labels, self.notations_)]
-        encode = _SCHEMES[self.scheme]
-        encoded = []
-        for s in seqs:
-            e = s.copy()
-            for c, notation in enumerate(self.notations_):
-                if notation is not None:
-                    e[:, c] = _retagged(s[:, c], self._atomic[c], encode)
-            encoded.append(e[:, 0] if self._one_chain else e)
+        self.codec_ = SegmentCodec.from_labels(self.scheme, seqs)
+        self.notations_ = self.codec_.notations
+        encoded = [self.codec_.encode(s) for s in seqs]
+        if self._one_chain:
+            encoded = [e[:, 0] for e in encoded]
         self.estimator_ = clone(self.estimator).fit(X, encoded, **fit_params)
         inner = self._inner().classes_
-        self.classes_ = [np.array(sorted({_encoded_to_user(lab, n) if n else lab
-                                          for lab in inner[c]}), dtype=object)
-                         for c, n in enumerate(self.notations_)]
+        self.classes_ = [np.array(sorted({self.codec_.user_label(c, lab) for lab in inner[c]}),
+                                  dtype=object) for c in range(len(inner))]
         return self
 
     def _inner(self):
@@ -164,12 +212,7 @@ class SegmentEncoded(MetaEstimatorMixin, BaseEstimator):
         return est.steps[-1][1] if hasattr(est, "steps") else est
 
     def _decode_labels(self, labels):
-        out = np.asarray(labels, dtype=object).reshape(len(labels), -1).copy()
-        for c, notation in enumerate(self.notations_):
-            if notation is not None:
-                begin, inside = notation
-                out[:, c] = _retagged(out[:, c], self._atomic[c], functools.partial(
-                    to_bio, scheme=self.scheme, begin=begin, inside=inside))
+        out = self.codec_.decode(labels)
         return out[:, 0] if self._one_chain else out
 
     def predict(self, X):
@@ -206,10 +249,9 @@ class SegmentEncoded(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "estimator_")
         inner = self._inner()
         maps = []
-        for c, notation in enumerate(self.notations_):
+        for c in range(len(self.classes_)):
             index = {lab: i for i, lab in enumerate(self.classes_[c].tolist())}
-            target = [index[_encoded_to_user(lab, notation) if notation else lab]
-                      for lab in inner.classes_[c]]
+            target = [index[self.codec_.user_label(c, lab)] for lab in inner.classes_[c]]
             M = np.zeros((len(target), len(index)))
             M[np.arange(len(target)), target] = 1.0
             maps.append(M)
