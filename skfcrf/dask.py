@@ -340,8 +340,9 @@ class DaskFactorialCRF(FactorialCRF):
         ``ValueError``): ``solver="olbfgs"`` and the online trainers
         (``"sgd"``, ``"perceptron"``, ``"passive_aggressive"``, ``"arow"``:
         one sequence at a time), ``early_stopping=True``,
-        ``warm_start=True``, ``calibration`` and ``forbidden_transitions="backoff"``
-        (its deleted fine-tuning runs on one process's batch); fit a local model
+        ``warm_start=True``, ``calibration``, ``segment_encoding`` other than
+        ``"bio"`` and ``forbidden_transitions="backoff"`` (its deleted fine-tuning
+        runs on one process's batch); fit a local model
         (:meth:`to_local`) for those.
         Missing labels (``None`` in ``y``, partial labels) are not supported on a
         cluster either: the partition that holds one raises ``ValueError``.
@@ -395,7 +396,8 @@ class DaskFactorialCRF(FactorialCRF):
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
                  validation_scoring=None, validation_interval=5, max_memory=None,
                  finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
-                 calibration=None, calibration_cv=4, solver_options=None):
+                 calibration=None, calibration_cv=4, solver_options=None,
+                 segment_encoding="bio"):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -410,7 +412,7 @@ class DaskFactorialCRF(FactorialCRF):
             max_memory=max_memory, finetune_iter=finetune_iter,
             state_transitions=state_transitions, state_transition_iter=state_transition_iter,
             l1=l1, calibration=calibration, calibration_cv=calibration_cv,
-            solver_options=solver_options)
+            solver_options=solver_options, segment_encoding=segment_encoding)
         self.client = client
         self.npartitions = npartitions
 
@@ -470,7 +472,9 @@ class DaskFactorialCRF(FactorialCRF):
                                ("forbidden_transitions",
                                 isinstance(self.forbidden_transitions, str)
                                 and self.forbidden_transitions == "backoff", "'backoff'"),
-                               ("warm_start", self.warm_start, "True")):
+                               ("warm_start", self.warm_start, "True"),
+                               ("segment_encoding", self.segment_encoding != "bio",
+                                repr(self.segment_encoding))):
             if bad:
                 raise ValueError(f"DaskFactorialCRF does not support {name}={why}; fit a "
                                  "FactorialCRF (e.g. .to_local()) for it")
