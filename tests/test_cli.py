@@ -491,6 +491,14 @@ def test_train_model_options_reach_the_estimator(trained, tmp_path):
     p = FactorialCRF.load(tmp_path / "o.model").get_params()
     assert (p["solver"], p["batch_size"], p["eta0"], p["tau"], p["coupling"],
             p["forbidden_transitions"]) == ("olbfgs", 4, 0.05, 50.0, "none", None)
+    # an online trainer of CRFsuite's
+    res = run("train", d / "train.txt", "--model", tmp_path / "p.model", "--label-columns", 2,
+              "--solver", "perceptron", "--objective", "likelihood", "--max-iter", 3, "-q")
+    assert res.returncode == 0, res.stderr
+    assert FactorialCRF.load(tmp_path / "p.model").get_params()["solver"] == "perceptron"
+    res = run("train", d / "train.txt", "--model", tmp_path / "q.model", "--label-columns", 2,
+              "--solver", "perceptron", "-q")
+    assert res.returncode != 0 and "objective='likelihood'" in res.stderr
 
 
 @pytest.mark.parametrize("extra, fragments", [

@@ -31,6 +31,7 @@ from skfcrf.cli._progress import FitProgress
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
 from skfcrf.model._layout import SUPPORT_MODES
+from skfcrf.solvers import SOLVERS
 
 
 def add_parser(sub):
@@ -239,8 +240,10 @@ def add_model_options(t):
     m.add_argument("--bp-tol", type=positive_float, metavar="T", default=1e-6,
                    help="TRP message tolerance (default: %(default)s)")
     s = t.add_argument_group("solver")
-    s.add_argument("--solver", choices=("lbfgs", "olbfgs"), default="lbfgs",
-                   help="optimiser: batch or online L-BFGS (default: %(default)s)")
+    s.add_argument("--solver", choices=tuple(SOLVERS), default="lbfgs",
+                   help="optimiser: batch or online L-BFGS, or one of CRFsuite's online "
+                   "trainers (sgd, perceptron, passive_aggressive, arow: with --objective "
+                   "likelihood, their constants at CRFsuite's defaults) (default: %(default)s)")
     s.add_argument("--max-iter", type=positive_int, metavar="N", default=100,
                    help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
     s.add_argument("--tol", type=positive_float, metavar="T", default=1e-5,
