@@ -99,9 +99,18 @@ def tag_counts(y_true, y_pred, chain=None, outside=None):
     return TagCounts(tags, *as_int)
 
 
-def _check_average(average):
+def _averaged(y_true, y_pred, chain, average, outside, score):
+    """``score(tp, fp, fn, tn)`` of the counts summed over the tags (``"micro"``), or
+    the mean of the per-tag scores that are defined (``"macro"``); NaN without a tag."""
     if average not in _AVERAGES:
         raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    c = tag_counts(y_true, y_pred, chain, outside)
+    if not c.tags:
+        return float("nan")
+    if average == "micro":
+        return float(score(c.tp.sum(), c.fp.sum(), c.fn.sum(), c.tn.sum()))
+    per_tag = np.asarray(score(c.tp, c.fp, c.fn, c.tn), dtype=float)
+    return float(np.nanmean(per_tag)) if np.isfinite(per_tag).any() else float("nan")
 
 
 def _f1(tp, fp, fn):
@@ -133,13 +142,8 @@ def token_f1(y_true, y_pred, chain=None, average="micro", outside=None):
     >>> round(token_f1(y, p, outside=["O"]), 4)       # TP 3, FP 1, FN 2
     0.6667
     """
-    _check_average(average)
-    c = tag_counts(y_true, y_pred, chain, outside)
-    if not c.tags:
-        return float("nan")
-    if average == "micro":
-        return float(_f1(c.tp.sum(), c.fp.sum(), c.fn.sum()))
-    return float(np.mean(_f1(c.tp, c.fp, c.fn)))
+    return _averaged(y_true, y_pred, chain, average, outside,
+                     lambda tp, fp, fn, tn: _f1(tp, fp, fn))
 
 
 def _kappa(tp, fp, fn, tn):
@@ -175,14 +179,7 @@ def cohen_kappa(y_true, y_pred, chain=None, average="micro", outside=None):
     >>> round(cohen_kappa([["A", "A", "O", "O"]], [["A", "O", "O", "O"]], outside=["O"]), 4)
     0.5
     """
-    _check_average(average)
-    c = tag_counts(y_true, y_pred, chain, outside)
-    if not c.tags:
-        return float("nan")
-    if average == "micro":
-        return float(_kappa(c.tp.sum(), c.fp.sum(), c.fn.sum(), c.tn.sum()))
-    k = _kappa(c.tp, c.fp, c.fn, c.tn)
-    return float(np.nanmean(k)) if np.isfinite(k).any() else float("nan")
+    return _averaged(y_true, y_pred, chain, average, outside, _kappa)
 
 
 def sequence_scores(y_true, y_pred, metric, **kwargs):
