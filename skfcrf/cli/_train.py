@@ -30,7 +30,7 @@ from skfcrf.cli._files import (
 from skfcrf.cli._progress import FitProgress
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
-from skfcrf.model._layout import SUPPORT_MODES
+from skfcrf.model._layout import SUPPORT_MODES, TRANSITION_MODES
 from skfcrf.solvers import SOLVERS
 
 
@@ -213,7 +213,7 @@ def add_model_options(t):
                    "after the others (default: %(default)s)")
     m.add_argument("--unary-features", choices=SUPPORT_MODES, default="supported",
                    help="feature support of the unary template (default: %(default)s)")
-    m.add_argument("--transition-features", choices=SUPPORT_MODES, default="default",
+    m.add_argument("--transition-features", choices=TRANSITION_MODES, default="default",
                    help="feature support of the in-chain transition template "
                    "(default: %(default)s)")
     m.add_argument("--coupling-features", choices=SUPPORT_MODES, default="default",

@@ -51,7 +51,7 @@ from skfcrf.model._building import (
 from skfcrf.model._fixed import check_fixed, encode_fixed
 from skfcrf.model._inspection import top_weights as _top_weights
 from skfcrf.model._labels import edge_name, encode_labels, label_sets, merge_label_sets
-from skfcrf.model._layout import SUPPORT_MODES, check_gold_allowed
+from skfcrf.model._layout import SUPPORT_MODES, TRANSITION_MODES, check_gold_allowed
 from skfcrf.model._partial import complete_labels, labelled_sequences
 from skfcrf.objectives import (
     OBJECTIVES,
@@ -184,12 +184,17 @@ class FactorialCRF(BaseEstimator):
     min_instance_freq : int or float, default=1
         Pre-pruning: observations occurring in fewer training sequences are
         dropped.  A float in (0, 1] is a fraction of the training sequences.
-    unary_features, transition_features, coupling_features : {"all", "supported", "default"}
+    unary_features, transition_features, coupling_features : {"all", "supported", "default"} or "none"
         Feature support of the unary, in-chain pairwise and between-chain
         pairwise templates.  ``"default"``: one bias weight per assignment;
         ``"supported"``: the biases plus weights for (observation, assignment)
         pairs seen in training; ``"all"``: the biases plus weights for every
-        (observation, assignment) pair.
+        (observation, assignment) pair.  ``transition_features`` also takes
+        ``"none"``: no in-chain transitions at all, so the labels of a token
+        depend on its own observations only (with couplings, on each other's
+        too) -- the independent-labels models IML (``coupling="none"``) and CML
+        (``coupling="all"``) of Marcheggiani (2014); ``forbidden_transitions``
+        must then be ``"auto"`` or None and ``state_transitions`` not True.
     coupling : {"adjacent", "all", "none"} or list of (int, int), default="adjacent"
         Which chain pairs are coupled at every token.
     inference : {"auto", "joint", "trp", "exact"}, default="auto"
@@ -439,7 +444,7 @@ class FactorialCRF(BaseEstimator):
         "min_instance_freq": [_POSITIVE_INT,
                               Interval(RealNotInt, 0, 1, closed="right")],
         "unary_features": [StrOptions(set(SUPPORT_MODES))],
-        "transition_features": [StrOptions(set(SUPPORT_MODES))],
+        "transition_features": [StrOptions(set(TRANSITION_MODES))],
         "coupling_features": [StrOptions(set(SUPPORT_MODES))],
         "coupling": [StrOptions({"adjacent", "all", "none"}), list, tuple],
         "inference": [StrOptions({"auto", *METHODS})],
@@ -526,6 +531,7 @@ class FactorialCRF(BaseEstimator):
                 f"l1={self.l1!r} (L1 regularisation, trained by OWL-QN) is not supported "
                 f"with solver={self.solver!r}; use solver='lbfgs' or l1=0")
         self._check_solver_options()
+        self._check_no_transitions()
         if (isinstance(self.forbidden_transitions, str)
                 and self.forbidden_transitions == "backoff"
                 and (self.finetune_iter == 0 or self.objective == "likelihood")):
@@ -533,6 +539,23 @@ class FactorialCRF(BaseEstimator):
                 "forbidden_transitions='backoff' learns the back-off weights in the "
                 f"fine-tuning stage: it needs finetune_iter > 0 (now {self.finetune_iter}) "
                 f"and an objective other than 'likelihood' (now {self.objective!r})")
+
+    def _check_no_transitions(self):
+        """ValueError for settings about in-chain transitions in a model without them
+        (``transition_features="none"``)."""
+        if self.transition_features != "none":
+            return
+        forbidden = self.forbidden_transitions
+        if forbidden is not None and not (isinstance(forbidden, str) and forbidden == "auto"):
+            raise ValueError(
+                f"forbidden_transitions={forbidden!r} forbids or backs off in-chain "
+                "transitions, which a model with transition_features='none' does not have; "
+                "use forbidden_transitions='auto' or None")
+        if self.state_transitions is True:
+            raise ValueError(
+                "state_transitions=True adds joint-state transition weights, which a model "
+                "with transition_features='none' (no transitions) does not have; use "
+                "state_transitions='auto' or False")
 
     def _check_solver_options(self):
         """ValueError for an online trainer with an objective other than the likelihood,

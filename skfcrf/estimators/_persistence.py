@@ -471,7 +471,9 @@ def _read_graph(reader, header):
     n_labels = [len(c) for c in header["classes"]]
     n_chains = len(n_labels)
     couplings = header["couplings"]
-    n_edges = n_chains + len(couplings)
+    in_chain = [] if header["params"].get("transition_features") == "none" else [
+        (c, c, IN_CHAIN) for c in range(n_chains)]
+    n_edges = len(in_chain) + len(couplings)
     arrays = {k: _read_index(reader, k, (n_chains if k == "graph_n_labels" else n_edges,),
                              0, 2 ** 31) for k in _GRAPH_ARRAYS}
     _require(arrays["graph_n_labels"].tolist() == n_labels,
@@ -479,16 +481,16 @@ def _read_graph(reader, header):
              f"classes ({n_labels} labels)")
     tied = arrays["graph_edge_tied"]
     _require(bool(np.all(tied <= 1)), "graph_edge_tied must be 0 or 1")
-    expected = [(c, c, IN_CHAIN) for c in range(n_chains)] + [(a, b, COUPLING)
-                                                              for a, b in couplings]
+    expected = in_chain + [(a, b, COUPLING) for a, b in couplings]
     got = list(zip(arrays["graph_edge_a"].tolist(), arrays["graph_edge_b"].tolist(),
                    arrays["graph_edge_kind"].tolist()))
     _require(got == expected, "the graph's edges do not match n_chains and couplings")
     # the kernels (and Graph.edge_size) count labels and score columns in int32
     sizes = [n_labels[a] * n_labels[b] for a, b, _ in expected]
     width = sum(n_labels) + sum(k for k, t in zip(sizes, tied.tolist()) if not t)
-    _require(max(sizes) < 2 ** 31 and width < 2 ** 31,
-             f"a model of {max(sizes)} label pairs in one template and {width} score "
+    largest = max(sizes, default=0)
+    _require(largest < 2 ** 31 and width < 2 ** 31,
+             f"a model of {largest} label pairs in one template and {width} score "
              "columns exceeds the kernels' 2**31 limit")
     return Graph.build(n_labels, [(a, b, k, int(t)) for (a, b, k), t in
                                   zip(expected, tied.tolist())])

@@ -168,6 +168,7 @@ def collect_options(params, n_chains, warm=False):
     settings ``params`` needs (a warm start keeps its layout)."""
     st = params.state_transitions
     wanted = _trains_joint(params) if isinstance(st, str) else bool(st)    # "auto" or not
+    wanted = wanted and params.transition_features != "none"
     return dict(modes=None if warm else _modes(params),
                 transitions=isinstance(params.forbidden_transitions, str),
                 state_pairs=not warm and n_chains > 1 and wanted)
@@ -231,7 +232,8 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
 
 def uses_state_transitions(params, n_chains, method, partial):
     """Whether the model gets joint-state transition weights (``state_transitions``)."""
-    usable = n_chains > 1 and method.over_joint_states
+    usable = (n_chains > 1 and method.over_joint_states
+              and params.transition_features != "none")
     if isinstance(params.state_transitions, str):     # "auto"
         return usable and _trains_joint(params) and not partial
     if params.state_transitions and not usable:

@@ -5,6 +5,9 @@ Templates
 Per chain ``c`` a unary template (assignments: ``L_c`` labels) and an in-chain
 pairwise template (``L_c x L_c`` transitions); per coupled chain pair ``(a, b)``
 a between-chain template (``L_a x L_b``).  Parameters are tied across time.
+A model with ``transition_features="none"`` has no in-chain templates (the
+independent-labels models of Marcheggiani 2014, section 3.2): its edges are the
+couplings alone, and its labellings' scores have no term joining two tokens.
 
 Feature support per template (thesis section 5.1):
 
@@ -50,6 +53,8 @@ from skfcrf._kernels.joint import state_index
 from skfcrf.model._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
+#: ``transition_features`` also takes ``"none"``: no in-chain template at all.
+TRANSITION_MODES = SUPPORT_MODES + ("none",)
 
 
 def unique_int(values):
@@ -68,8 +73,10 @@ def unique_int(values):
 
 
 def build_graph(n_labels, couplings, transition_features, coupling_features):
-    """The graph of an FCRF: one in-chain edge per chain, one edge per coupled pair."""
-    edges = [(c, c, IN_CHAIN, int(transition_features == "default")) for c in range(len(n_labels))]
+    """The graph of an FCRF: one in-chain edge per chain (none with
+    ``transition_features="none"``), one edge per coupled pair."""
+    edges = [] if transition_features == "none" else [
+        (c, c, IN_CHAIN, int(transition_features == "default")) for c in range(len(n_labels))]
     edges += [(a, b, COUPLING, int(coupling_features == "default")) for a, b in couplings]
     return Graph.build(n_labels, edges)
 

@@ -1,0 +1,69 @@
+"""Models without in-chain transitions against the default (issue 31, item 2).
+
+``transition_features="none"`` drops every in-chain template: the independent-labels
+models of Marcheggiani (2014, section 3.2), IML (``coupling="none"``: one classifier
+per chain and token) and CML (``coupling="all"``: the chains' labels of a token coupled,
+the "overall" variable being their joint state), and the default coupling
+(``"adjacent"``) without transitions.  Each row is scored as
+``bench_segment_encoding.py``'s: joint and per-chain accuracy, WindowDiff of the
+dictation chains or chunk F1 (conlleval) on CoNLL-2000, token F1 (micro / macro) and
+Cohen's kappa over the tags of all chains (``O`` is not a tag), fit time.
+
+    python benchmarks/bench_no_transitions.py --task dictations
+    python benchmarks/bench_no_transitions.py --task conll [--n-train 2000 --n-test 500]
+
+Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; CoNLL-2000
+POS + chunks from word observations).
+"""
+import argparse
+import time
+import warnings
+
+from bench_calibration import data
+
+from skfcrf import FactorialCRF
+from skfcrf.metrics import chain_accuracy, cohen_kappa, joint_accuracy, token_f1, windowdiff
+
+MODELS = {
+    "default": {},
+    "none-adjacent": dict(transition_features="none"),
+    "IML": dict(transition_features="none", coupling="none"),
+    "CML": dict(transition_features="none", coupling="all"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap.add_argument("--n-train", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    args = ap.parse_args()
+    Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    for name in args.models:
+        model = FactorialCRF(n_jobs=args.n_jobs, **{**params, **MODELS[name]})
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(Xtr, ytr)
+        fit = time.perf_counter() - t0
+        pred = model.predict(Xte)
+        n_chains = pred[0].shape[1]
+        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
+        if args.task == "conll":
+            from _conll import chunk_f1
+            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
+            extra = f"  chunk F1 {f1:.4f}"
+        else:
+            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
+            extra = f"  WindowDiff {wd}"
+        tags = (f"  token F1 {token_f1(yte, pred, outside=['O']):.4f} / "
+                f"{token_f1(yte, pred, average='macro', outside=['O']):.4f}"
+                f"  kappa {cohen_kappa(yte, pred, outside=['O']):.4f}")
+        print(f"{args.task} {name}: joint {joint_accuracy(yte, pred):.4f}  per chain {chains}"
+              f"{extra}{tags}  fit {fit:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
