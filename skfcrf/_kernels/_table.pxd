@@ -9,13 +9,42 @@ weight gradient collects ``x[g, f] * dscore[g, ent_col[p]]``.
 
 These are the inner loops of :mod:`skfcrf._kernels._features` (whole batches) and of
 the fused pseudolikelihood objective (one sequence at a time, in cache).
+
+Both loops are bound by memory latency, not arithmetic: an observation's entries
+sit at a random place of the table (megabytes), found through ``feat_ptr[f]``
+(another random place), so every stored observation costs two dependent cache
+misses.  The loops therefore prefetch ahead in the observations' CSR order
+(which runs on across rows, :c:macro:`SKFCRF_PREFETCH_AHEAD`): ``feat_ptr``
+of the observation 32 entries ahead, and the table entries (``ent_col`` and the
+weights or the gradient) of the one 16 entries ahead, whose ``feat_ptr`` the
+first prefetch has brought in.  The prefetches change no result.
 """
+
+cdef extern from *:
+    """
+    /* PTR_AHEAD = 32, TABLE_AHEAD = 16 stored observations (measured on CoNLL-2000
+       chunking tables, 34 M entry updates per pass).  A macro, not a function: GCC
+       treats a function whose only effect is a prefetch as pure and deletes its
+       calls. */
+    #define SKFCRF_PREFETCH_AHEAD(indices, nnz, j, feat_ptr, ent_col, values, rw) do { \\
+        if ((j) + 32 < (nnz)) \\
+            __builtin_prefetch(&(feat_ptr)[(indices)[(j) + 32]], 0, 0); \\
+        if ((j) + 16 < (nnz)) { \\
+            long long skfcrf_q_ = (feat_ptr)[(indices)[(j) + 16]]; \\
+            __builtin_prefetch(&(ent_col)[skfcrf_q_], 0, 0); \\
+            __builtin_prefetch(&(values)[skfcrf_q_], (rw), 0); \\
+        } } while (0)
+    """
+    void prefetch_ahead "SKFCRF_PREFETCH_AHEAD"(
+        const int* indices, Py_ssize_t nnz, Py_ssize_t j, const long long* feat_ptr,
+        const int* ent_col, const double* values, int write) noexcept nogil
 
 
 cdef struct CSR:
     const int* indptr
     const int* indices
     const double* data
+    Py_ssize_t nnz
 
 
 cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
@@ -25,6 +54,7 @@ cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
     x.indptr = &indptr[0]
     x.indices = &indices[0] if indices.shape[0] else NULL
     x.data = &data[0] if data.shape[0] else NULL
+    x.nnz = indices.shape[0]
     return x
 
 
@@ -44,6 +74,7 @@ cdef inline void row_scores(CSR x, const long long* feat_ptr, const int* ent_col
     cdef int f
     cdef double v
     for j in range(x.indptr[g], x.indptr[g + 1]):
+        prefetch_ahead(x.indices, x.nnz, j, feat_ptr, ent_col, theta, 0)
         f = x.indices[j]
         v = x.data[j]
         for p in range(feat_ptr[f], feat_ptr[f + 1]):
@@ -57,6 +88,7 @@ cdef inline void row_gradient(CSR x, const long long* feat_ptr, const int* ent_c
     cdef int f
     cdef double v
     for j in range(x.indptr[g], x.indptr[g + 1]):
+        prefetch_ahead(x.indices, x.nnz, j, feat_ptr, ent_col, grad, 1)
         f = x.indices[j]
         v = x.data[j]
         for p in range(feat_ptr[f], feat_ptr[f + 1]):
