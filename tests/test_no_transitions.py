@@ -101,3 +101,29 @@ def test_transition_settings_refused(data, kwargs, match):
     Xtr, ytr, _, _ = data
     with pytest.raises(ValueError, match=match):
         FactorialCRF(transition_features="none", **kwargs).fit(Xtr, ytr)
+
+
+def test_tokenwise_inference_matches_whole_sequences(data):
+    """Joint-state inference runs such a model token by token; the kernels over the
+    whole sequences (with zero transition scores) give the same results."""
+    from skfcrf._kernels.joint import joint_map, joint_marginals
+    from skfcrf._kernels.states import state_log_partition
+
+    Xtr, ytr, Xte, _ = data
+    est = FactorialCRF(transition_features="none", max_iter=30).fit(Xtr, ytr)
+    seq_ptr, unary, pair, method = est._inference_inputs(Xte)
+    assert method.name == "joint" and method._tokenwise(seq_ptr) is not None
+    graph, states = est.graph_, est.joint_states_
+    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair)
+    got_node, got_log_z = method.sum_product(seq_ptr, unary, pair)[:2]
+    np.testing.assert_allclose(got_log_z, log_z, rtol=1e-12)
+    np.testing.assert_allclose(got_node, node, atol=1e-12)
+    np.testing.assert_allclose(method.log_partition(seq_ptr, unary, pair),
+                               state_log_partition(graph, states, seq_ptr, unary, pair),
+                               rtol=1e-12)
+    labels, best = joint_map(graph, states, seq_ptr, unary, pair)
+    got_labels, got_best = method._viterbi(seq_ptr, unary, pair)
+    np.testing.assert_array_equal(got_labels, labels)
+    np.testing.assert_allclose(got_best, best, rtol=1e-12)
+    training = method.training_marginals(seq_ptr, unary, pair)
+    np.testing.assert_allclose(training[2], log_z, rtol=1e-12)

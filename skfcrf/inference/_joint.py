@@ -62,7 +62,7 @@ to 1.  Sequences that need nothing run as before, in one batch, bit for bit.
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from skfcrf._kernels.graph import pair_layout
+from skfcrf._kernels.graph import IN_CHAIN, pair_layout
 from skfcrf._kernels.joint import (
     MAX_JOINT_STATES,
     joint_map,
@@ -243,9 +243,29 @@ class JointStateInference(InferenceMethod):
                              "(transition_features='default') and at most 4096 "
                              "observed label combinations")
 
+    def _tokenwise(self, seq_ptr):
+        """``(token_ptr, starts)`` when no factor joins two tokens (a model without
+        in-chain templates, ``transition_features="none"``, nor joint-state
+        transitions): every token is then a sequence of its own, which the kernels
+        run in O(S) instead of O(S^2) per token with the same results, and a
+        sequence's ``log Z`` (or best score) is the sum of its tokens'
+        (``np.add.reduceat`` at ``starts``).  None otherwise."""
+        graph = self.graph
+        if (self.state_trans is not None or self.backoff
+                or any(graph.edge_kind[e] == IN_CHAIN for e in range(graph.n_edges))):
+            return None
+        seq_ptr = np.asarray(seq_ptr, np.int64)
+        if len(seq_ptr) < 2 or not np.all(np.diff(seq_ptr) > 0):
+            return None
+        return np.arange(seq_ptr[-1] + 1, dtype=np.int64), seq_ptr[:-1]
+
     def _viterbi(self, seq_ptr, unary, pair):
-        return joint_map(self.graph, self.joint_states, seq_ptr, unary, pair, self.n_threads,
-                         state_trans=self.state_trans, backoff=self.backoff)
+        tokens = self._tokenwise(seq_ptr)
+        labels, best = joint_map(self.graph, self.joint_states,
+                                 seq_ptr if tokens is None else tokens[0], unary, pair,
+                                 self.n_threads, state_trans=self.state_trans,
+                                 backoff=self.backoff)
+        return labels, best if tokens is None else np.add.reduceat(best, tokens[1])
 
     def _rescue(self, seq_ptr, unary, pair, log_z, best, node=None):
         """Redo in the log domain, in place, the sequences whose ``log Z`` fell below
@@ -261,17 +281,24 @@ class JointStateInference(InferenceMethod):
                 node[rows] = rows_node
 
     def _forward(self, seq_ptr, unary, pair):
-        return state_log_partition(self.graph, self.joint_states, seq_ptr, unary, pair,
-                                   self.n_threads, state_trans=self.state_trans)
+        tokens = self._tokenwise(seq_ptr)
+        log_z = state_log_partition(self.graph, self.joint_states,
+                                    seq_ptr if tokens is None else tokens[0], unary, pair,
+                                    self.n_threads, state_trans=self.state_trans)
+        return log_z if tokens is None else np.add.reduceat(log_z, tokens[1])
 
     def map(self, seq_ptr, unary, pair):
         labels, _ = self._viterbi(seq_ptr, unary, pair)
         return (labels, *all_exact(seq_ptr))
 
     def sum_product(self, seq_ptr, unary, pair):
-        node, log_z = joint_marginals(self.graph, self.joint_states, seq_ptr, unary, pair,
+        tokens = self._tokenwise(seq_ptr)
+        node, log_z = joint_marginals(self.graph, self.joint_states,
+                                      seq_ptr if tokens is None else tokens[0], unary, pair,
                                       self.n_threads, state_trans=self.state_trans,
                                       backoff=self.backoff)
+        if tokens is not None:
+            log_z = np.add.reduceat(log_z, tokens[1])
         self._rescue(seq_ptr, unary, pair, log_z, self._viterbi(seq_ptr, unary, pair)[1], node)
         return (node, log_z, *all_exact(seq_ptr))
 
@@ -295,10 +322,14 @@ class JointStateInference(InferenceMethod):
                                    self.state_trans)
 
     def training_marginals(self, seq_ptr, unary, pair, lower=None):
+        tokens = self._tokenwise(seq_ptr)
         with threadpool_limits(limits=1, user_api="blas"):
             node, pmarg, log_z, state_counts = joint_marginals(
-                self.graph, self.joint_states, seq_ptr, unary, pair, self.n_threads,
-                pair_marginals=True, state_trans=self.state_trans, state_pairs=True)
+                self.graph, self.joint_states, seq_ptr if tokens is None else tokens[0],
+                unary, pair, self.n_threads, pair_marginals=True,
+                state_trans=self.state_trans, state_pairs=True)
+        if tokens is not None:
+            log_z = np.add.reduceat(log_z, tokens[1])
         redo = nonfinite_sequences(node, seq_ptr)
         if lower is not None:
             redo = np.union1d(redo, underflowed(log_z, lower()))
