@@ -1,0 +1,69 @@
+"""Does the joint model lose a chain to its independent version? (issue 32, goal 2)
+
+The default ``FactorialCRF()`` against the same model without couplings or joint
+training: every chain its own linear-chain CRF (``coupling="none"``,
+``finetune_iter=0``; the independent stage alone, trained to convergence with
+``max_iter`` iterations per chain).  Per chain: accuracy, and WindowDiff of the
+dictation chains or chunk F1 (conlleval) on CoNLL-2000; joint accuracy; and a
+paired test (:func:`skfcrf.metrics.paired_test`) of the per-sequence accuracy of
+each chain, default minus independent.
+
+    python benchmarks/bench_per_chain.py --task dictations
+    python benchmarks/bench_per_chain.py --task conll [--n-train 2000 --n-test 500]
+
+Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; CoNLL-2000
+POS + chunks from word observations).
+"""
+import argparse
+import time
+import warnings
+
+from bench_calibration import data
+
+from skfcrf import FactorialCRF
+from skfcrf.metrics import chain_accuracy, joint_accuracy, paired_test, sequence_scores, windowdiff
+
+MODELS = {
+    "default": {},
+    "independent": dict(coupling="none", finetune_iter=0),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap.add_argument("--n-train", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    args = ap.parse_args()
+    Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    preds = {}
+    for name, extra in MODELS.items():
+        model = FactorialCRF(n_jobs=args.n_jobs, **{**params, **extra})
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(Xtr, ytr)
+        fit = time.perf_counter() - t0
+        pred = preds[name] = model.predict(Xte)
+        n_chains = pred[0].shape[1]
+        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
+        if args.task == "conll":
+            from _conll import chunk_f1
+            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
+            extra_text = f"  chunk F1 {f1:.4f}"
+        else:
+            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
+            extra_text = f"  WindowDiff {wd}"
+        print(f"{args.task} {name}: joint {joint_accuracy(yte, pred):.4f}  accuracy per chain "
+              f"{chains}{extra_text}  fit {fit:.1f} s", flush=True)
+    for c in range(preds["default"][0].shape[1]):
+        a, b = (sequence_scores(yte, preds[m], chain_accuracy, chain=c)
+                for m in ("default", "independent"))
+        test = paired_test(a, b)
+        print(f"chain {c}: per-sequence accuracy, default - independent {test.mean_difference:+.4f}"
+              f" (paired t-test p = {test.pvalue:.3g}, {test.n} sequences)")
+
+
+if __name__ == "__main__":
+    main()
