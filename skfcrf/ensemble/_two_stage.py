@@ -278,11 +278,13 @@ class TwoStage(BaseEstimator):
             Per sequence ``(n_tokens, n_chains)`` (1-D for a model of one chain
             fitted on 1-D label sequences).
         """
-        return self._second_last.predict(self._second_input(X))
+        Xs = self._second_input(X)
+        return self._second_last.predict(Xs)
 
     def predict_marginals(self, X):
         """The second stage's marginals: per sequence, per chain ``(n_tokens, n_labels_c)``."""
-        return self._second_last.predict_marginals(self._second_input(X))
+        Xs = self._second_input(X)
+        return self._second_last.predict_marginals(Xs)
 
     def score(self, X, y):
         """Joint accuracy: the fraction of tokens at which every chain is right.
