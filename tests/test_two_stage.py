@@ -129,6 +129,22 @@ def test_second_stage_predicts_all_chains_and_marginals():
     assert TwoStage(crf(), crf(), cv=3).fit(X, y).first_chains_ == [0, 1]
 
 
+def test_offsets_observe_the_neighbours_outputs():
+    X, y = data()
+    model = TwoStage(crf(), crf(), first_chains=0, cv=3, offsets=(-1, 0, 2)).fit(X, y)
+    x = max(X, key=len)
+    pred = model.first_.predict([x])[0][:, 0]
+    seen = stage1_observations(model._second_input([x]))[0]
+    n = len(x)
+    for t, tok in enumerate(seen):
+        want = {f"stage1[chain0]={pred[t]}": 1.0}
+        if t >= 1:
+            want[f"stage1[chain0]@-1={pred[t - 1]}"] = 1.0
+        if t + 2 < n:
+            want[f"stage1[chain0]@2={pred[t + 2]}"] = 1.0
+        assert tok == want
+
+
 def test_cv_splitters_and_random_state():
     X, y = data()
     TwoStage(crf(SpyCRF), crf(), first_chains=0, cv=KFold(4)).fit(X, y)
@@ -173,6 +189,9 @@ def test_params_clone_and_nested_params():
     (dict(cv=1), "n_splits"),
     (dict(cv=20), "n_splits"),
     (dict(first="crf"), "first"),
+    (dict(offsets=()), "offsets"),
+    (dict(offsets=(0, 0)), "offsets"),
+    (dict(offsets=(0.5,)), "offsets"),
 ])
 def test_bad_parameters_raise_value_error(params, match):
     X, y = data()

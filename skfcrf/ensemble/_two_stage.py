@@ -52,8 +52,10 @@ class TwoStage(BaseEstimator):
     ``stage1[chain{c}]={label}``, ``c`` the chain's index in ``y``: value 1 for
     the predicted label (``first_output="labels"``) or the label's marginal
     probability (``"marginals"``; those below ``MIN_MARGINAL`` = 0.01 are left
-    out).  When the second stage's observations are matrices, one column per
-    chain and label of ``first_.classes_`` is appended instead.
+    out); those of the token at offset ``o != 0`` from it are named
+    ``stage1[chain{c}]@{o}={label}``.  When the second stage's observations are
+    matrices, one column per offset, chain and label of ``first_.classes_`` is
+    appended instead.
 
     Parameters
     ----------
@@ -77,6 +79,10 @@ class TwoStage(BaseEstimator):
     first_output : {"labels", "marginals"}, default="labels"
         What the second stage observes: the first stage's decoded labels, or
         its token marginals (the first stage then needs ``predict_marginals``).
+    offsets : tuple of int, default=(0,)
+        The tokens, relative to each token, whose first-stage outputs it
+        observes: ``(-1, 0, 1)`` adds its neighbours' (as a cascade's window of
+        predicted tags).
     random_state : int, RandomState instance or None, default=None
         Shuffles the sequences into the ``cv`` folds when ``cv`` is an int.
         The stages' own randomness is their ``random_state``'s.
@@ -115,16 +121,18 @@ class TwoStage(BaseEstimator):
         "first_chains": [None, Interval(numbers.Integral, 0, None, closed="left"), list, tuple],
         "cv": ["cv_object"],
         "first_output": [StrOptions({"labels", "marginals"})],
+        "offsets": [list, tuple],
         "random_state": ["random_state"],
     }
 
     def __init__(self, first, second, *, first_chains=None, cv=5, first_output="labels",
-                 random_state=None):
+                 offsets=(0,), random_state=None):
         self.first = first
         self.second = second
         self.first_chains = first_chains
         self.cv = cv
         self.first_output = first_output
+        self.offsets = offsets
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
@@ -146,6 +154,11 @@ class TwoStage(BaseEstimator):
                            for c in chains)):
             raise ValueError(f"first_chains={self.first_chains!r} must name distinct chains "
                              f"of y among 0..{n_chains - 1}")
+        offsets = list(self.offsets)
+        if (not offsets or len(set(offsets)) != len(offsets)
+                or not all(isinstance(o, numbers.Integral) for o in offsets)):
+            raise ValueError(f"offsets={self.offsets!r} must be distinct integers (at least one)")
+        self._offsets = [int(o) for o in offsets]
         return [int(c) for c in chains]
 
     def _splitter(self):
@@ -238,13 +251,13 @@ class TwoStage(BaseEstimator):
         return [self._augment_sequence(seq, out) for seq, out in zip(Xs, outputs)]
 
     def _augment_sequence(self, seq, out):
-        block = np.hstack(out) if out else np.zeros((0, 0))
+        block = _shifted(np.hstack(out), self._offsets)
         if sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2):
             if sp.issparse(seq):
                 return sp.hstack([seq, sp.csr_matrix(block)], format="csr")
             return np.hstack([seq, block])
-        names = [f"stage1[chain{c}]={lab}" for c, labels in zip(self.first_chains_,
-                                                               self._first_classes)
+        names = [f"stage1[chain{c}]{'' if o == 0 else f'@{o}'}={lab}" for o in self._offsets
+                 for c, labels in zip(self.first_chains_, self._first_classes)
                  for lab in labels.tolist()]
         tokens = []
         for t, tok in enumerate(seq):
@@ -309,6 +322,19 @@ class TwoStage(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.target_tags.required = True
         return tags
+
+
+def _shifted(block, offsets):
+    """``[block shifted by o for o in offsets]`` side by side: row ``t`` of the part of
+    offset ``o`` is row ``t + o`` of ``block`` (zeros past either end)."""
+    n = block.shape[0]
+    parts = []
+    for o in offsets:
+        part = np.zeros_like(block)
+        if abs(o) < n:
+            part[max(0, -o):n - max(0, o)] = block[max(0, o):n - max(0, -o)]
+        parts.append(part)
+    return np.hstack(parts)
 
 
 def _one_hot(labels, classes):
