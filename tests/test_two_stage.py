@@ -10,12 +10,14 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold, ShuffleSplit
 from sklearn.pipeline import Pipeline
+from sklearn.utils import estimator_checks
 
 from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging, TwoStage
 from skfcrf.transformers import NGramWindow, WordShape
 
 from _helpers import sequences, short_fit
+from test_sklearn_compat import API_CHECKS
 
 pytestmark = short_fit
 
@@ -179,6 +181,15 @@ def test_params_clone_and_nested_params():
     before = repr(model.get_params())
     model.fit(X, y)
     assert repr(model.get_params()) == before                # fit leaves the parameters
+
+
+@pytest.mark.parametrize("check", API_CHECKS)
+@pytest.mark.parametrize("make", [lambda: TwoStage(crf(), crf()),
+                                  lambda: MarginalAveraging([crf(), crf()])],
+                         ids=["TwoStage", "MarginalAveraging"])
+def test_sklearn_api_checks(check, make):
+    est = make()
+    getattr(estimator_checks, check)(type(est).__name__, est)
 
 
 @pytest.mark.parametrize("params, match", [
