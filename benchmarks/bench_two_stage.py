@@ -10,7 +10,8 @@ all the chains that also observes the first stage's labels or marginals
 marginals (:class:`~skfcrf.ensemble.MarginalAveraging`, eq. 2.4 ``mean`` or per-token
 ``confidence`` weighting; their fit time is the members').  Every row is scored on the
 same test set: joint and per-chain accuracy, chunk F1 (conlleval) on CoNLL-2000,
-WindowDiff per chain on the dictations, and the fit time.
+WindowDiff per chain on the dictations, the fit time, and against the single-stage row
+the p-value of a paired t-test of the per-sequence joint accuracies.
 
     python benchmarks/bench_two_stage.py --task dictations
     python benchmarks/bench_two_stage.py --task conll [--n-train 2000 --n-test 500]
@@ -31,11 +32,12 @@ from sklearn.frozen import FrozenEstimator
 
 from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging, TwoStage
-from skfcrf.metrics import chain_accuracy, joint_accuracy, windowdiff
+from skfcrf.metrics import chain_accuracy, joint_accuracy, paired_test, sequence_scores, windowdiff
 
 
-def scores(task, y, pred):
-    """Joint accuracy, per-chain accuracy and chunk F1 or WindowDiff, as one line."""
+def scores(task, y, pred, baseline=None):
+    """Joint accuracy, per-chain accuracy, chunk F1 or WindowDiff and (against the
+    ``baseline`` predictions) the paired t-test's p-value, as one line."""
     n_chains = pred[0].shape[1]
     chains = " / ".join(f"{chain_accuracy(y, pred, chain=c):.4f}" for c in range(n_chains))
     if task == "conll":
@@ -45,6 +47,10 @@ def scores(task, y, pred):
     else:
         extra = "WindowDiff " + " / ".join(f"{windowdiff(y, pred, chain=c):.4f}"
                                             for c in range(n_chains))
+    if baseline is not None:
+        test = paired_test(sequence_scores(y, pred, joint_accuracy),
+                           sequence_scores(y, baseline, joint_accuracy))
+        extra += f"  paired t p={test.pvalue:.3f}"
     return f"joint {joint_accuracy(y, pred):.4f}  per chain {chains}  {extra}"
 
 
@@ -76,7 +82,8 @@ def main():
 
     single = crf()
     fit_single = timed_fit(single, Xtr, ytr)
-    print(f"{args.task} single-stage FactorialCRF(): {scores(args.task, yte, single.predict(Xte))}"
+    base = single.predict(Xte)
+    print(f"{args.task} single-stage FactorialCRF(): {scores(args.task, yte, base)}"
           f"  fit {fit_single:.1f} s", flush=True)
     for output in args.first_outputs:
         two = TwoStage(crf(), crf(), first_chains=0, cv=args.cv, first_output=output,
@@ -85,14 +92,14 @@ def main():
         first = two.first_.predict(Xte)
         gold_first = [np.asarray(s, dtype=object)[:, :1] for s in yte]
         name = f"two-stage ({output}, offsets {args.offsets})"
-        print(f"{args.task} {name}: {scores(args.task, yte, two.predict(Xte))}  "
+        print(f"{args.task} {name}: {scores(args.task, yte, two.predict(Xte), base)}  "
               f"fit {fit_two:.1f} s  (first stage alone: chain 0 "
               f"{chain_accuracy(gold_first, first, chain=0):.4f})", flush=True)
         for weighting in ("mean", "confidence"):
             ens = MarginalAveraging([FrozenEstimator(single), FrozenEstimator(two)],
                                     weighting=weighting).fit(Xtr, ytr)
             print(f"{args.task} ensemble single + {name}, {weighting}: "
-                  f"{scores(args.task, yte, ens.predict(Xte))}  "
+                  f"{scores(args.task, yte, ens.predict(Xte), base)}  "
                   f"fit {fit_single + fit_two:.1f} s", flush=True)
 
 
