@@ -59,8 +59,8 @@ def data(n_seq=15):
     return X, y
 
 
-def crf(cls=FactorialCRF):
-    return cls(max_iter=15, tol=1e-3)
+def crf(cls=FactorialCRF, max_iter=15):
+    return cls(max_iter=max_iter, tol=1e-3, finetune_iter=3)
 
 
 @pytest.fixture(autouse=True)
@@ -149,19 +149,19 @@ def test_offsets_observe_the_neighbours_outputs():
 
 def test_cv_splitters_and_random_state():
     X, y = data()
-    TwoStage(crf(SpyCRF), crf(), first_chains=0, cv=KFold(4)).fit(X, y)
+    TwoStage(crf(SpyCRF, 3), crf(max_iter=3), first_chains=0, cv=KFold(4)).fit(X, y)
     assert len([e for e in LOG if e[0] == "fit"]) == 5
     with pytest.raises(ValueError, match="exactly once"):
-        TwoStage(crf(), crf(), cv=ShuffleSplit(3, random_state=0)).fit(X, y)
+        TwoStage(crf(max_iter=3), crf(max_iter=3), cv=ShuffleSplit(3, random_state=0)).fit(X, y)
     # an int cv: folds in order without random_state, shuffled (repeatably) with it
     LOG.clear()
-    TwoStage(crf(SpyCRF), crf(), first_chains=0, cv=3).fit(X, y)
+    TwoStage(crf(SpyCRF, 3), crf(max_iter=3), first_chains=0, cv=3).fit(X, y)
     assert [e[2] for e in LOG if e[0] == "predict"][:3] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9],
                                                            [10, 11, 12, 13, 14]]
     held = []
     for _ in range(2):
         LOG.clear()
-        TwoStage(crf(SpyCRF), crf(), first_chains=0, cv=3, random_state=1).fit(X, y)
+        TwoStage(crf(SpyCRF, 3), crf(max_iter=3), first_chains=0, cv=3, random_state=1).fit(X, y)
         held.append([e[2] for e in LOG if e[0] == "predict"][:3])
     assert held[0] == held[1] and held[0][0] != [0, 1, 2, 3, 4]
 
