@@ -287,3 +287,13 @@ def test_end_to_end_on_dictations():
     assert [p.shape for p in pred] == [yt.shape for yt in y[6:]]
     assert 0.2 < model.score(X[6:], y[6:]) <= 1.0
     assert len(model.first_.steps[-1][1].classes_) == 1
+
+
+def test_one_chain_and_partial_labels():
+    X, y = data(12)
+    y1 = [[t[0] for t in seq] for seq in y]
+    model = TwoStage(crf(), crf(), cv=3).fit(X, y1)
+    assert model.predict(X)[0].ndim == 1 and model.first_chains_ == [0]
+    y1[0][0] = None
+    with pytest.raises(ValueError, match="missing label"):
+        model.fit(X, y1)

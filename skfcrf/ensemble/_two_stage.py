@@ -186,7 +186,9 @@ class TwoStage(BaseEstimator):
         X : list of sequences
             The raw input both stages take (observations, or tokens for pipelines).
         y : list of label sequences
-            Per sequence ``(n_tokens, n_chains)`` labels (or 1-D for one chain).
+            Per sequence ``(n_tokens, n_chains)`` labels (or 1-D for one chain),
+            every label given: partial labels (``None``) are not supported
+            here (``ValueError``).
 
         Returns
         -------
