@@ -16,6 +16,7 @@ the p-value of a paired t-test of the per-sequence joint accuracies.
     python benchmarks/bench_two_stage.py --task dictations
     python benchmarks/bench_two_stage.py --task conll [--n-train 2000 --n-test 500]
     python benchmarks/bench_two_stage.py --task conll --first-outputs labels --offsets -1 0 1
+    python benchmarks/bench_two_stage.py --task conll --first-outputs --one-chain 1
 
 Data as ``bench_calibration.py``'s: ``make_dictations(300, "rcg", random_state=1)``, the
 first 200 reports to train and the last 100 to test, ``make_dictation_features()``,
@@ -69,8 +70,10 @@ def main():
     ap.add_argument("--n-test", type=int, default=500)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--cv", type=int, default=5, help="cross-fitting folds")
-    ap.add_argument("--first-outputs", nargs="+", default=["labels", "marginals"],
-                    choices=("labels", "marginals"))
+    ap.add_argument("--first-outputs", nargs="*", default=["labels", "marginals"],
+                    choices=("labels", "marginals"), help="none: no two-stage rows")
+    ap.add_argument("--one-chain", type=int, default=None, metavar="C",
+                    help="also fit chain C alone (the thesis's kind of baseline: one linear chain)")
     ap.add_argument("--offsets", nargs="+", type=int, default=[0],
                     help="tokens whose first-stage outputs each token observes")
     ap.add_argument("--random-state", type=int, default=0, help="the folds' shuffle")
@@ -85,6 +88,18 @@ def main():
     base = single.predict(Xte)
     print(f"{args.task} single-stage FactorialCRF(): {scores(args.task, yte, base)}"
           f"  fit {fit_single:.1f} s", flush=True)
+    if args.one_chain is not None:
+        alone = crf()
+        fit_alone = timed_fit(alone, Xtr, [[t[args.one_chain] for t in s] for s in ytr])
+        gold = [[t[args.one_chain] for t in s] for s in yte]
+        pred = alone.predict(Xte)
+        acc = chain_accuracy(gold, pred, chain=0)
+        extra = ""
+        if args.task == "conll" and args.one_chain == 1:
+            from _conll import chunk_f1
+            extra = f"  chunk F1 {chunk_f1(gold, [list(p) for p in pred]):.4f}"
+        print(f"{args.task} chain {args.one_chain} alone: accuracy {acc:.4f}{extra}  "
+              f"fit {fit_alone:.1f} s", flush=True)
     for output in args.first_outputs:
         two = TwoStage(crf(), crf(), first_chains=0, cv=args.cv, first_output=output,
                        offsets=tuple(args.offsets), random_state=args.random_state)
