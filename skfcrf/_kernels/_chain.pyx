@@ -2,9 +2,9 @@
 """Exact inference on ONE label chain: forward-backward and Viterbi.
 
 Forward-backward runs in the probability domain: per token, the unary row is
-exponentiated after subtracting its max, the transition matrix is ``exp(score
-- max)`` (once per call for tied edges), and alpha is renormalised to sum 1
-at every token; the log of the shifts and normalisers gives ``log Z``.  If a
+exponentiated after subtracting its max (the vectorised ``exp`` of ``_simd.h``),
+the transition matrix is ``exp(score - max)`` (once per call for tied edges), and
+alpha is renormalised to sum 1 at every token; the log of the shifts and normalisers gives ``log Z``.  If a
 normaliser underflows to 0 (e.g. the only allowed path goes through entries
 more than ~745 nats below a row max) the sequence is redone in log space, so
 results stay exact.  Viterbi works in log space (additions only).
@@ -19,8 +19,8 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
-from ._common cimport (longest_sequence, link_exp, link_log, write_pair, matvec, gemm_tn_acc,
-                       maxplus)
+from ._common cimport (exp_shifted, longest_sequence, link_exp, link_log, write_pair, matvec,
+                       gemm_tn_acc, maxplus)
 from ._contract cimport LinkView, Links
 
 
@@ -47,8 +47,7 @@ cdef int _forward_scaled(const LinkView* lk, int k, int L, const double* unary, 
             return 1
         at = alpha + t * L
         ut = u + t * L
-        for j in range(L):
-            ut[j] = exp(row[j] - mx)
+        exp_shifted(row, mx, ut, L)
         lz += mx
         if t == 0:
             for j in range(L):

@@ -16,6 +16,8 @@ cdef extern from "_simd.h" nogil:
     # vectorised, AVX-512/AVX2 where the CPU has them (see _simd.h)
     void skfcrf_matmax(const double* x, int nin, const double* P, int nout, double* out,
                        int plus)
+    # out[i] = exp(s[i] - shift), vectorised (see _simd.h)
+    void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
 
 
 ctypedef fused item_t:

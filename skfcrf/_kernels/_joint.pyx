@@ -75,15 +75,11 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
-from ._common cimport first_or_null, longest_sequence, maxplus
+from ._common cimport exp_shifted, first_or_null, longest_sequence, maxplus
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
 cdef double NEGLIGIBLE = 1e-250
-
-
-cdef extern from "_simd.h" nogil:
-    void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
 
 
 cdef struct Tables:
