@@ -53,7 +53,7 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv
 import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
-from ._common cimport longest_sequence
+from ._common cimport exp_shifted, longest_sequence
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -356,9 +356,9 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         if mx == -INFINITY:
             return _chain_term_log(m, s, c, g0, T, grad)
         total = 0.0
+        exp_shifted(u, mx, s.psi + t * L, L)    # vectorised (_simd.h)
         for l in range(L):
             if s.tmp[l] > 0.0:
-                s.psi[t * L + l] = exp(u[l] - mx)
                 s.tmp[l] *= s.psi[t * L + l]
                 total += s.tmp[l]
             else:
