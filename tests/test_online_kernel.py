@@ -49,7 +49,8 @@ def terms_pair(transition_features="default", forbidden=None, free=False, seed=0
     rng = np.random.RandomState(seed + 1)
     mask = rng.rand(n) < 0.8 if free else None
     made = [SequenceTerms(objective.batch, objective.method, forbidden=est.forbidden_,
-                          free=mask, compiled=flag) for flag in (True, False)]
+                          joint_states=est.joint_states_, free=mask, compiled=flag)
+            for flag in (True, False)]
     assert made[0].compiled and not made[1].compiled
     theta0 = rng.normal(scale=0.5, size=n)
     if mask is not None:
@@ -114,6 +115,21 @@ def test_sequence_losses_match_loss_gradient():
     order = np.arange(fast.n_sequences)[::-1]
     expected = sum(slow.loss_gradient(s, theta0)[1] for s in order)
     assert fast.sequence_losses(order, theta0) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["sgd", "perceptron", "passive_aggressive", "arow"])
+def test_estimator_fits_one_chain_by_the_compiled_epochs(solver, monkeypatch):
+    calls = []
+    for name in ("margin_epoch", "sgd_epoch"):
+        original = getattr(SequenceTerms, name)
+        monkeypatch.setattr(SequenceTerms, name,
+                            lambda self, *a, _f=original, **k: calls.append(1) or _f(self, *a, **k))
+    X, y = noisy()
+    crf = FactorialCRF(solver=solver, objective="likelihood", max_iter=2, random_state=0,
+                       solver_options=dict(calibration_samples=5) if solver == "sgd" else None)
+    with pytest.warns(Warning):       # the two epochs stop before convergence
+        crf.fit(X, y)
+    assert len(calls) >= 2
 
 
 def test_not_compiled_for_several_chains():

@@ -86,10 +86,11 @@ class SequenceTerms:
 
     def _chain_problem(self):
         """The :class:`skfcrf._kernels._online.ChainProblem` of a one-chain model
-        decoded by exact Viterbi without joint-state weights; None otherwise."""
+        decoded by exact Viterbi without joint-state weights; None otherwise (the
+        joint states of one chain are its labels: exact inference ignores them)."""
         layout, graph, b = self.layout, self.layout.graph, self.batch
-        if (graph.n_chains != 1 or graph.n_edges > 1 or self.joint_states is not None
-                or layout.n_state_pairs or self.method.name != "exact"):
+        if (graph.n_chains != 1 or graph.n_edges > 1 or layout.n_state_pairs
+                or self.method.name != "exact"):
             return None
         L = int(graph.n_labels[0])
         edge, bias_edge, edge_col = 0, 0, 0
