@@ -39,10 +39,10 @@ plus with an untied template the token's own transition columns; a model
 without a transition template scores every transition 0.
 
 Scratch: per sequence the scores, potentials, the decoding or the marginals
-(``Tmax`` tokens), and over the weights a dense accumulator ``acc`` with a mark
-per weight and the list of the weights touched (``O(touched)`` reset per
-sequence).  A :class:`ChainProblem` is not thread-safe; the epoch functions
-release the GIL.
+(``Tmax`` tokens), and for the margin trainers' difference of counts a dense
+accumulator over the weights with a mark per weight and the list of the weights
+touched (``O(touched)`` reset per sequence).  A :class:`ChainProblem` is not
+thread-safe; the epoch functions release the GIL.
 """
 import numpy as np
 
@@ -212,14 +212,20 @@ cdef void _potentials(Chain* c, const double* theta, double mult, Py_ssize_t g0,
     cdef double v
     cdef double* row
     cdef double* P
+    # the hot loop reads locals: stores through row could alias c's fields
+    cdef const long long* indptr = c.indptr
+    cdef const long long* feat_ptr = c.feat_ptr
+    cdef const int* indices = c.indices
+    cdef const int* ent_col = c.ent_col
+    cdef const double* values = c.values
     for t in range(T):
         row = c.scores + t * width
         for k in range(width):
             row[k] = 0.0
-        for j in range(c.indptr[g0 + t], c.indptr[g0 + t + 1]):
-            v = c.values[j]
-            for p in range(c.feat_ptr[c.indices[j]], c.feat_ptr[c.indices[j] + 1]):
-                row[c.ent_col[p]] += v * (mult * theta[p])
+        for j in range(indptr[g0 + t], indptr[g0 + t + 1]):
+            v = values[j]
+            for p in range(feat_ptr[indices[j]], feat_ptr[indices[j] + 1]):
+                row[ent_col[p]] += v * (mult * theta[p])
         for k in range(L):
             c.unary[t * L + k] = row[k] + mult * theta[c.bias_unary + k]
     if not c.has_edge:
@@ -361,11 +367,18 @@ cdef int _marginals_scaled(Chain* c, Py_ssize_t T, double* logz) noexcept nogil:
         matvec(c.w, <int> L, c.expmT if c.tied else c.expmT + t * LL, <int> L, c.nbeta, 0)
         for i in range(L):
             ai = ap[i]
-            for j in range(L):
-                D[i * L + j] += ai * E[i * L + j] * c.w[j]
+            if c.tied:      # sum_t alpha_{t-1} (x) w_t, times the matrix once at the end
+                for j in range(L):
+                    D[i * L + j] += ai * c.w[j]
+            else:
+                for j in range(L):
+                    D[i * L + j] = ai * E[i * L + j] * c.w[j]
         for i in range(L):
             c.beta[i] = c.nbeta[i]
             c.node[(t - 1) * L + i] = ap[i] * c.nbeta[i]
+    if c.tied:
+        for k in range(LL):
+            c.dpair[k] *= c.expm[k]
     return 0
 
 
@@ -659,12 +672,20 @@ def margin_epoch(ChainProblem problem, const long long[::1] order, double[::1] t
 cdef double _sgd_sequence(Chain* c, double* w, double mult, double factor, Py_ssize_t s,
                           int update) noexcept nogil:
     """Sequence ``s``'s negative log-likelihood at ``mult * w``; with ``update``,
-    ``w -= factor * gradient`` on the free weights."""
+    ``w -= factor * gradient`` on the free weights, a weight's terms subtracted one
+    by one (Python's path subtracts their sum: the same to rounding)."""
     cdef Py_ssize_t g0 = c.seq_ptr[s], T = c.seq_ptr[s + 1] - g0, t, j, p, k
-    cdef Py_ssize_t L = c.L, LL = c.LL, col
+    cdef Py_ssize_t L = c.L, LL = c.LL, col, edge_col = c.edge_col
     cdef const int* y = c.gold + g0
     cdef double logz, loss, v, x
     cdef double* D
+    cdef const double* row
+    cdef const long long* indptr = c.indptr
+    cdef const long long* feat_ptr = c.feat_ptr
+    cdef const int* indices = c.indices
+    cdef const int* ent_col = c.ent_col
+    cdef const double* values = c.values
+    cdef const unsigned char* free = c.free
     if T == 0:
         return 0.0
     _potentials(c, w, mult, g0, T)
@@ -695,22 +716,22 @@ cdef double _sgd_sequence(Chain* c, double* w, double mult, double factor, Py_ss
         for k in range(T * LL):
             if c.pair[k] == -INFINITY:
                 c.dpair[k] = 0.0
+    # w -= factor * gradient, each token's part as it comes (the scores are computed)
     for t in range(T):
         D = c.dpair if c.tied else c.dpair + t * LL       # untied: the token's transitions
-        for j in range(c.indptr[g0 + t], c.indptr[g0 + t + 1]):
-            v = c.values[j]
-            for p in range(c.feat_ptr[c.indices[j]], c.feat_ptr[c.indices[j] + 1]):
-                col = c.ent_col[p]
-                if col < L:
-                    x = v * c.node[t * L + col]
-                else:
-                    x = v * D[col - c.edge_col]
-                _add(c, p, x)
+        row = c.node + t * L
+        for j in range(indptr[g0 + t], indptr[g0 + t + 1]):
+            v = factor * values[j]
+            for p in range(feat_ptr[indices[j]], feat_ptr[indices[j] + 1]):
+                col = ent_col[p]
+                if free[p]:
+                    w[p] -= v * (row[col] if col < L else D[col - edge_col])
     for k in range(L):
         x = 0.0
         for t in range(T):
             x += c.node[t * L + k]
-        _add(c, c.bias_unary + k, x)
+        if free[c.bias_unary + k]:
+            w[c.bias_unary + k] -= factor * x
     if c.has_edge:
         for k in range(LL):
             if c.tied:
@@ -719,11 +740,8 @@ cdef double _sgd_sequence(Chain* c, double* w, double mult, double factor, Py_ss
                 x = 0.0
                 for t in range(T):
                     x += c.dpair[t * LL + k]
-            _add(c, c.bias_edge + k, x)
-    for k in range(c.n_touched):
-        p = c.touched[k]
-        w[p] -= factor * c.acc[p]
-    _clear(c)
+            if free[c.bias_edge + k]:
+                w[c.bias_edge + k] -= factor * x
     return loss
 
 
