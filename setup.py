@@ -10,7 +10,7 @@ _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") e
 # _alloc (checked scratch memory) and _contract (the typed inputs of the kernels) are
 # cimported by the others
 _kernels = ["_alloc", "_contract", "_chain", "_trp", "_exact", "_features",
-            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align"]
+            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align", "_online"]
 
 extensions = [
     Extension(

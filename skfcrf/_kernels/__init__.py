@@ -27,6 +27,9 @@ module                      what it holds
 ``_chainwise``,             fused loss + gradient of the chain-wise,
 ``_pseudolikelihood``,      pseudolikelihood and feature-table kernels (called
 ``_features``               by :mod:`skfcrf.objectives`)
+``_online``                 whole epochs of the online trainers (SGD,
+                            perceptron, PA, AROW) on one chain (called by
+                            :class:`skfcrf.objectives.SequenceTerms`)
 ``_simd``, ``_align``       SIMD helpers; the transcript-alignment table
 ==========================  ===================================================
 """

@@ -15,6 +15,8 @@ import sys
 import time
 from collections import namedtuple
 from fractions import Fraction
+from itertools import repeat
+from operator import itemgetter
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +29,7 @@ from threadpoolctl import threadpool_limits
 from skfcrf.crfsuite import metrics
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
 from skfcrf.inference import ExactInference
-from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment
+from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment, unique_int
 from skfcrf.objectives import Restricted, SequenceTerms, TrainingBatch
 from skfcrf.solvers import AROW, OWLQN, SGD, AveragedPerceptron, PassiveAggressive
 
@@ -819,12 +821,14 @@ def _crfsuite_layout(crf, batch, zeros, all_possible_states):
         X, gold = batch.X.tocsr(), batch.gold[:, 0].astype(np.int64)
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         keys = [X.indices.astype(np.int64) * L + gold[rows]]
-        vocabulary = crf.encoder_.vocabulary
-        zero = [(row, vocabulary[name]) for row, name in zeros if name in vocabulary]
-        if zero:
-            zrow, zcol = np.array(zero, dtype=np.int64).T
-            keys.append(zcol * L + gold[zrow])
-        keys = np.unique(np.concatenate(keys))
+        if zeros:       # often a million of them (False flags): no Python loop
+            lookup = crf.encoder_.vocabulary.get
+            zrow = np.fromiter(map(itemgetter(0), zeros), np.int64, len(zeros))
+            zcol = np.fromiter(map(lookup, map(itemgetter(1), zeros), repeat(-1)), np.int64,
+                               len(zeros))
+            known = zcol >= 0
+            keys.append(zcol[known] * L + gold[zrow[known]])
+        keys = unique_int(np.concatenate(keys))     # sort-based: np.unique hashes, slower
     return ParameterLayout.from_keys(crf.graph_, n_features, keys)
 
 

@@ -7,12 +7,19 @@ and the biases.  :class:`SequenceTerms` keeps per sequence its *local* layout
 (:meth:`~skfcrf.model._layout.ParameterLayout.local`), observations and gold
 statistics, so an update computes potentials, decodes and maps counts back with
 the model's own functions on those weights alone (``theta[index]``).
+
+On a one-chain model decoded exactly (no joint-state weights) whole epochs also
+run compiled (:mod:`skfcrf._kernels._online`): :attr:`SequenceTerms.compiled`,
+:meth:`~SequenceTerms.margin_epoch`, :meth:`~SequenceTerms.sgd_epoch`.  They
+give what the per-sequence methods give, to rounding, without the per-sequence
+Python work or the local layouts.
 """
 from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
 
+from skfcrf._kernels import _online
 from skfcrf.model._layout import GoldStatistics
 from skfcrf.objectives._batch import TrainingBatch, state_pair_counts
 from skfcrf.objectives._likelihood import Likelihood
@@ -44,6 +51,9 @@ class SequenceTerms:
         The model's label combinations (joint-state inference).
     free : bool ndarray of shape (n_params,), optional
         The weights an update may move (the others keep their values); None: all.
+    compiled : bool, default=True
+        Offer the compiled epochs where the model allows them (module
+        docstring); False: the per-sequence methods only.
 
     Raises
     ------
@@ -52,7 +62,8 @@ class SequenceTerms:
         missing one), inexact inference or back-off transitions.
     """
 
-    def __init__(self, batch, method, *, forbidden=None, joint_states=None, free=None):
+    def __init__(self, batch, method, *, forbidden=None, joint_states=None, free=None,
+                 compiled=True):
         if batch.known is not None:
             raise ValueError("the online trainers need every label: y has missing "
                              "labels (None); use solver='lbfgs' or 'olbfgs', which "
@@ -71,6 +82,62 @@ class SequenceTerms:
         self.method = method.bind(joint_states=joint_states, n_threads=1)
         self.free = None if free is None else np.asarray(free, dtype=bool)
         self._views = [None] * batch.n_sequences
+        self._chain = self._chain_problem() if compiled else None
+
+    def _chain_problem(self):
+        """The :class:`skfcrf._kernels._online.ChainProblem` of a one-chain model
+        decoded by exact Viterbi without joint-state weights; None otherwise (the
+        joint states of one chain are its labels: exact inference ignores them)."""
+        layout, graph, b = self.layout, self.layout.graph, self.batch
+        if (graph.n_chains != 1 or graph.n_edges > 1 or layout.n_state_pairs
+                or self.method.name != "exact"):
+            return None
+        L = int(graph.n_labels[0])
+        edge, bias_edge, edge_col = 0, 0, 0
+        forbidden = np.zeros((L, L), dtype=bool)
+        if graph.n_edges:
+            edge = 1 if graph.edge_tied[0] else 2
+            bias_edge, edge_col = int(layout.bias_edge[0]), max(int(layout.edge_col[0]), 0)
+            if 0 in self.forbidden:
+                forbidden = self.forbidden[0]
+        X = sp.csr_matrix(b.X)
+        free = np.ones(layout.n_params, dtype=bool) if self.free is None else self.free
+        return _online.ChainProblem(
+            b.seq_ptr, X.indptr, X.indices, X.data, b.gold[:, 0], layout.feat_ptr,
+            layout.ent_col, L, layout.score_width, layout.n_params, layout.bias_unary,
+            bias_edge, edge_col, edge, forbidden, free)
+
+    @property
+    def compiled(self):
+        """Whether :meth:`margin_epoch`, :meth:`sgd_epoch` and :meth:`sequence_losses`
+        are available (one chain, exact Viterbi, no joint-state weights)."""
+        return self._chain is not None
+
+    def margin_epoch(self, order, theta, total, u, rule, **options):
+        """One compiled epoch of a margin trainer over the sequences ``order``, in
+        place: ``rule`` ``"perceptron"`` (``theta += delta``),
+        ``"passive_aggressive"`` (options ``pa_type``, ``c``, ``error_sensitive``) or
+        ``"arow"`` (options ``gamma``, ``covariance``, updated); every step also adds
+        ``u * step`` to ``total``, ``u`` counting the visits.  What the epoch loop
+        of :mod:`skfcrf.solvers._margin` does with :meth:`difference`.  Returns
+        ``(loss, u)``."""
+        kind = {"perceptron": _online.PERCEPTRON, "arow": _online.AROW,
+                "passive_aggressive": _online.PASSIVE_AGGRESSIVE}[rule]
+        return _online.margin_epoch(self._chain, np.ascontiguousarray(order, np.int64), theta,
+                                    total, int(u), kind, **options)
+
+    def sgd_epoch(self, order, w, lam, t0, t):
+        """One compiled epoch of per-sequence SGD over the sequences ``order``, in
+        place (:meth:`skfcrf.solvers.SGD._epoch` with :meth:`loss_gradient`):
+        returns ``(loss, t, scale)``, ``w`` still to be multiplied by ``scale``."""
+        return _online.sgd_epoch(self._chain, np.ascontiguousarray(order, np.int64), w,
+                                 float(lam), float(t0), int(t))
+
+    def sequence_losses(self, order, theta):
+        """Sum of the negative log-likelihoods of the sequences ``order`` at ``theta``
+        (compiled)."""
+        return _online.sequence_losses(self._chain, np.ascontiguousarray(order, np.int64),
+                                       np.ascontiguousarray(theta, np.float64))
 
     @property
     def n_sequences(self):

@@ -48,6 +48,9 @@ class AROW(MarginTrainer):
     def start(self, theta0):
         self.covariance = np.full(theta0.shape, self.variance)
 
+    def rule(self):
+        return dict(rule="arow", gamma=self.gamma, covariance=self.covariance)
+
     def update(self, theta, diff):
         cost = diff.margin + diff.n_wrong
         sq = diff.delta * diff.delta

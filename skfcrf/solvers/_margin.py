@@ -6,7 +6,9 @@ of a sequence is wrong, move the weights along the difference of the gold and
 the decoded labelling's feature counts.  What they read of the model is a
 *sequence oracle* (:class:`skfcrf.objectives.SequenceTerms`):
 ``n_sequences``, ``n_params`` and ``difference(s, theta)`` -> ``(index, delta,
-n_wrong, margin, n_tokens)`` on the sequence's parameters ``index``.
+n_wrong, margin, n_tokens)`` on the sequence's parameters ``index``.  An oracle
+whose ``compiled`` is true runs a whole epoch itself (``margin_epoch``, the same
+updates in a compiled loop) for a trainer whose :meth:`MarginTrainer.rule` names one.
 """
 import numpy as np
 
@@ -58,6 +60,12 @@ class MarginTrainer:
         step ``x`` added at ``diff.index`` (for the average) and the sequence's loss."""
         raise NotImplementedError
 
+    def rule(self):
+        """The update as the oracle's compiled epoch names it, ``dict(rule=name,
+        **options)`` (:meth:`skfcrf.objectives.SequenceTerms.margin_epoch`); None:
+        :meth:`update` in Python only."""
+        return None
+
     def solve(self, terms, theta0, monitor):
         """Train from ``theta0``; ``terms`` is the sequence oracle (module docstring)."""
         rng = self.random_state if self.random_state is not None else np.random.RandomState()
@@ -66,15 +74,21 @@ class MarginTrainer:
         total = np.zeros_like(theta)          # ws: sum of u * step
         u = 1
         self.start(theta)
+        # the same epoch as the loop below, compiled (one chain; SequenceTerms.compiled)
+        compiled = getattr(terms, "compiled", False) and self.rule() is not None
         for epoch in range(self.max_iter):
-            loss = 0.0
-            for s in rng.permutation(n_seq):
-                diff = terms.difference(s, theta)
-                if diff.n_wrong:
-                    step, seq_loss = self.update(theta, diff)
-                    total[diff.index] += u * step
-                    loss += seq_loss
-                u += 1
+            order = rng.permutation(n_seq)
+            if compiled:
+                loss, u = terms.margin_epoch(order, theta, total, u, **self.rule())
+            else:
+                loss = 0.0
+                for s in order:
+                    diff = terms.difference(s, theta)
+                    if diff.n_wrong:
+                        step, seq_loss = self.update(theta, diff)
+                        total[diff.index] += u * step
+                        loss += seq_loss
+                    u += 1
             if not np.all(np.isfinite(theta)):
                 return SolverResult(theta, epoch + 1, False,
                                     f"in epoch {epoch + 1} the weights became non-finite",

@@ -61,6 +61,10 @@ class PassiveAggressive(MarginTrainer):
             return min(self.c, cost / norm2)
         return cost / (norm2 + 0.5 / self.c)
 
+    def rule(self):
+        return dict(rule="passive_aggressive", pa_type=self.pa_type, c=self.c,
+                    error_sensitive=self.error_sensitive)
+
     def update(self, theta, diff):
         cost = diff.margin + (math.sqrt(diff.n_wrong) if self.error_sensitive else 1.0)
         norm2 = float(diff.delta @ diff.delta)

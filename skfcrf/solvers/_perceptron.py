@@ -27,6 +27,9 @@ class AveragedPerceptron(MarginTrainer):
     random_state : numpy.random.RandomState, optional
     """
 
+    def rule(self):
+        return dict(rule="perceptron")
+
     def update(self, theta, diff):
         theta[diff.index] += diff.delta
         return diff.delta, diff.n_wrong / diff.n_tokens

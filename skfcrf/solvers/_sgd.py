@@ -51,7 +51,9 @@ class SGD:
 
     The sequence oracle ``terms`` of :meth:`solve` has ``n_sequences`` and
     ``loss_gradient(s, theta) -> (index, loss, grad)`` on the sequence's
-    parameters (:class:`skfcrf.objectives.SequenceTerms`).
+    parameters (:class:`skfcrf.objectives.SequenceTerms`); one whose ``compiled``
+    is true runs the epochs itself (``sgd_epoch``, ``sequence_losses``: the same
+    steps in a compiled loop).
     """
 
     def __init__(self, l2, max_iter=1000, period=10, delta=1e-6, eta0=0.1,
@@ -86,14 +88,17 @@ class SGD:
         """One epoch over the sequences ``order`` from the weights ``w`` (changed in
         place), the step count at ``t``; returns the epoch loss (the penalty
         ``lam / 2 * ||w||^2 * n`` included) and the new step count."""
-        scale, loss = 1.0, 0.0
-        for s in order:
-            eta = 1.0 / (lam * (t0 + t))
-            scale *= 1.0 - eta * lam
-            index, seq_loss, grad = terms.loss_gradient(s, w, scale)
-            w[index] -= (eta / scale) * grad
-            loss += seq_loss
-            t += 1
+        if getattr(terms, "compiled", False):     # the same loop, compiled (one chain)
+            loss, t, scale = terms.sgd_epoch(order, w, lam, t0, t)
+        else:
+            scale, loss = 1.0, 0.0
+            for s in order:
+                eta = 1.0 / (lam * (t0 + t))
+                scale *= 1.0 - eta * lam
+                index, seq_loss, grad = terms.loss_gradient(s, w, scale)
+                w[index] -= (eta / scale) * grad
+                loss += seq_loss
+                t += 1
         w *= scale
         return loss + 0.5 * lam * float(w @ w) * n, t
 
@@ -102,7 +107,10 @@ class SGD:
         ``calibration_`` (the ``(eta, loss)`` of every trial)."""
         sample = rng.permutation(terms.n_sequences)[:self.calibration_samples]
         zero = np.zeros(terms.n_params)
-        start_loss = sum(terms.loss_gradient(s, zero)[1] for s in sample)
+        if getattr(terms, "compiled", False):
+            start_loss = terms.sequence_losses(sample, zero)
+        else:
+            start_loss = sum(terms.loss_gradient(s, zero)[1] for s in sample)
         rate, eta = self.calibration_rate, self.eta0
         best_loss, best_eta = np.inf, self.eta0
         left, down = self.calibration_candidates, False
