@@ -362,7 +362,8 @@ def _move_boundary(prev, seg, anchors):
     return prev, right
 
 
-def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep="first"):
+def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep="first",
+                             otherwise="merge"):
     """Rule: a segment on chain ``level`` may only start where an anchor segment starts;
     otherwise it is merged into the preceding segment.
 
@@ -395,9 +396,36 @@ def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep
         Type of a segment that others were merged into: that of the first one, or
         the type that covers the most tokens of the merged segment (ties: the
         earliest).
+    otherwise : {"merge", "keep"}, default="merge"
+        What happens to a boundary that is not at an anchor and cannot be moved
+        (``move=False``, or no anchor start in the two segments): ``"merge"`` the
+        two segments, or ``"keep"`` the boundary where it is.  Merging trusts the
+        anchor chain to have found every anchor: a missed heading then merges two
+        right sections into one of the wrong type for its second part.  With
+        ``"keep"`` the rule only moves boundaries (see the notes of
+        :data:`COR_RULES`).
+
+    Examples
+    --------
+    The section boundary at token 2 has no heading there, and the chain-0 heading
+    starts one token later; the one at token 4 has no heading anywhere near
+    (the heading chain missed it): it is merged away, or kept:
+
+    >>> from skfcrf.structure import repair
+    >>> labels = [("BeginHeading", "BeginNone", "BeginPlan"), ("BeginSentence", "BeginParagraph", "Plan"),
+    ...           ("Sentence", "Paragraph", "BeginDx"), ("BeginHeading", "BeginNone", "Dx"),
+    ...           ("BeginSentence", "BeginParagraph", "BeginMeds"), ("Sentence", "Paragraph", "Meds")]
+    >>> rule = merge_unless_starts_with(2, ["Heading"], move=True)
+    >>> repair(labels, [rule])[:, 2].tolist()
+    ['BeginPlan', 'Plan', 'Plan', 'BeginDx', 'Dx', 'Dx']
+    >>> rule = merge_unless_starts_with(2, ["Heading"], move=True, otherwise="keep")
+    >>> repair(labels, [rule])[:, 2].tolist()
+    ['BeginPlan', 'Plan', 'Plan', 'BeginDx', 'BeginMeds', 'Meds']
     """
     if keep not in ("first", "longest"):
         raise ValueError(f"keep must be 'first' or 'longest', got {keep!r}")
+    if otherwise not in ("merge", "keep"):
+        raise ValueError(f"otherwise must be 'merge' or 'keep', got {otherwise!r}")
     anchors = _anchors(first_labels)
     if any(k < 0 or k >= level for k in anchors):
         raise ValueError(f"anchor chains must be finer than chain {level}, got {sorted(anchors)}")
@@ -409,7 +437,9 @@ def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep
             if out and out[-1].label is not None and seg.label is not None \
                     and not starts_with(seg, anchors):
                 moved = _move_boundary(out[-1], seg, anchors) if move else None
-                if moved is None:
+                if moved is None and otherwise == "keep":
+                    out.append(seg)
+                elif moved is None:
                     if keep == "longest":
                         votes = merged.setdefault(id(out[-1]), {out[-1].label: len(out[-1])})
                         votes[seg.label] = votes.get(seg.label, 0) + len(seg)
@@ -425,7 +455,9 @@ def merge_unless_starts_with(level, first_labels, *, raw=False, move=False, keep
                 seg.label = max(votes, key=votes.get)  # first maximum: the earliest type
         return out
 
-    rule = _sibling_rule(level, f"merge_unless_starts_with(level={level}{', move' if move else ''})", fix)
+    name = f"merge_unless_starts_with(level={level}{', move' if move else ''}" \
+           f"{', keep' if otherwise == 'keep' else ''})"
+    rule = _sibling_rule(level, name, fix)
     rule.raw = bool(raw)
     return rule
 
