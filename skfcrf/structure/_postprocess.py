@@ -9,6 +9,7 @@ boundary) are :func:`repair`'s own constraints; the others are rules:
 step  constraint                                                rule
 ====  ========================================================  ==================================
 7.2   typed subsections start only at a subheading              :func:`typed_subsections_start_at`
+                                                                (not in :data:`COR_RULES`)
 7.4   no untyped paragraph between typed subsections            :func:`no_untyped_between_typed`
 7.5   section boundaries only at the start of a heading         :func:`sections_at_headings`
                                                                 (when headings and sections agree)
