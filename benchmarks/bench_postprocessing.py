@@ -15,7 +15,8 @@ every decoding method
 
 the test predictions are scored raw (``none``), after the formal constraints only
 (``formal``), after each rule alone (with the formal constraints: ``7.2`` ... ``8.9``;
-``7.5-move`` is step 7.5 as the ``cor`` preset had it before issue 31)
+``7.5-move`` and ``8.6-all`` are steps 7.5 and 8.6 as the presets had them before
+issue 31)
 and after each preset (``cor``, ``rcg``, ``rcg+8.1``): joint accuracy, accuracy and
 WindowDiff per chain, and the fraction of labels the post-processing changed.
 
@@ -52,13 +53,15 @@ from skfcrf.structure import (
 from skfcrf.transformers import make_dictation_features
 
 #: single rules by the thesis's step number (each applied with the formal constraints);
-#: ``7.5-move`` is the step-7.5 rule of the ``cor`` preset before issue 31
+#: ``7.5-move`` is the step-7.5 rule of the ``cor`` preset before issue 31, ``8.6-all``
+#: step 8.6 before it (short enumerations relabelled even when a marker was dictated)
 SINGLE_RULES = {
     "7.2": (typed_subsections_start_at(),), "7.4": (no_untyped_between_typed(),),
     "7.5": (sections_at_headings(),),
     "7.5-move": (merge_unless_starts_with(2, ["Heading"], move=True),),
     "8.1": (RULE_8_1,), "8.3": (merge_same_type_at_heading(),), "8.5": (no_double_begins(),),
-    "8.6": (min_enumeration_elements(),), "8.9": (fix_long_headings(),),
+    "8.6": (min_enumeration_elements(),), "8.6-all": (min_enumeration_elements(keep_marked=False),),
+    "8.9": (fix_long_headings(),),
 }
 #: every post-processing variant measured: raw, formal, single rules, presets
 VARIANTS = ("none", "formal", *SINGLE_RULES, "cor", "rcg", "rcg+8.1")

@@ -21,6 +21,7 @@ from skfcrf.structure import (
     fix_long_headings,
     merge_same_type_at_heading,
     merge_unless_starts_with,
+    min_enumeration_elements,
     no_double_begins,
     no_untyped_between_typed,
     repair,
@@ -340,11 +341,11 @@ def test_rcg_rules_property(rules, case):
         for a, b in zip(kids, kids[1:]):  # 8.5
             assert not (len(a) == 1 and a.label == b.label and a.label not in ("None", "Enumelement"))
         k = 0
-        while k < len(kids):  # 8.6: enumerations of at least two elements
+        while k < len(kids):  # 8.6: enumerations of at least two elements, or dictated markers
             j = k
             while j < len(kids) and kids[j].label == "Enumelement":
                 j += 1
-            assert j - k != 1
+            assert j - k != 1 or any(c.label == "Enummarker" for c in kids[k].children)
             k = max(j, k + 1)
         for s in kids:  # 8.9
             if s.label == N:
@@ -433,3 +434,21 @@ def test_merge_keep_longest_type():
     assert repair(tie, [rule])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3
     with pytest.raises(ValueError):
         merge_unless_starts_with(2, ["Heading"], keep="last")
+
+
+def test_min_enumeration_elements_keeps_a_marked_lone_element():
+    # one element holding two dictated items: the decoder missed the boundary between
+    # them, not the enumeration; relabelling it a paragraph (keep_marked=False) loses both
+    labs = _rows([("+Sentence", "+Paragraph", "+Plan"), ("Enummarker", "+Enumelement", "Plan"),
+                  ("+Sentence", "Enumelement", "Plan"), ("Enummarker", "Enumelement", "Plan"),
+                  ("+Sentence", "Enumelement", "Plan")])
+    assert (repair(labs, [min_enumeration_elements()]) == labs).all()
+    out = repair(labs, [min_enumeration_elements(keep_marked=False)])
+    assert out[:, 1].tolist() == ["BeginParagraph", "BeginParagraph"] + ["Paragraph"] * 3
+    assert out[:, 0].tolist() == ["BeginSentence", "BeginSentence", "Sentence", "BeginSentence", "Sentence"]
+    # without a marker the lone element is relabelled either way
+    bare = _rows([("+Sentence", "+Paragraph", "+Plan"), ("+Sentence", "+Enumelement", "Plan"),
+                  ("Sentence", "Enumelement", "Plan")])
+    assert repair(bare, [min_enumeration_elements()])[:, 1].tolist() == ["BeginParagraph", "BeginParagraph",
+                                                                         "Paragraph"]
+
