@@ -3,7 +3,7 @@
 The thesis's algorithms 7 and 8 (``000`` section 6.1.2) are rules and presets of
 :mod:`skfcrf.structure` (:data:`~skfcrf.structure.REPAIR_PRESETS`).  For every data set
 (style, number of reports, seed: ``make_dictations(n, style, random_state=seed)``, the
-first 70% of the reports to train, the rest to test, ``make_dictation_features()``) and
+first 70% of the reports to train, the rest to test, the standard dictation features) and
 every decoding method
 
 * ``exact``: the default ``FactorialCRF()``, exact decoding over the joint label states;
@@ -50,7 +50,8 @@ from skfcrf.structure import (
     sections_at_headings,
     typed_subsections_start_at,
 )
-from skfcrf.transformers import make_dictation_features
+
+from _dictations import standard_features
 
 #: single rules by the thesis's step number (each applied with the formal constraints);
 #: ``7.5-move`` is the step-7.5 rule of the ``cor`` preset before issue 31, ``8.6-all``
@@ -106,7 +107,7 @@ def fit_quietly(model, F, y):
 def split_dictations(style, n_reports, seed, train_fraction=0.7):
     """Tokens, features and labels of one data set, split into train and test."""
     X, y = make_dictations(n_reports, style=style, random_state=seed)
-    F = make_dictation_features().fit_transform(X)
+    F = standard_features().fit_transform(X)
     k = int(round(train_fraction * n_reports))
     return (X[:k], F[:k], y[:k]), (X[k:], F[k:], y[k:])
 
@@ -191,6 +192,7 @@ def write(rows, settings, stats, out, name="postprocessing"):
 
 def summary(rows, variants=("formal", "cor", "rcg", "rcg+8.1")):
     """Markdown table: joint accuracy raw -> after each preset, per data set and decoding."""
+    variants = [v for v in variants if any(r["rules"] == v for r in rows)]
     lines = ["| data set | decoding | raw | " + " | ".join(variants) + " |",
              "| --- | --- | --- | " + " | ".join("---" for _ in variants) + " |"]
     keys = sorted({(r["dataset"], r["decoding"]) for r in rows},

@@ -45,10 +45,9 @@ import csv
 import json
 import os
 import time
-import warnings
 
 import numpy as np
-from bench_postprocessing import json_ready
+from bench_postprocessing import fit_quietly, json_ready
 
 from skfcrf import FactorialCRF
 from skfcrf.datasets import make_dictation_pairs, word_edit_distance
@@ -110,15 +109,6 @@ def report_wer(reference, pairs):
 def best_half(wer):
     """Indices of the half of the reports with the lowest word error rate (stable order)."""
     return np.sort(np.argsort(wer, kind="stable")[:max(1, len(wer) // 2)])
-
-
-def fit(model, corpus):
-    """Fit ``model`` on the corpus's training reports; returns the fit time in seconds."""
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(corpus.F_train, corpus.y_train)
-    return time.perf_counter() - t0
 
 
 def variants(pred, X, preset):
@@ -199,7 +189,7 @@ def run(args):
             [("RCG", rcg[r], r, "rcg") for r in sorted(rcg)]:
         model = FactorialCRF(n_jobs=args.n_jobs, **args.fit_params)
         key = name if rate is None else f"{name}@{rate}"
-        times[key] = {"fit": round(fit(model, corpus), 1)}
+        times[key] = {"fit": round(fit_quietly(model, corpus.F_train, corpus.y_train), 1)}
         pred = model.predict(corpus.F_test)
         y, X = corpus.y_test, corpus.X_test
         headline = rate is None or rate == args.rcg_rate
@@ -225,7 +215,7 @@ def run(args):
         model = FactorialCRF(objective=objective, inference="trp", bp_max_iter=args.bp_max_iter,
                              n_jobs=args.n_jobs, **args.fit_params)
         key = f"{name}-trp-{objective}"
-        times[key] = {"fit": round(fit(model, corpus), 1)}
+        times[key] = {"fit": round(fit_quietly(model, corpus.F_train, corpus.y_train), 1)}
         t0 = time.perf_counter()
         decoded = model.decode(corpus.F_test)
         times[key]["decode"] = round(time.perf_counter() - t0, 1)
