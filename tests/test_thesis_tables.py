@@ -80,3 +80,17 @@ def test_report_wer_against_the_error_free_transcripts(thesis_tables):
     assert thesis_tables.report_wer(ref, ref).tolist() == [0, 0, 0]
     wer = thesis_tables.report_wer(ref, noisy)
     assert np.all((wer > 0.1) & (wer < 0.5))
+
+
+def test_bench_postprocessing_writes_one_row_per_variant(thesis_tables, tmp_path):
+    import bench_postprocessing as bench  # importable: the fixture put benchmarks/ on the path once
+
+    rows = bench.main(["--datasets", "cor:6:0", "--decodings", "exact", "--variants", "formal", "cor",
+                       "--out", str(tmp_path)])
+    assert [r["rules"] for r in rows] == ["none", "formal", "cor"]
+    with open(tmp_path / "postprocessing.csv", newline="") as fh:
+        assert next(csv.reader(fh)) == list(bench.COLUMNS)
+    raw = rows[0]
+    assert raw["changed"] == 0 and all(r["n_test"] == 2 for r in rows)
+    meta = json.loads((tmp_path / "postprocessing.json").read_text())
+    assert meta["decoding"]["cor:6:0"]["exact"]["exact"] == 1.0
