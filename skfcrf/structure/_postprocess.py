@@ -494,7 +494,11 @@ RCG_RULES_WITH_8_1 = (RULE_8_1, *RCG_RULES)
 #: Post-processing presets by name, for ``repair=`` arguments and ``--repair`` options:
 #: ``"formal"`` enforces :func:`repair`'s formal constraints only (no domain rule);
 #: ``"cor"``, ``"rcg"`` and ``"rcg+8.1"`` add :data:`COR_RULES`, :data:`RCG_RULES` and
-#: :data:`RCG_RULES_WITH_8_1`.
+#: :data:`RCG_RULES_WITH_8_1`.  Recommended decodings, where no preset lowered joint
+#: accuracy on the generator's test sets (``benchmarks/bench_postprocessing.py``; the
+#: user guide's table): ``"formal"`` and ``"rcg+8.1"`` with exact decoding (the
+#: default), ``"cor"`` and ``"rcg"`` with exact decoding and ``inference="trp"``; none
+#: with ``objective="pseudolikelihood"`` and TRP decoding.
 REPAIR_PRESETS = {"formal": (), "cor": COR_RULES, "rcg": RCG_RULES,
                   "rcg+8.1": RCG_RULES_WITH_8_1}
 
