@@ -21,9 +21,11 @@ from skfcrf.structure import (
     fix_long_headings,
     merge_same_type_at_heading,
     merge_unless_starts_with,
+    min_enumeration_elements,
     no_double_begins,
     no_untyped_between_typed,
     repair,
+    sections_at_headings,
     typed_subsections_start_at,
 )
 
@@ -241,18 +243,17 @@ def _first_leaf(seg):
     return seg
 
 
-@settings(max_examples=60, deadline=None)
-@given(corrupted("cor"))
-def test_cor_rules_property(case):
-    secs = _repaired_sections(case, COR_RULES)
-    _check_sections_start_at_heading(secs)  # 7.5
+def _agreement(secs):
+    """|H & S| / |H | S| of the heading starts H and section starts S (sequence start in both)."""
+    starts = {s.start for s in secs}
+    heads = {secs[0].start} | {d.start for s in secs for d in s.iter()
+                                if d.level == 0 and d.label == H and not d.continued}
+    return len(heads & starts) / len(heads | starts)
+
+
+def _check_no_paragraph_between_typed(secs):
     for sec in secs:
-        kids = sec.children
-        for a, b in zip(kids, kids[1:]):  # 7.2: typed after typed starts at a subheading
-            if a.label not in UNTYPED_SUBSECTIONS and b.label not in UNTYPED_SUBSECTIONS \
-                    and a.label is not None and b.label is not None:
-                assert _first_leaf(b).label == SUB
-        labels = [s.label for s in kids]
+        labels = [s.label for s in sec.children]
         k = 0
         while k < len(labels):  # 7.4: no run of paragraphs with typed subsections on both sides
             j = k
@@ -261,6 +262,70 @@ def test_cor_rules_property(case):
             if j > k and k > 0 and j < len(labels):
                 assert not (_typed(labels[k - 1]) and _typed(labels[j])), labels
             k = max(j, k + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("cor"))
+def test_cor_rules_property(case):
+    """7.5 re-cuts the sections at the headings (agreement 1) or leaves a report whose
+    chains disagree (agreement below 0.6); 7.4 holds everywhere."""
+    secs = _repaired_sections(case, COR_RULES)
+    agreement = _agreement(secs)
+    assert agreement == 1 or agreement < 0.6
+    if agreement == 1:
+        _check_sections_start_at_heading(secs)
+    _check_no_paragraph_between_typed(secs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corrupted("cor"))
+def test_typed_subsections_start_at_property(case):
+    """Step 7.2 alone (no longer in the cor preset): typed after typed starts at a subheading."""
+    for sec in _repaired_sections(case, [typed_subsections_start_at()]):
+        for a, b in zip(sec.children, sec.children[1:]):
+            if _typed(a.label) and _typed(b.label):
+                assert _first_leaf(b).label == SUB
+
+
+def test_sections_at_headings_recuts_when_headings_agree():
+    # sections Plan | Dx | Meds | FU with the Dx boundary one token before its heading:
+    # 3 of the 5 starts agree (0.6); re-cut at the headings, each span's majority type
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("Sentence", "Paragraph", "+Dx"), ("+Heading", "+None", "Dx"),
+                  ("+Sentence", "+Paragraph", "Dx"), ("+Heading", "+None", "+Meds"),
+                  ("+Sentence", "+Paragraph", "Meds"), ("+Heading", "+None", "+FU")])
+    out = repair(labs, [sections_at_headings()])
+    assert out[:, 2].tolist() == ["BeginPlan", "Plan", "Plan", "BeginDx", "Dx", "BeginMeds", "Meds",
+                                  "BeginFU"]
+    assert find_violations(out) == []
+    # a section inside a heading span takes the majority: Dx covers 2 of the 3 tokens
+    maj = labs.copy()
+    maj[1, 2], maj[2, 2] = "BeginDx", "Dx"
+    assert repair(maj, [sections_at_headings()])[:3, 2].tolist() == ["BeginDx", "Dx", "Dx"]
+    # a heading inside a section starts a new section (of that section's type)
+    inner = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                   ("+Heading", "+None", "Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                   ("+Heading", "+None", "+Dx"), ("+Sentence", "+Paragraph", "Dx")])
+    assert repair(inner, [sections_at_headings(min_agreement=0.5)])[:, 2].tolist() == \
+        ["BeginPlan", "Plan", "BeginPlan", "Plan", "BeginDx", "Dx"]
+
+
+def test_sections_at_headings_leaves_reports_whose_chains_disagree():
+    # the heading chain found one of three section headings (agreement 1/3): the old
+    # step 7.5 merged the right Dx and Meds sections into Plan; the rule keeps them
+    labs = _rows([("+Heading", "+None", "+Plan"), ("+Sentence", "+Paragraph", "Plan"),
+                  ("+Sentence", "+Paragraph", "+Dx"), ("Sentence", "Paragraph", "Dx"),
+                  ("+Sentence", "+Paragraph", "+Meds"), ("Sentence", "Paragraph", "Meds")])
+    assert (repair(labs, [sections_at_headings()]) == repair(labs)).all()
+    merged = repair(labs, [merge_unless_starts_with(2, ["Heading"], move=True)])[:, 2].tolist()
+    assert merged == ["BeginPlan"] + ["Plan"] * 5
+    kept = repair(labs, [merge_unless_starts_with(2, ["Heading"], move=True, otherwise="keep")])
+    assert (kept == repair(labs)).all()
+    assert (repair(labs, [sections_at_headings(min_agreement=0)])[:, 2] == kept[:, 2]).sum() == 2
+    with pytest.raises(ValueError):
+        sections_at_headings(min_agreement=1.5)
+    with pytest.raises(ValueError):
+        merge_unless_starts_with(2, ["Heading"], otherwise="drop")
 
 
 @pytest.mark.parametrize("rules", [RCG_RULES, RCG_RULES_WITH_8_1], ids=["rcg", "rcg+8.1"])
@@ -276,11 +341,11 @@ def test_rcg_rules_property(rules, case):
         for a, b in zip(kids, kids[1:]):  # 8.5
             assert not (len(a) == 1 and a.label == b.label and a.label not in ("None", "Enumelement"))
         k = 0
-        while k < len(kids):  # 8.6: enumerations of at least two elements
+        while k < len(kids):  # 8.6: enumerations of at least two elements, or dictated markers
             j = k
             while j < len(kids) and kids[j].label == "Enumelement":
                 j += 1
-            assert j - k != 1
+            assert j - k != 1 or any(c.label == "Enummarker" for c in kids[k].children)
             k = max(j, k + 1)
         for s in kids:  # 8.9
             if s.label == N:
@@ -369,3 +434,21 @@ def test_merge_keep_longest_type():
     assert repair(tie, [rule])[:, 2].tolist() == ["BeginPlan"] + ["Plan"] * 3
     with pytest.raises(ValueError):
         merge_unless_starts_with(2, ["Heading"], keep="last")
+
+
+def test_min_enumeration_elements_keeps_a_marked_lone_element():
+    # one element holding two dictated items: the decoder missed the boundary between
+    # them, not the enumeration; relabelling it a paragraph (keep_marked=False) loses both
+    labs = _rows([("+Sentence", "+Paragraph", "+Plan"), ("Enummarker", "+Enumelement", "Plan"),
+                  ("+Sentence", "Enumelement", "Plan"), ("Enummarker", "Enumelement", "Plan"),
+                  ("+Sentence", "Enumelement", "Plan")])
+    assert (repair(labs, [min_enumeration_elements()]) == labs).all()
+    out = repair(labs, [min_enumeration_elements(keep_marked=False)])
+    assert out[:, 1].tolist() == ["BeginParagraph", "BeginParagraph"] + ["Paragraph"] * 3
+    assert out[:, 0].tolist() == ["BeginSentence", "BeginSentence", "Sentence", "BeginSentence", "Sentence"]
+    # without a marker the lone element is relabelled either way
+    bare = _rows([("+Sentence", "+Paragraph", "+Plan"), ("+Sentence", "+Enumelement", "Plan"),
+                  ("Sentence", "Enumelement", "Plan")])
+    assert repair(bare, [min_enumeration_elements()])[:, 1].tolist() == ["BeginParagraph", "BeginParagraph",
+                                                                         "Paragraph"]
+

@@ -206,9 +206,14 @@ def test_repair_lone_enumeration_becomes_paragraph():
                  ("BeginSentence", "Enumelement", "Diagnosis"),
                  ("Sentence", "Enumelement", "Diagnosis"),
                  ("Sentence", "Enumelement", "Diagnosis")])
-    out = repair(labs, DICTATION_RULES, tokens=toks)
+    # a dictated marker keeps a lone element (issue 31: relabelling cost accuracy)
+    assert (repair(labs, DICTATION_RULES, tokens=toks) == labs).all()
+    out = repair(labs, [min_enumeration_elements(keep_marked=False)], tokens=toks)
     assert out[:, 1].tolist() == ["BeginParagraph"] + ["Paragraph"] * 4
     assert out[:, 0].tolist() == ["BeginSentence"] + ["Sentence"] * 4
+    unmarked = labs.copy()
+    unmarked[:2, 0] = ["BeginSentence", "Sentence"]
+    assert repair(unmarked, DICTATION_RULES)[:, 1].tolist() == ["BeginParagraph"] + ["Paragraph"] * 4
     # two elements are an enumeration: unchanged
     two = np.concatenate([labs, labs])
     two[5, 2] = "Diagnosis"

@@ -9,9 +9,10 @@ boundary) are :func:`repair`'s own constraints; the others are rules:
 step  constraint                                                rule
 ====  ========================================================  ==================================
 7.2   typed subsections start only at a subheading              :func:`typed_subsections_start_at`
+                                                                (not in :data:`COR_RULES`)
 7.4   no untyped paragraph between typed subsections            :func:`no_untyped_between_typed`
-7.5   section boundaries only at the start of a heading         :func:`merge_unless_starts_with`
-                                                                (``move``)
+7.5   section boundaries only at the start of a heading         :func:`sections_at_headings`
+                                                                (when headings and sections agree)
 8.1   section boundaries only at the start of a heading or      :data:`RULE_8_1` (``raw``), opt-in:
       paragraph                                                 not in :data:`RCG_RULES`
 8.3   adjacent sections of one type merged, starting at a       :func:`merge_same_type_at_heading`
@@ -38,6 +39,7 @@ from skfcrf.structure._repair import (
     _merge_where,
     _prepend_into,
     _sibling_rule,
+    _split,
     merge_unless_starts_with,
     min_enumeration_elements,
     starts_with,
@@ -48,6 +50,7 @@ __all__ = [
     "typed_subsections_start_at",
     "no_untyped_between_typed",
     "merge_same_type_at_heading",
+    "sections_at_headings",
     "no_double_begins",
     "fix_long_headings",
     "COR_RULES",
@@ -177,6 +180,99 @@ def merge_same_type_at_heading(level=2, heading=("Heading",)):
         return out
 
     return _sibling_rule(level, "merge_same_type_at_heading", fix)
+
+
+def _heading_starts(seg, heading):
+    """Starts of the chain-0 ``heading`` segments under ``seg`` (not cut by a coarser boundary)."""
+    return [d.start for d in seg.iter()
+            if d.level == 0 and d.label in heading and not getattr(d, "continued", False)]
+
+
+def _majority(pieces):
+    """The label covering most tokens of ``pieces`` (ties: the earliest)."""
+    cover = {}
+    for p in pieces:
+        cover[p.label] = cover.get(p.label, 0) + len(p)
+    return max(cover, key=cover.get)
+
+
+def sections_at_headings(level=2, heading=("Heading",), min_agreement=0.6):
+    """Rule: sections start at, and only at, heading starts (algorithm 7, step 5), when the
+    heading chain is trusted.
+
+    The thesis removes section boundaries that are not at a heading because
+    "headings are identified very reliably".  That holds for a report only when the
+    decoded heading starts (chain 0) and section starts (chain ``level``) mostly
+    agree: their *agreement*, ``|H & S| / |H | S|`` over the heading starts ``H`` and
+    section starts ``S`` (the sequence start counted in both), must reach
+    ``min_agreement``.  The sections are then re-cut at the heading starts: each
+    span from one heading start to the next becomes one section, of the type that
+    covers most of its tokens.  Below ``min_agreement`` the report is left alone:
+    one of the two chains is wrong and nothing says which (with factor
+    pseudolikelihood and TRP decoding the heading chain misses most headings and
+    trusting it merged right sections, see the user guide).  Reports with outside
+    runs at chain ``level`` are left alone.
+
+    Parameters
+    ----------
+    level : int, default=2
+        Chain of the sections.
+    heading : collection of str, default=("Heading",)
+        Chain-0 labels that start a section.
+    min_agreement : float in [0, 1], default=0.6
+        Least agreement at which the headings are trusted (0: always).
+
+    Examples
+    --------
+    The section boundary at token 2 is one token before the heading at token 3; the
+    chains agree on three of the five starts 0, 2, 3, 5, 7 (agreement 0.6):
+
+    >>> from skfcrf.structure import repair
+    >>> labels = [("BeginHeading", "BeginNone", "BeginPlan"), ("BeginSentence", "BeginParagraph", "Plan"),
+    ...           ("Sentence", "Paragraph", "BeginDx"), ("BeginHeading", "BeginNone", "Dx"),
+    ...           ("BeginSentence", "BeginParagraph", "Dx"), ("BeginHeading", "BeginNone", "BeginMeds"),
+    ...           ("BeginSentence", "BeginParagraph", "Meds"), ("BeginHeading", "BeginNone", "BeginFU")]
+    >>> repair(labels, [sections_at_headings()])[:, 2].tolist()
+    ['BeginPlan', 'Plan', 'Plan', 'BeginDx', 'Dx', 'BeginMeds', 'Meds', 'BeginFU']
+    >>> repair(labels, [sections_at_headings(min_agreement=0.7)])[:, 2].tolist()
+    ['BeginPlan', 'Plan', 'BeginDx', 'Dx', 'Dx', 'BeginMeds', 'Meds', 'BeginFU']
+    """
+    if not 0 <= min_agreement <= 1:
+        raise ValueError(f"min_agreement must be in [0, 1], got {min_agreement!r}")
+    heading = frozenset([heading] if isinstance(heading, str) else heading)
+
+    def fix(kids):
+        if not kids or any(k.label is None for k in kids):
+            return kids
+        first, end = kids[0].start, kids[-1].end
+        heads = {first} | {h for k in kids for h in _heading_starts(k, heading)}
+        starts = {k.start for k in kids}
+        if len(heads & starts) / len(heads | starts) < min_agreement:
+            return kids
+        cuts = sorted(heads) + [end]
+        pieces = []
+        for seg in kids:  # split every section at the heading starts inside it
+            prefix = seg.begin_prefix
+            for p in [c for c in cuts if seg.start < c < seg.end]:
+                left, seg = _split(seg, p)
+                pieces.append(left)
+            seg.begin_prefix = prefix if seg.start in starts else seg.begin_prefix
+            pieces.append(seg)
+        out = []
+        for a, b in zip(cuts, cuts[1:]):
+            span = [p for p in pieces if a <= p.start < b]
+            head = span[0]
+            label = _majority(span)
+            for p in span[1:]:
+                _merge_into(head, p)
+            if head.continued:
+                head.continued = False
+                head.begin_prefix = "Begin" if head.inside_prefix == "" else "B-"
+            head.label = label
+            out.append(head)
+        return out
+
+    return _sibling_rule(level, f"sections_at_headings({min_agreement})", fix)
 
 
 def no_double_begins(level=1, allowed=("None", "Enumelement")):
@@ -347,16 +443,23 @@ def _leaf(label, a, b, holder):
     return Segment(level=0, label=label, start=a, end=b, tokens=toks)
 
 
-#: Algorithm 7, post-processing of formatted reports (``cor``): typed subsections
-#: start at a subheading (7.2), no untyped paragraph between typed subsections (7.4),
-#: section boundaries only at a heading (7.5); steps 7.1, 7.3 and 7.6 are the formal
-#: Begin constraints that :func:`repair` always enforces.  Step 7.5 *moves* a
-#: boundary that is not at a heading to the nearest heading start (``move=True``)
-#: and merges only when the two sections hold none: on decoded synthetic
-#: dictations the boundaries are more often a few tokens off than spurious, and
-#: merging whole sections cost 6 points of section accuracy where moving gained 2.
-COR_RULES = (typed_subsections_start_at(), no_untyped_between_typed(),
-             merge_unless_starts_with(2, ["Heading"], move=True))
+#: Algorithm 7, post-processing of formatted reports (``cor``): no untyped paragraph
+#: between typed subsections (7.4), sections start at, and only at, headings when the
+#: heading and section chains agree (7.5, :func:`sections_at_headings`); steps 7.1,
+#: 7.3 and 7.6 are the formal Begin constraints that :func:`repair` always enforces.
+#:
+#: Step 7.2 (:func:`typed_subsections_start_at`) is not included, and step 7.5 no
+#: longer merges a section whose heading the decoder missed
+#: (:func:`merge_unless_starts_with`, ``move=True``, the preset until 2026-11-25):
+#: both trust a chain-0 heading or subheading to be found wherever a segment starts.
+#: With TRP decoding on ``make_dictations`` test sets
+#: (``benchmarks/bench_postprocessing.py``) 7.2 lowered joint accuracy on every
+#: data set and decoding (by 0.2-5 points), and the old 7.5 by 4-52 points: with
+#: factor pseudolikelihood and TRP the heading chain found 40% of the section
+#: headings, and merging at every missed heading cost 36 points of section
+#: accuracy.  Recommended for exact (default) and ``inference="trp"`` decoding,
+#: not for ``objective="pseudolikelihood"`` with TRP (see the user guide's table).
+COR_RULES = (no_untyped_between_typed(), sections_at_headings())
 
 #: Step 8.1 of algorithm 8 as a rule: section boundaries only at the start of a heading
 #: or of a subsection-level segment, checked on the unrepaired labels (``raw``); a
@@ -391,7 +494,11 @@ RCG_RULES_WITH_8_1 = (RULE_8_1, *RCG_RULES)
 #: Post-processing presets by name, for ``repair=`` arguments and ``--repair`` options:
 #: ``"formal"`` enforces :func:`repair`'s formal constraints only (no domain rule);
 #: ``"cor"``, ``"rcg"`` and ``"rcg+8.1"`` add :data:`COR_RULES`, :data:`RCG_RULES` and
-#: :data:`RCG_RULES_WITH_8_1`.
+#: :data:`RCG_RULES_WITH_8_1`.  Recommended decodings, where no preset lowered joint
+#: accuracy on the generator's test sets (``benchmarks/bench_postprocessing.py``; the
+#: user guide's table): ``"formal"`` and ``"rcg+8.1"`` with exact decoding (the
+#: default), ``"cor"`` and ``"rcg"`` with exact decoding and ``inference="trp"``; none
+#: with ``objective="pseudolikelihood"`` and TRP decoding.
 REPAIR_PRESETS = {"formal": (), "cor": COR_RULES, "rcg": RCG_RULES,
                   "rcg+8.1": RCG_RULES_WITH_8_1}
 
