@@ -16,6 +16,10 @@ cdef extern from "_simd.h" nogil:
     # vectorised, AVX-512/AVX2 where the CPU has them (see _simd.h)
     void skfcrf_matmax(const double* x, int nin, const double* P, int nout, double* out,
                        int plus)
+    # out[j] = sum_i x[i] * P[i, j]; C[i, j] += sum_k A[k, i] * B[k, j] (see _simd.h)
+    void skfcrf_matvec_sum(const double* x, int nin, const double* P, int nout, double* out)
+    void skfcrf_gemm_tn_acc(const double* A, const double* B, long K, int M, int N,
+                            double* C)
     # out[i] = exp(s[i] - shift), vectorised (see _simd.h)
     void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
 
@@ -118,115 +122,20 @@ cdef inline void write_pair(const LinkView* lk, int k, Py_ssize_t g, const doubl
 
 cdef inline void matvec(const double* x, int nin, const double* P, int nout, double* out,
                         int use_max) noexcept nogil:
-    """``out[j] = sum_i x[i] * P[i, j]`` (or ``max_i`` when ``use_max``), P row-major.
-
-    Output entries are kept in registers in blocks of 8 so the inner loop only
-    loads ``P`` (SIMD-friendly, no store per multiply-add).  Products are
-    non-negative, so max starts from 0.
-    """
-    cdef int i, j0 = 0
-    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi
-    cdef const double* Pi
+    """``out[j] = sum_i x[i] * P[i, j]`` (or ``max_i`` when ``use_max``), P row-major;
+    vectorised, AVX-512/AVX2 where the CPU has them (``_simd.h``).  Products are
+    non-negative, so max starts from 0."""
     if use_max:
         skfcrf_matmax(x, nin, P, nout, out, 0)
-        return
-    while j0 + 8 <= nout:
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        for i in range(nin):
-            xi = x[i]
-            Pi = P + i * nout + j0
-            a0 += xi * Pi[0]
-            a1 += xi * Pi[1]
-            a2 += xi * Pi[2]
-            a3 += xi * Pi[3]
-            a4 += xi * Pi[4]
-            a5 += xi * Pi[5]
-            a6 += xi * Pi[6]
-            a7 += xi * Pi[7]
-        out[j0] = a0
-        out[j0 + 1] = a1
-        out[j0 + 2] = a2
-        out[j0 + 3] = a3
-        out[j0 + 4] = a4
-        out[j0 + 5] = a5
-        out[j0 + 6] = a6
-        out[j0 + 7] = a7
-        j0 += 8
-    while j0 + 4 <= nout:
-        a0 = a1 = a2 = a3 = 0.0
-        for i in range(nin):
-            xi = x[i]
-            Pi = P + i * nout + j0
-            a0 += xi * Pi[0]
-            a1 += xi * Pi[1]
-            a2 += xi * Pi[2]
-            a3 += xi * Pi[3]
-        out[j0] = a0
-        out[j0 + 1] = a1
-        out[j0 + 2] = a2
-        out[j0 + 3] = a3
-        j0 += 4
-    while j0 < nout:
-        a0 = 0.0
-        for i in range(nin):
-            a0 += x[i] * P[i * nout + j0]
-        out[j0] = a0
-        j0 += 1
+    else:
+        skfcrf_matvec_sum(x, nin, P, nout, out)
 
 
 cdef inline void gemm_tn_acc(const double* A, const double* B, Py_ssize_t K, int M, int N,
                              double* C) noexcept nogil:
-    """``C[i, j] += sum_k A[k, i] * B[k, j]`` (A: K x M, B: K x N, C: M x N, row-major)."""
-    cdef int i, j0
-    cdef Py_ssize_t kk
-    cdef double a0, a1, a2, a3, a4, a5, a6, a7, xi
-    cdef const double* Bk
-    cdef double* Ci
-    for i in range(M):
-        Ci = C + i * N
-        j0 = 0
-        while j0 + 8 <= N:
-            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-            for kk in range(K):
-                xi = A[kk * M + i]
-                Bk = B + kk * N + j0
-                a0 += xi * Bk[0]
-                a1 += xi * Bk[1]
-                a2 += xi * Bk[2]
-                a3 += xi * Bk[3]
-                a4 += xi * Bk[4]
-                a5 += xi * Bk[5]
-                a6 += xi * Bk[6]
-                a7 += xi * Bk[7]
-            Ci[j0] += a0
-            Ci[j0 + 1] += a1
-            Ci[j0 + 2] += a2
-            Ci[j0 + 3] += a3
-            Ci[j0 + 4] += a4
-            Ci[j0 + 5] += a5
-            Ci[j0 + 6] += a6
-            Ci[j0 + 7] += a7
-            j0 += 8
-        while j0 + 4 <= N:
-            a0 = a1 = a2 = a3 = 0.0
-            for kk in range(K):
-                xi = A[kk * M + i]
-                Bk = B + kk * N + j0
-                a0 += xi * Bk[0]
-                a1 += xi * Bk[1]
-                a2 += xi * Bk[2]
-                a3 += xi * Bk[3]
-            Ci[j0] += a0
-            Ci[j0 + 1] += a1
-            Ci[j0 + 2] += a2
-            Ci[j0 + 3] += a3
-            j0 += 4
-        while j0 < N:
-            a0 = 0.0
-            for kk in range(K):
-                a0 += A[kk * M + i] * B[kk * N + j0]
-            Ci[j0] += a0
-            j0 += 1
+    """``C[i, j] += sum_k A[k, i] * B[k, j]`` (A: K x M, B: K x N, C: M x N, row-major);
+    vectorised (``_simd.h``)."""
+    skfcrf_gemm_tn_acc(A, B, K, M, N, C)
 
 
 cdef inline void maxplus(const double* x, int nin, const double* P, int nout,

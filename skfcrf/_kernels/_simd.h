@@ -27,7 +27,11 @@
  *    kernel's tied pair factors (building each instance's scaled exponentials, then
  *    its two conditional marginals and their gradient updates).
  *
- * 3. skfcrf_matmax: out[j] = max_i x[i] * P[i, j] (max-product, x and P >= 0) or
+ * 3. skfcrf_matvec_sum, skfcrf_gemm_tn_acc: the sum-product matrix-vector products
+ *    and outer-product sums of the one-chain forward-backward, in blocks of outputs
+ *    summed in a fixed order (identical results from every clone).
+ *
+ * 4. skfcrf_matmax: out[j] = max_i x[i] * P[i, j] (max-product, x and P >= 0) or
  *    max_i x[i] + P[i, j] (max-plus), P row-major nin x nout.  The wide versions
  *    keep 24 outputs in vector registers while streaming P's rows; the baseline
  *    keeps 8 in four SSE2 registers (GCC does not vectorise the scalar max
@@ -129,6 +133,62 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_pair_update(
         double q = ew[i] * c[i] * inv;
         du_w[i] += q;
         own_w[i] -= q;
+    }
+}
+
+/* ---- sum-product matrix-vector and outer-product sums (one-chain forward-backward) ---- */
+
+/* out[j] = sum_i x[i] * P[i, j], P row-major nin x nout.  Outputs in blocks of 8,
+   then 4, then 1, each summed over i in ascending order from 0.0, so every clone
+   gives the same results (the vector units only widen the blocks). */
+#define SKFCRF_SUM_BLOCK(NB)                                                  \
+    for (; j0 + (NB) <= nout; j0 += (NB)) {                                   \
+        double a[NB] = {0.0};                                                 \
+        for (i = 0; i < nin; i++) {                                           \
+            const double xi = x[i];                                           \
+            const double *Pi = P + (size_t)i * nout + j0;                     \
+            for (jj = 0; jj < (NB); jj++)                                     \
+                a[jj] += xi * Pi[jj];                                         \
+        }                                                                     \
+        for (jj = 0; jj < (NB); jj++)                                         \
+            out[j0 + jj] = a[jj];                                             \
+    }
+
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_matvec_sum(
+    const double *x, int nin, const double *P, int nout, double *out)
+{
+    int i, jj, j0 = 0;
+    SKFCRF_SUM_BLOCK(8)
+    SKFCRF_SUM_BLOCK(4)
+    SKFCRF_SUM_BLOCK(1)
+}
+
+/* C[i, j] += sum_k A[k, i] * B[k, j] (A: K x M, B: K x N, C: M x N, row-major); per
+   (i, j) the sum over k in ascending order from 0.0, in blocks of j as above. */
+#define SKFCRF_TN_BLOCK(NB)                                                   \
+    for (; j0 + (NB) <= N; j0 += (NB)) {                                      \
+        double a[NB] = {0.0};                                                 \
+        for (k = 0; k < K; k++) {                                             \
+            const double xi = A[(size_t)k * M + i];                           \
+            const double *Bk = B + (size_t)k * N + j0;                        \
+            for (jj = 0; jj < (NB); jj++)                                     \
+                a[jj] += xi * Bk[jj];                                         \
+        }                                                                     \
+        for (jj = 0; jj < (NB); jj++)                                         \
+            Ci[j0 + jj] += a[jj];                                             \
+    }
+
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_gemm_tn_acc(
+    const double *A, const double *B, long K, int M, int N, double *C)
+{
+    long k;
+    int i, jj, j0;
+    for (i = 0; i < M; i++) {
+        double *Ci = C + (size_t)i * N;
+        j0 = 0;
+        SKFCRF_TN_BLOCK(8)
+        SKFCRF_TN_BLOCK(4)
+        SKFCRF_TN_BLOCK(1)
     }
 }
 
