@@ -19,8 +19,8 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
-from ._common cimport (exp_shifted, longest_sequence, link_exp, link_log, write_pair, matvec,
-                       gemm_tn_acc, maxplus)
+from ._common cimport (exp_shifted, longest_sequence, link_exp, link_log, lse_col, write_pair,
+                       matvec, gemm_tn_acc, maxplus)
 from ._contract cimport LinkView, Links
 
 
@@ -146,21 +146,6 @@ cdef int _fb_scaled(const LinkView* lk, int k, int L, const double* unary, Py_ss
     return 0
 
 
-cdef inline double _lse_col(const double* a, const double* P, Py_ssize_t j, int L) noexcept nogil:
-    """log sum_i exp(a[i] + P[i, j])."""
-    cdef Py_ssize_t i
-    cdef double mx = -INFINITY, v, s = 0.0
-    for i in range(L):
-        v = a[i] + P[i * L + j]
-        if v > mx:
-            mx = v
-    if mx == -INFINITY:
-        return -INFINITY
-    for i in range(L):
-        s += exp(a[i] + P[i * L + j] - mx)
-    return mx + log(s)
-
-
 cdef void _fb_log(const LinkView* lk, int k, int L, const double* unary, Py_ssize_t ldu,
                   Py_ssize_t g0, Py_ssize_t T, double* alpha, double* beta, double* nbeta,
                   double* w, double* xi, double* mbuf,
@@ -183,7 +168,7 @@ cdef void _fb_log(const LinkView* lk, int k, int L, const double* unary, Py_ssiz
             P = link_log(lk, k, g, mbuf)
             ap = alpha + (t - 1) * L
             for j in range(L):
-                at[j] = _lse_col(ap, P, j, L) + row[j]
+                at[j] = lse_col(ap, P, j, L) + row[j]
     at = alpha + (T - 1) * L
     mx = -INFINITY
     for j in range(L):

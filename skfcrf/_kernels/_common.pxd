@@ -6,7 +6,7 @@ A *link* merges every edge template joining the same pair of variables
 templates' potentials.  :class:`skfcrf._kernels._contract.Links` holds the arrays;
 its ``view()`` is the C struct :c:type:`LinkView` read here.
 """
-from libc.math cimport exp, INFINITY
+from libc.math cimport exp, INFINITY, log
 
 from ._contract cimport LinkView
 
@@ -136,6 +136,23 @@ cdef inline void gemm_tn_acc(const double* A, const double* B, Py_ssize_t K, int
     """``C[i, j] += sum_k A[k, i] * B[k, j]`` (A: K x M, B: K x N, C: M x N, row-major);
     vectorised (``_simd.h``)."""
     skfcrf_gemm_tn_acc(A, B, K, M, N, C)
+
+
+cdef inline double lse_col(const double* a, const double* P, Py_ssize_t j,
+                           Py_ssize_t L) noexcept nogil:
+    """``log sum_i exp(a[i] + P[i, j])``, P row-major L x L (the log-domain
+    forward step of one label ``j``)."""
+    cdef Py_ssize_t i
+    cdef double mx = -INFINITY, v, s = 0.0
+    for i in range(L):
+        v = a[i] + P[i * L + j]
+        if v > mx:
+            mx = v
+    if mx == -INFINITY:
+        return -INFINITY
+    for i in range(L):
+        s += exp(a[i] + P[i * L + j] - mx)
+    return mx + log(s)
 
 
 cdef inline void maxplus(const double* x, int nin, const double* P, int nout,

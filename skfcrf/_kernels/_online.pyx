@@ -48,7 +48,7 @@ import numpy as np
 
 from libc.math cimport exp, log, sqrt, INFINITY
 
-from ._common cimport matvec, maxplus
+from ._common cimport lse_col, matvec, maxplus
 
 cdef enum:
     _PERCEPTRON = 0
@@ -382,22 +382,6 @@ cdef int _marginals_scaled(Chain* c, Py_ssize_t T, double* logz) noexcept nogil:
     return 0
 
 
-cdef inline double _lse_col(const double* a, const double* P, Py_ssize_t j,
-                            Py_ssize_t L) noexcept nogil:
-    """log sum_i exp(a[i] + P[i, j])."""
-    cdef Py_ssize_t i
-    cdef double mx = -INFINITY, v, s = 0.0
-    for i in range(L):
-        v = a[i] + P[i * L + j]
-        if v > mx:
-            mx = v
-    if mx == -INFINITY:
-        return -INFINITY
-    for i in range(L):
-        s += exp(a[i] + P[i * L + j] - mx)
-    return mx + log(s)
-
-
 cdef void _marginals_log(Chain* c, Py_ssize_t T, double* logz) noexcept nogil:
     """Log-space forward-backward (the fallback of the scaled passes); the same outputs."""
     cdef Py_ssize_t t, i, j, L = c.L, LL = c.LL
@@ -417,7 +401,7 @@ cdef void _marginals_log(Chain* c, Py_ssize_t T, double* logz) noexcept nogil:
             P = _trans(c, t)
             ap = c.alpha + (t - 1) * L
             for j in range(L):
-                at[j] = _lse_col(ap, P, j, L) + row[j]
+                at[j] = lse_col(ap, P, j, L) + row[j]
     at = c.alpha + (T - 1) * L
     mx = -INFINITY
     for j in range(L):
