@@ -79,6 +79,45 @@ def data(task, n_train, n_test):
     return both[:len(Xtr)], ytr, both[len(Xtr):], yte, {}
 
 
+def timed_fit(model, X, y):
+    """Fit ``model`` with its warnings silenced; the seconds it took."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    return time.perf_counter() - t0
+
+
+def summary(task, y, pred, baseline=None):
+    """Joint accuracy, per-chain accuracy, chunk F1 (``conll``) or WindowDiff per chain
+    and (against the ``baseline`` predictions) the paired t-test's p-value of the
+    per-sequence joint accuracy, as one line."""
+    from skfcrf.metrics import chain_accuracy, paired_test, sequence_scores, windowdiff
+    n_chains = pred[0].shape[1]
+    chains = " / ".join(f"{chain_accuracy(y, pred, chain=c):.4f}" for c in range(n_chains))
+    if task == "conll":
+        from _conll import chunk_f1
+        f1 = chunk_f1([[t[1] for t in s] for s in y], [list(s[:, 1]) for s in pred])
+        extra = f"chunk F1 {f1:.4f}"
+    else:
+        extra = "WindowDiff " + " / ".join(f"{windowdiff(y, pred, chain=c):.4f}"
+                                            for c in range(n_chains))
+    if baseline is not None:
+        test = paired_test(sequence_scores(y, pred, joint_accuracy),
+                           sequence_scores(y, baseline, joint_accuracy))
+        extra += f"  paired t p={test.pvalue:.3f}"
+    return f"joint {joint_accuracy(y, pred):.4f}  per chain {chains}  {extra}"
+
+
+def tag_scores(y, pred):
+    """Token F1 (micro / macro) and Cohen's kappa over every chain's tags (``O`` not a
+    tag), as one line."""
+    from skfcrf.metrics import cohen_kappa, token_f1
+    return (f"token F1 {token_f1(y, pred, outside=['O']):.4f} / "
+            f"{token_f1(y, pred, average='macro', outside=['O']):.4f}"
+            f"  kappa {cohen_kappa(y, pred, outside=['O']):.4f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")

@@ -16,13 +16,10 @@ Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; Co
 POS + chunks from word observations).
 """
 import argparse
-import time
-import warnings
 
-from bench_calibration import data
+from bench_calibration import data, summary, tag_scores, timed_fit
 
 from skfcrf import FactorialCRF
-from skfcrf.metrics import chain_accuracy, cohen_kappa, joint_accuracy, token_f1, windowdiff
 
 MODELS = {
     "default": {},
@@ -43,26 +40,10 @@ def main():
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
     for name in args.models:
         model = FactorialCRF(n_jobs=args.n_jobs, **{**params, **MODELS[name]})
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(Xtr, ytr)
-        fit = time.perf_counter() - t0
+        fit = timed_fit(model, Xtr, ytr)
         pred = model.predict(Xte)
-        n_chains = pred[0].shape[1]
-        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
-        if args.task == "conll":
-            from _conll import chunk_f1
-            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
-            extra = f"  chunk F1 {f1:.4f}"
-        else:
-            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
-            extra = f"  WindowDiff {wd}"
-        tags = (f"  token F1 {token_f1(yte, pred, outside=['O']):.4f} / "
-                f"{token_f1(yte, pred, average='macro', outside=['O']):.4f}"
-                f"  kappa {cohen_kappa(yte, pred, outside=['O']):.4f}")
-        print(f"{args.task} {name}: joint {joint_accuracy(yte, pred):.4f}  per chain {chains}"
-              f"{extra}{tags}  fit {fit:.1f} s", flush=True)
+        print(f"{args.task} {name}: {summary(args.task, yte, pred)}  {tag_scores(yte, pred)}"
+              f"  fit {fit:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

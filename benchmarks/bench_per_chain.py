@@ -15,13 +15,11 @@ Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; Co
 POS + chunks from word observations).
 """
 import argparse
-import time
-import warnings
 
-from bench_calibration import data
+from bench_calibration import data, summary, timed_fit
 
 from skfcrf import FactorialCRF
-from skfcrf.metrics import chain_accuracy, joint_accuracy, paired_test, sequence_scores, windowdiff
+from skfcrf.metrics import chain_accuracy, paired_test, sequence_scores
 
 MODELS = {
     "default": {},
@@ -40,23 +38,10 @@ def main():
     preds = {}
     for name, extra in MODELS.items():
         model = FactorialCRF(n_jobs=args.n_jobs, **{**params, **extra})
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(Xtr, ytr)
-        fit = time.perf_counter() - t0
-        pred = preds[name] = model.predict(Xte)
-        n_chains = pred[0].shape[1]
-        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
-        if args.task == "conll":
-            from _conll import chunk_f1
-            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
-            extra_text = f"  chunk F1 {f1:.4f}"
-        else:
-            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
-            extra_text = f"  WindowDiff {wd}"
-        print(f"{args.task} {name}: joint {joint_accuracy(yte, pred):.4f}  accuracy per chain "
-              f"{chains}{extra_text}  fit {fit:.1f} s", flush=True)
+        fit = timed_fit(model, Xtr, ytr)
+        preds[name] = model.predict(Xte)
+        print(f"{args.task} {name}: {summary(args.task, yte, preds[name])}  fit {fit:.1f} s",
+              flush=True)
     for c in range(preds["default"][0].shape[1]):
         a, b = (sequence_scores(yte, preds[m], chain_accuracy, chain=c)
                 for m in ("default", "independent"))

@@ -17,13 +17,10 @@ first 200 reports to train and the last 100 to test, ``make_dictation_features()
 ``sigma=31.6``; CoNLL-2000 POS + chunks from word observations.
 """
 import argparse
-import time
-import warnings
 
-from bench_calibration import data
+from bench_calibration import data, summary, tag_scores, timed_fit
 
 from skfcrf import FactorialCRF
-from skfcrf.metrics import chain_accuracy, cohen_kappa, joint_accuracy, token_f1, windowdiff
 from skfcrf.structure import SegmentEncoded
 
 
@@ -40,27 +37,10 @@ def main():
     for scheme in args.schemes:
         crf = FactorialCRF(n_jobs=args.n_jobs, **params)
         model = crf if scheme == "bio" else SegmentEncoded(crf, scheme=scheme)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(Xtr, ytr)
-        fit = time.perf_counter() - t0
+        fit = timed_fit(model, Xtr, ytr)
         pred = model.predict(Xte)
-        n_chains = pred[0].shape[1]
-        chains = " / ".join(f"{chain_accuracy(yte, pred, chain=c):.4f}" for c in range(n_chains))
-        extra = ""
-        if args.task == "conll":
-            from _conll import chunk_f1
-            f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
-            extra = f"  chunk F1 {f1:.4f}"
-        else:
-            wd = " / ".join(f"{windowdiff(yte, pred, chain=c):.4f}" for c in range(n_chains))
-            extra = f"  WindowDiff {wd}"
-        tags = (f"  token F1 {token_f1(yte, pred, outside=['O']):.4f} / "
-                f"{token_f1(yte, pred, average='macro', outside=['O']):.4f}"
-                f"  kappa {cohen_kappa(yte, pred, outside=['O']):.4f}")
-        print(f"{args.task} {scheme}: joint {joint_accuracy(yte, pred):.4f}  per chain {chains}"
-              f"{extra}{tags}  fit {fit:.1f} s", flush=True)
+        print(f"{args.task} {scheme}: {summary(args.task, yte, pred)}  {tag_scores(yte, pred)}"
+              f"  fit {fit:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

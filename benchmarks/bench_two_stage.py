@@ -24,43 +24,14 @@ first 200 reports to train and the last 100 to test, ``make_dictation_features()
 ``--n-train`` / ``--n-test`` sentences.
 """
 import argparse
-import time
-import warnings
 
 import numpy as np
-from bench_calibration import data
+from bench_calibration import data, summary, timed_fit
 from sklearn.frozen import FrozenEstimator
 
 from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging, TwoStage
-from skfcrf.metrics import chain_accuracy, joint_accuracy, paired_test, sequence_scores, windowdiff
-
-
-def scores(task, y, pred, baseline=None):
-    """Joint accuracy, per-chain accuracy, chunk F1 or WindowDiff and (against the
-    ``baseline`` predictions) the paired t-test's p-value, as one line."""
-    n_chains = pred[0].shape[1]
-    chains = " / ".join(f"{chain_accuracy(y, pred, chain=c):.4f}" for c in range(n_chains))
-    if task == "conll":
-        from _conll import chunk_f1
-        f1 = chunk_f1([[t[1] for t in s] for s in y], [list(s[:, 1]) for s in pred])
-        extra = f"chunk F1 {f1:.4f}"
-    else:
-        extra = "WindowDiff " + " / ".join(f"{windowdiff(y, pred, chain=c):.4f}"
-                                            for c in range(n_chains))
-    if baseline is not None:
-        test = paired_test(sequence_scores(y, pred, joint_accuracy),
-                           sequence_scores(y, baseline, joint_accuracy))
-        extra += f"  paired t p={test.pvalue:.3f}"
-    return f"joint {joint_accuracy(y, pred):.4f}  per chain {chains}  {extra}"
-
-
-def timed_fit(model, X, y):
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(X, y)
-    return time.perf_counter() - t0
+from skfcrf.metrics import chain_accuracy
 
 
 def main():
@@ -86,7 +57,7 @@ def main():
     single = crf()
     fit_single = timed_fit(single, Xtr, ytr)
     base = single.predict(Xte)
-    print(f"{args.task} single-stage FactorialCRF(): {scores(args.task, yte, base)}"
+    print(f"{args.task} single-stage FactorialCRF(): {summary(args.task, yte, base)}"
           f"  fit {fit_single:.1f} s", flush=True)
     if args.one_chain is not None:
         alone = crf()
@@ -107,14 +78,14 @@ def main():
         first = two.first_.predict(Xte)
         gold_first = [np.asarray(s, dtype=object)[:, :1] for s in yte]
         name = f"two-stage ({output}, offsets {args.offsets})"
-        print(f"{args.task} {name}: {scores(args.task, yte, two.predict(Xte), base)}  "
+        print(f"{args.task} {name}: {summary(args.task, yte, two.predict(Xte), base)}  "
               f"fit {fit_two:.1f} s  (first stage alone: chain 0 "
               f"{chain_accuracy(gold_first, first, chain=0):.4f})", flush=True)
         for weighting in ("mean", "confidence"):
             ens = MarginalAveraging([FrozenEstimator(single), FrozenEstimator(two)],
                                     weighting=weighting).fit(Xtr, ytr)
             print(f"{args.task} ensemble single + {name}, {weighting}: "
-                  f"{scores(args.task, yte, ens.predict(Xte), base)}  "
+                  f"{summary(args.task, yte, ens.predict(Xte), base)}  "
                   f"fit {fit_single + fit_two:.1f} s", flush=True)
 
 
