@@ -47,13 +47,13 @@ for any weights and slower; a term with no allowed labelling at all gets loss
 from cython.parallel cimport parallel, prange, threadid
 from libc.float cimport DBL_MAX
 from libc.math cimport exp, fabs, INFINITY, isfinite, log
-from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_blas cimport dgemv
 
 
 import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
-from ._common cimport exp_shifted, longest_sequence
+from ._common cimport exp_shifted, gemm_tn_acc, longest_sequence, matvec
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -70,6 +70,7 @@ cdef struct Model:
     const double* tied_shift
     const double* tied_log
     const double* tied_exp
+    const double* tied_expT         # tied_exp's blocks transposed (the backward products)
     const double* theta
     # data
     const int* gold
@@ -314,6 +315,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     cdef Py_ssize_t L = m.p.n_labels[c], C = m.p.n_chains
     cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
     cdef const double* E = m.tied_exp + m.p.chain_tied[c]
+    cdef const double* ET = m.tied_expT + m.p.chain_tied[c]
     cdef Py_ssize_t t, l, lp, k, e, q, y, yp
     cdef double mx, total, log_z = 0.0, gold_score = 0.0, shift, a
     cdef int lost = 0
@@ -337,7 +339,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                 E = s.trans
             else:
                 shift = m.tied_shift[c]
-            _vec_mat(s.alpha + (t - 1) * L, E, L, s.tmp)
+            matvec(s.alpha + (t - 1) * L, <int> L, E, <int> L, s.tmp, 0)
             log_z += shift
             y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
             gold_score += (s.trans_log[yp * L + y] if untied
@@ -388,7 +390,10 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             _untied_transition(m, s, c, t)
             E = s.trans
         _weights(s.psi + t * L, s.beta + t * L, 1.0 / s.norm[t], L, s.w + t * L)
-        _mat_vec(E, s.w + t * L, L, s.beta + (t - 1) * L)
+        if untied:
+            _mat_vec(E, s.w + t * L, L, s.beta + (t - 1) * L)
+        else:
+            matvec(s.w + t * L, <int> L, ET, <int> L, s.beta + (t - 1) * L, 0)
         for l in range(L):
             # a label the forward pass never reached has no marginal; its beta could
             # overflow (it is scaled by the reachable labels' normalisers) and make 0 * inf
@@ -416,7 +421,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         t = t - 1
     if not untied:
         if T > 1:
-            _sum_outer(s.alpha, s.w + L, L, T - 1, s.counts)
+            gemm_tn_acc(s.alpha, s.w + L, T - 1, <int> L, <int> L, s.counts)
         for k in range(L * L):
             s.counts[k] *= E[k]
         _add_tied_expected(m, c, s.counts, grad)
@@ -426,16 +431,6 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             s.tmp[l] = s.alpha[t * L + l] * s.beta[t * L + l]
         _add_token_gradient(m, s, c, g0, t, grad)
     return log_z - gold_score
-
-
-cdef inline void _vec_mat(double* x, const double* M, Py_ssize_t L,
-                          double* out) noexcept nogil:
-    """``out = x^T M`` for a row-major ``L x L`` matrix (BLAS dgemv)."""
-    cdef char trans = b"N"
-    cdef int n = <int> L, one = 1
-    cdef double alpha = 1.0, beta = 0.0
-    # row-major M is M^T in column-major terms: M^T x
-    dgemv(&trans, &n, &n, &alpha, <double*> M, &n, x, &one, &beta, out, &one)
 
 
 cdef inline void _mat_vec(const double* M, double* x, Py_ssize_t L,
@@ -452,16 +447,6 @@ cdef inline void _weights(const double* psi, const double* beta, double inv_norm
     cdef Py_ssize_t j
     for j in range(L):
         w[j] = psi[j] * beta[j] * inv_norm
-
-
-cdef inline void _sum_outer(double* A, double* W, Py_ssize_t L, Py_ssize_t n,
-                            double* out) noexcept nogil:
-    """``out[i, j] = sum_t A[t, i] W[t, j]`` over ``n`` rows (row-major; BLAS dgemm)."""
-    cdef char tn = b"N", tt = b"T"
-    cdef int l = <int> L, k = <int> n
-    cdef double alpha = 1.0, beta = 0.0
-    # column-major: out^T (L x L) = W^T-as-(L x n) times A-as-(n x L)
-    dgemm(&tn, &tt, &l, &l, &k, &alpha, W, &l, A, &l, &beta, out, &l)
 
 
 cdef inline void _add_edge_grad(const Model* m, double* drow, Py_ssize_t e, Py_ssize_t k,
@@ -565,6 +550,11 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef Carver c
     cdef Scratch s
     tied_log_arr, tied_exp_arr, tied_shift_arr = tables.chain_transitions(theta)
+    tied_expT_arr = np.empty_like(tied_exp_arr)
+    for ch in range(tables.n_chains):
+        o, nl = tables.chain_tied[ch], tables.n_labels[ch]
+        tied_expT_arr[o:o + nl * nl] = tied_exp_arr[o:o + nl * nl].reshape(nl, nl).T.ravel()
+    cdef const double[::1] tied_expT = tied_expT_arr
     cdef const double[::1] tied_log = tied_log_arr
     cdef const double[::1] tied_exp = tied_exp_arr
     cdef const double[::1] tied_shift = tied_shift_arr
@@ -583,6 +573,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     t_max = longest_sequence(seq_ptr)
     m.p = tables.view()
     m.tied_shift, m.tied_log, m.tied_exp = &tied_shift[0], &tied_log[0], &tied_exp[0]
+    m.tied_expT = &tied_expT[0]
     m.theta = &theta[0]
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = allowed is not None

@@ -138,63 +138,78 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_pair_update(
 
 /* ---- sum-product matrix-vector and outer-product sums (one-chain forward-backward) ---- */
 
-/* out[j] = sum_i x[i] * P[i, j], P row-major nin x nout.  Outputs in blocks of 8,
-   then 4, then 1, each summed over i in ascending order from 0.0, so every clone
-   gives the same results (the vector units only widen the blocks). */
-#define SKFCRF_SUM_BLOCK(NB)                                                  \
-    for (; j0 + (NB) <= nout; j0 += (NB)) {                                   \
-        double a[NB] = {0.0};                                                 \
-        for (i = 0; i < nin; i++) {                                           \
-            const double xi = x[i];                                           \
-            const double *Pi = P + (size_t)i * nout + j0;                     \
-            for (jj = 0; jj < (NB); jj++)                                     \
-                a[jj] += xi * Pi[jj];                                         \
-        }                                                                     \
-        for (jj = 0; jj < (NB); jj++)                                         \
-            out[j0 + jj] = a[jj];                                             \
-    }
+/* Outputs in blocks of up to SKFCRF_BLOCK, each block's sums in a fixed-size array the
+   compiler keeps in vector registers: one pass over the rows of P per block, with the
+   block's outputs as independent accumulators (blocks of 8 / 4 / 1, as before, left the
+   last outputs of a 22-label chain to a dependent chain of scalar additions).  Every
+   output is summed over i in ascending order from 0.0, so every clone, and every block
+   size, gives the same results (the vector units only widen the blocks). */
+#define SKFCRF_BLOCK 24
 
+/* out[j] = sum_i x[i] * P[i, j] for j = j0 .. j0+nb-1 (nb <= SKFCRF_BLOCK). */
+static inline __attribute__((always_inline)) void skfcrf_matvec_sum_block(
+    const double *x, int nin, const double *P, int nout, int j0, int nb, double *out)
+{
+    double acc[SKFCRF_BLOCK];
+    int i, j;
+    for (j = 0; j < SKFCRF_BLOCK; j++)
+        acc[j] = 0.0;
+    for (i = 0; i < nin; i++) {
+        const double xi = x[i];
+        const double *Pi = P + (size_t)i * nout + j0;
+        for (j = 0; j < nb; j++)
+            acc[j] += xi * Pi[j];
+    }
+    for (j = 0; j < nb; j++)
+        out[j0 + j] = acc[j];
+}
+
+/* out[j] = sum_i x[i] * P[i, j], P row-major nin x nout. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_matvec_sum(
     const double *x, int nin, const double *P, int nout, double *out)
 {
-    int i, jj, j0 = 0;
-    SKFCRF_SUM_BLOCK(8)
-    SKFCRF_SUM_BLOCK(4)
-    SKFCRF_SUM_BLOCK(1)
+    int j0 = 0;
+    for (; j0 + SKFCRF_BLOCK <= nout; j0 += SKFCRF_BLOCK)
+        skfcrf_matvec_sum_block(x, nin, P, nout, j0, SKFCRF_BLOCK, out);
+    if (j0 < nout)
+        skfcrf_matvec_sum_block(x, nin, P, nout, j0, nout - j0, out);
 }
 
-/* C[i, j] += sum_k A[k, i] * B[k, j] (A: K x M, B: K x N, C: M x N, row-major); per
-   (i, j) the sum over k in ascending order from 0.0, in blocks of j as above. */
-#define SKFCRF_TN_BLOCK(NB)                                                   \
-    for (; j0 + (NB) <= N; j0 += (NB)) {                                      \
-        double a[NB] = {0.0};                                                 \
-        for (k = 0; k < K; k++) {                                             \
-            const double xi = A[(size_t)k * M + i];                           \
-            const double *Bk = B + (size_t)k * N + j0;                        \
-            for (jj = 0; jj < (NB); jj++)                                     \
-                a[jj] += xi * Bk[jj];                                         \
-        }                                                                     \
-        for (jj = 0; jj < (NB); jj++)                                         \
-            Ci[j0 + jj] += a[jj];                                             \
+/* C[i, j] += sum_k A[k, i] * B[k, j] for j = j0 .. j0+nb-1 of row i; the sum over k in
+   ascending order from 0.0. */
+static inline __attribute__((always_inline)) void skfcrf_gemm_tn_block(
+    const double *A, const double *B, long K, int M, int N, int i, int j0, int nb, double *C)
+{
+    double acc[SKFCRF_BLOCK];
+    long k;
+    int j;
+    for (j = 0; j < SKFCRF_BLOCK; j++)
+        acc[j] = 0.0;
+    for (k = 0; k < K; k++) {
+        const double xi = A[(size_t)k * M + i];
+        const double *Bk = B + (size_t)k * N + j0;
+        for (j = 0; j < nb; j++)
+            acc[j] += xi * Bk[j];
     }
+    for (j = 0; j < nb; j++)
+        C[(size_t)i * N + j0 + j] += acc[j];
+}
 
+/* C[i, j] += sum_k A[k, i] * B[k, j] (A: K x M, B: K x N, C: M x N, row-major). */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_gemm_tn_acc(
     const double *A, const double *B, long K, int M, int N, double *C)
 {
-    long k;
-    int i, jj, j0;
+    int i, j0;
     for (i = 0; i < M; i++) {
-        double *Ci = C + (size_t)i * N;
         j0 = 0;
-        SKFCRF_TN_BLOCK(8)
-        SKFCRF_TN_BLOCK(4)
-        SKFCRF_TN_BLOCK(1)
+        for (; j0 + SKFCRF_BLOCK <= N; j0 += SKFCRF_BLOCK)
+            skfcrf_gemm_tn_block(A, B, K, M, N, i, j0, SKFCRF_BLOCK, C);
+        if (j0 < N)
+            skfcrf_gemm_tn_block(A, B, K, M, N, i, j0, N - j0, C);
     }
 }
 
 /* ---- max-product / max-plus matrix-vector products ---- */
-
-#define SKFCRF_BLOCK 24
 
 /* Outputs j0 .. j0+nb-1 (nb <= SKFCRF_BLOCK), accumulated in a fixed-size block
    the compiler keeps in vector registers. */
