@@ -5,6 +5,7 @@ import numpy as np
 
 from skfcrf.inference import resolve_method
 from skfcrf.objectives._base import Objective, Restricted
+from skfcrf.objectives._chainwise import ChainTerms
 
 __all__ = ["Likelihood", "StateTransitionStage"]
 
@@ -26,6 +27,11 @@ class Likelihood(Objective):
     With joint-state transition weights in the layout (``method="joint"``
     only) their gradient is the expected minus the gold number of times each
     weighted state pair follows each other.
+
+    One chain with every label given is computed by the fused kernel of the
+    chain-wise objectives (:class:`~skfcrf.objectives._chainwise.ChainTerms`:
+    scores, forward-backward and gradient per sequence, nothing of size
+    tokens x labels kept between them), which is the same likelihood, faster.
     """
 
     def __init__(self, batch, *, method, bp_max_iter=1000, bp_tol=1e-6, joint_states=None,
@@ -43,6 +49,9 @@ class Likelihood(Objective):
         self.bp_tol = bp_tol
         self._converged = []
         self._n_iter = []
+        self._fused = (ChainTerms(batch, self.forbidden)
+                       if self.layout.graph.n_chains == 1 and batch.known is None
+                       and not self.clamp else None)
 
     def _options(self):
         return dict(super()._options(), method=self.method, bp_max_iter=self.bp_max_iter,
@@ -102,6 +111,9 @@ class Likelihood(Objective):
         return float(log_z.sum()) - gold_score + state_loss, state_grad
 
     def _data_loss_gradient(self, theta):
+        if self._fused is not None:
+            losses, grad = self._fused.losses_gradient(theta, self.n_threads)
+            return float(losses.sum()), grad
         b, layout = self.batch, self.layout
         unary, pair, edge_offset = self._potentials(theta)
         stats = b.gold_stats(edge_offset)
