@@ -132,6 +132,39 @@ def test_string_valued_observations():
         CRF().fit([[{"word": object()}]], [["N"]])
 
 
+def test_one_pass_reading_matches_the_token_dicts():
+    """Fitting reads CRFsuite's format in one pass (``_read``); every token gives the
+    attribute values of its ``{name: value}`` form (``_token``), whichever path reads it:
+    repeated names summed (here to zero: the entry stays, for the state feature),
+    nested and bytes names, name lists; new names dropped once the vocabulary is fixed."""
+    from skfcrf.crfsuite import _read, _token
+    X = [[{"w": "a", "w:a": 1.0, "up": False, "n": 2},
+          {"w": "b", "w:b": -1.0, "tags": ["x", "y"]},
+          {b"w": "c", "len": 3.5},
+          ["w:a", "w:a", "p"]],
+         [],
+         [{"sub": {"k": "v"}, "flag": True}]]
+    vocabulary = {}
+    matrix, seq_ptr = _read(X, vocabulary, grow=True)
+    assert seq_ptr.tolist() == [0, 4, 4, 5]
+    names = list(vocabulary)
+    rows = [tok for seq in X for tok in seq]
+    for r, tok in enumerate(rows):
+        row = matrix[r]
+        got = {names[j]: v for j, v in zip(row.indices, row.data)}
+        assert got == _token(tok)
+    assert ("w:b", 0.0) in [(names[j], v) for j, v in zip(matrix[1].indices, matrix[1].data)]
+    fixed, _ = _read([[{"w": "a", "new": 1.0}]], dict(vocabulary), grow=False)
+    assert fixed.shape == (1, len(names))
+    assert {names[j]: v for j, v in zip(fixed.indices, fixed.data)} == {"w:a": 1.0}
+    with pytest.raises(ValueError, match="list of sequences"):
+        _read("abc", {}, grow=True)
+    with pytest.raises(ValueError, match="list of tokens"):
+        _read([{"w": "a"}], {}, grow=True)
+    with pytest.raises(ValueError, match="values must be str"):
+        _read([[{"w": object()}]], {}, grow=True)
+
+
 def _likelihood_objective(crf, X, y, sigma):
     """FactorialCRF's own likelihood objective over ``crf``'s weights (same layout)."""
     ref = FactorialCRF(objective="likelihood", sigma=sigma, unary_features="all",

@@ -87,3 +87,23 @@ def test_dask_stays_optional():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_named_encoder_reads_names_as_the_matrix_encoder_read_columns():
+    """``named``: a matrix encoder whose columns are called by names, as the encoder of
+    those names (same kept columns, same order); names it dropped are dropped."""
+    names = ["a", "b", "c", "d"]
+    X = [sp.csr_matrix(np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 0.0, 1.0, 0.0]])),
+         sp.csr_matrix(np.array([[0.0, 0.0, 3.0, 0.0]]))]
+    encoder = ObservationEncoder()
+    by_matrix, _ = encoder.fit_transform(X, min_instance_freq=1)
+    named = encoder.named(names)
+    assert named.names.tolist() == ["a", "c"]
+    dicts = [[{n: v for n, v in zip(names, row) if v} for row in m.toarray()] for m in X]
+    dicts[0][0]["unknown"] = 5.0
+    by_name, _ = named.transform(dicts)
+    assert (by_name != by_matrix).nnz == 0
+    with pytest.raises(ValueError, match="3 names for 4 columns"):
+        encoder.named(names[:3])
+    with pytest.raises(ValueError, match="fitted on matrices"):
+        named.named(names)

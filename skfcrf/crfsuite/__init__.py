@@ -15,8 +15,6 @@ import sys
 import time
 from collections import namedtuple
 from fractions import Fraction
-from itertools import repeat
-from operator import itemgetter
 
 import numpy as np
 import scipy.sparse as sp
@@ -163,30 +161,80 @@ def _token(token):
     return out
 
 
-def _sequence(xseq, zeros=None, row=0):
-    """The tokens of one sequence as ``{name: value}`` without zero values; with
-    ``zeros`` (a list), append ``(row, name)`` of every zero-valued attribute to it,
-    rows counted from ``row``."""
-    if isinstance(xseq, (str, bytes, dict)):
-        raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
-    out = []
-    for t, tok in enumerate(xseq):
-        obs = _token(tok)
-        if 0.0 in obs.values():
-            if zeros is not None:
-                zeros.extend((row + t, k) for k, v in obs.items() if v == 0)
-            obs = {k: v for k, v in obs.items() if v != 0}
-        out.append(obs)
-    return out
+def _read(X, vocabulary, grow, name="X"):
+    """Sequences in CRFsuite's format, in one pass, as ``(matrix, seq_ptr)``.
 
-
-def _sequences(X, name="X", zeros=None):
+    ``matrix`` is a CSR matrix ``(n_tokens, len(vocabulary))`` of attribute values,
+    columns by ``vocabulary`` (attribute name -> column; with ``grow`` a new name
+    gets the next column, else it is dropped), repeated names of a token summed and
+    zero values kept as explicit entries (CRFsuite gives an attribute seen with
+    value 0 a state feature: :func:`_crfsuite_layout`); ``seq_ptr`` ``(n_seq + 1,)``:
+    sequence ``s`` owns rows ``seq_ptr[s]:seq_ptr[s + 1]``.
+    """
     if X is None or isinstance(X, (str, bytes, dict)):
         raise ValueError(f"{name} must be a list of sequences, got {type(X).__name__}")
-    out, row = [], 0
+    indices, data, indptr, seq_ptr = [], [], [0], [0]
+    add_index, add_value, lookup = indices.append, data.append, vocabulary.get
     for xseq in X:
-        out.append(_sequence(xseq, zeros, row))
-        row += len(out[-1])
+        if isinstance(xseq, (str, bytes, dict)):
+            raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
+        for token in xseq:
+            if type(token) is dict:
+                # the common case, without building the token's {name: value} first:
+                # str keys with str (name:value), bool, int or float values
+                for key, value in token.items():
+                    kind = type(value)
+                    if type(key) is not str:
+                        break
+                    if kind is str:
+                        key = key + ":" + value
+                        value = 1.0
+                    elif not (kind is float or kind is bool or kind is int):
+                        break
+                    j = lookup(key)
+                    if j is None:
+                        if not grow:
+                            continue
+                        j = vocabulary[key] = len(vocabulary)
+                    add_index(j)
+                    add_value(value)
+                else:
+                    indptr.append(len(indices))
+                    continue
+                del indices[indptr[-1]:], data[indptr[-1]:]     # the general path instead
+            for key, value in _token(token).items():
+                j = lookup(key)
+                if j is None:
+                    if not grow:
+                        continue
+                    j = vocabulary[key] = len(vocabulary)
+                add_index(j)
+                add_value(value)
+            indptr.append(len(indices))
+        seq_ptr.append(len(indptr) - 1)
+    matrix = sp.csr_matrix((np.asarray(data, dtype=np.float64),
+                            np.asarray(indices, dtype=np.int64),
+                            np.asarray(indptr, dtype=np.int64)),
+                           shape=(len(indptr) - 1, len(vocabulary)))
+    matrix.sum_duplicates()         # keeps the entries that sum to zero
+    return matrix, np.asarray(seq_ptr, dtype=np.int64)
+
+
+def _split(matrix, seq_ptr):
+    """The rows of ``matrix`` per sequence: ``FactorialCRF``'s matrix input."""
+    return [matrix[a:b] for a, b in zip(seq_ptr[:-1].tolist(), seq_ptr[1:].tolist())]
+
+
+def _sequences(X, name="X"):
+    """Sequences in CRFsuite's format as ``FactorialCRF``'s input: per token
+    ``{name: value}`` (:func:`_token`)."""
+    if X is None or isinstance(X, (str, bytes, dict)):
+        raise ValueError(f"{name} must be a list of sequences, got {type(X).__name__}")
+    out = []
+    for xseq in X:
+        if isinstance(xseq, (str, bytes, dict)):
+            raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
+        out.append([_token(token) for token in xseq])
     return out
 
 
@@ -533,11 +581,12 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         settings = self._settings()
         start = time.perf_counter()
-        zeros = []
-        X_obs, y_lab = _sequences(X, zeros=zeros), _labels(y)
-        if len(X_obs) != len(y_lab):
+        vocabulary = {}
+        matrix, seq_ptr = _read(X, vocabulary, grow=True)
+        y_lab = _labels(y)
+        if len(seq_ptr) - 1 != len(y_lab):
             raise ValueError(f"X and y have different numbers of sequences: "
-                             f"{len(X_obs)} != {len(y_lab)}")
+                             f"{len(seq_ptr) - 1} != {len(y_lab)}")
         crf = FactorialCRF(
             sigma=math.inf if settings["c2"] == 0 else 1.0 / math.sqrt(2.0 * settings["c2"]),
             l1=settings["c1"], objective="likelihood", solver="lbfgs",
@@ -548,9 +597,12 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             forbidden_transitions=None, finetune_iter=0, state_transitions=False,
             inference="exact")
         # encoding, labels and graph by FactorialCRF; the state features as CRFsuite's
-        base = training_problem(crf, X_obs, y_lab).objective.batch
+        # read in one pass as a matrix; the fitted model then reads the attributes by name
+        base = training_problem(crf, _split(matrix, seq_ptr), y_lab).objective.batch
+        crf.encoder_ = crf.encoder_.named(list(vocabulary))
+        crf.observation_names_ = crf.encoder_.names
         crf.unary_features = "all" if settings["all_possible_states"] else "supported"
-        crf.layout_ = _crfsuite_layout(crf, base, zeros, settings["all_possible_states"])
+        crf.layout_ = _crfsuite_layout(crf, base, matrix, settings["all_possible_states"])
         batch = TrainingBatch(base.X, base.seq_ptr, base.gold, crf.layout_, base.seeds)
         free = _crfsuite_features(crf.layout_, batch, settings)
         problem = _Evaluations(Restricted(crf._objective(batch), free,
@@ -561,7 +613,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
         log.featgen_num_features = int(free.sum())
         log.featgen_seconds = time.perf_counter() - start
         if self.verbose:
-            print(f"{len(X_obs)} sequences, {log.featgen_num_features} features "
+            print(f"{len(y_lab)} sequences, {log.featgen_num_features} features "
                   f"({log.featgen_seconds:.2f} s)", flush=True)
 
         if settings.get("algorithm", "lbfgs") == "lbfgs":
@@ -694,7 +746,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
     def predict_single(self, xseq):
         """The most probable labelling of one sequence: a list of str labels."""
         crf = self._fitted()
-        return crf.predict([_sequence(xseq)])[0].tolist()
+        return crf.predict(_sequences([xseq]))[0].tolist()
 
     def predict_marginals(self, X):
         """Per sequence, per token ``{label: marginal probability}``.
@@ -804,7 +856,7 @@ def _flag(value, name):
     return bool(value)
 
 
-def _crfsuite_layout(crf, batch, zeros, all_possible_states):
+def _crfsuite_layout(crf, batch, matrix, all_possible_states):
     """The parameter layout with CRFsuite's state features.
 
     Without ``all_possible_states`` an (attribute, label) pair has a weight when
@@ -821,11 +873,13 @@ def _crfsuite_layout(crf, batch, zeros, all_possible_states):
         X, gold = batch.X.tocsr(), batch.gold[:, 0].astype(np.int64)
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         keys = [X.indices.astype(np.int64) * L + gold[rows]]
-        if zeros:       # often a million of them (False flags): no Python loop
-            lookup = crf.encoder_.vocabulary.get
-            zrow = np.fromiter(map(itemgetter(0), zeros), np.int64, len(zeros))
-            zcol = np.fromiter(map(lookup, map(itemgetter(1), zeros), repeat(-1)), np.int64,
-                               len(zeros))
+        zero = matrix.data == 0     # often a million of them (False flags)
+        if zero.any():
+            kept = crf.encoder_.kept_columns
+            column = np.full(matrix.shape[1], -1, dtype=np.int64)
+            column[kept] = np.arange(len(kept))
+            zrow = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))[zero]
+            zcol = column[matrix.indices[zero]]
             known = zcol >= 0
             keys.append(zcol[known] * L + gold[zrow[known]])
         keys = unique_int(np.concatenate(keys))     # sort-based: np.unique hashes, slower

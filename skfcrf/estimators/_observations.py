@@ -324,6 +324,20 @@ class ObservationEncoder:
         )
         return csr
 
+    def named(self, names):
+        """This encoder, fitted on matrices whose columns are called ``names``, as the
+        encoder of named observations that keeps the same columns in the same order
+        (a caller that read names into a matrix itself, then reads names again)."""
+        if self.kind != MATRIX:
+            raise ValueError("named() needs an encoder fitted on matrices")
+        if len(names) != self.n_input_columns:
+            raise ValueError(f"{len(names)} names for {self.n_input_columns} columns")
+        keep = np.zeros(self.n_input_columns, dtype=bool)
+        keep[self.kept_columns] = True
+        encoder = ObservationEncoder()
+        encoder._fit_keep(NAMES, np.asarray(names, dtype=object), self.n_input_columns, keep)
+        return encoder
+
     def transform(self, X):
         """Encode sequences with the fitted observations; unseen ones are dropped."""
         X = _check_sequence_list(X)
