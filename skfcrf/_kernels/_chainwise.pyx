@@ -55,9 +55,9 @@ import numpy as np
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
 from ._common cimport exp_shifted, gemm_tn_acc, longest_sequence, matvec
 from ._contract cimport ParameterTables, ParameterView
-from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
+from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._contract import sequence_blocks, summed_rows
+from ._contract import DENSE_WIDTH, sequence_blocks, summed_rows
 
 #: Most blocks of sequences (gradient accumulators, see
 #: :func:`skfcrf._kernels._contract.sequence_blocks`).
@@ -77,6 +77,8 @@ cdef struct Model:
     const unsigned char* allowed
     int has_allowed
     const unsigned char* chain_on   # NULL, or per chain whether its term is computed
+    Dense dense                     # the feature table's dense rows at theta (has_dense)
+    int has_dense
 
 
 cdef struct Scratch:
@@ -100,7 +102,7 @@ cdef Scratch _carve_scratch(Carver* c, Py_ssize_t T, Py_ssize_t width,
     """One thread's buffers, taken one after another from ``c``."""
     cdef Scratch s
     s.scores = take_doubles(c, T * width)
-    s.dscore = take_doubles(c, T * width)
+    s.dscore = take_doubles(c, T * width + 32)     # the dense rows read 32 columns
     s.acc = take_doubles(c, width)
     s.u = take_doubles(c, T * L)
     s.psi = take_doubles(c, T * L)
@@ -488,18 +490,21 @@ cdef void _add_tied_expected(const Model* m, Py_ssize_t c, const double* counts,
 
 
 cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
-                      Py_ssize_t g0, Py_ssize_t T, double* grad,
+                      Py_ssize_t g0, Py_ssize_t T, double* grad, double* dense_grad,
                       double* chain_loss) noexcept nogil:
     """Loss of one sequence, per chain into ``chain_loss``, and their sum; adds its
-    gradient to ``grad`` (one block's accumulator)."""
+    gradient to ``grad`` (one block's accumulator), the dense rows' part to
+    ``dense_grad`` (that block's dense rows)."""
     cdef Py_ssize_t c, k, t, e, size
     cdef double loss = 0.0, part
+    cdef Dense dgrad = m.dense
+    dgrad.values = dense_grad
     for k in range(T * m.p.width):
         s.scores[k] = 0.0
         s.dscore[k] = 0.0
     if m.p.n_table:
         sequence_scores(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, m.theta, g0, T,
-                        m.p.width, s.scores, s.acc)
+                        m.p.width, s.scores, s.acc, &m.dense if m.has_dense else NULL)
     _add_biases(m, s.scores, T)
     for c in range(m.p.n_chains):
         if m.chain_on != NULL and not m.chain_on[c]:
@@ -520,12 +525,13 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
                     grad[m.p.bias_edge[e] + k] += s.dscore[t * m.p.width + m.p.e_col[e] + k]
     if m.p.n_table:
         sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, m.p.width,
-                          s.dscore, grad)
+                          s.dscore, grad, &dgrad if m.has_dense else NULL)
     return loss
 
 
 def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
-                        const double[::1] theta, int n_threads=1, allowed=None, chain_on=None):
+                        const double[::1] theta, int n_threads=1, allowed=None, chain_on=None,
+                        dense=None):
     """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
 
     ``tables`` is the model (:class:`~skfcrf._kernels._contract.ParameterTables`;
@@ -535,9 +541,13 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     the module docstring for the rest: ``allowed`` (optional ``(N, Ltot)``
     uint8) restricts the labels; ``chain_on`` (optional, per chain): only the
     chains where it is non-zero get their term; the others' losses stay zero
-    and add no gradient.
+    and add no gradient.  ``dense``: the feature table's dense rows
+    (:func:`~skfcrf._kernels._contract.dense_rows` of ``tables``), or None.
     """
     cdef Model m
+    cdef const int[::1] dense_of
+    cdef double[::1] dense_theta
+    cdef double[:, ::1] block_dgrad
     cdef const long long[::1] seq_ptr = obs.seq_ptr
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = gold.shape[0]
@@ -589,6 +599,17 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
             raise ValueError(f"chain_on has {chain_on_view.shape[0]} entries for "
                              f"{m.p.n_chains} chains")
         m.chain_on = &chain_on_view[0]
+    m.has_dense = dense is not None and int(np.max(dense[0], initial=-1)) >= 0
+    if m.has_dense:
+        dense_of, slot = dense[0], np.asarray(dense[1])
+        entries = np.flatnonzero(slot >= 0)
+        n_dense = (int(np.max(dense_of)) + 1) * DENSE_WIDTH
+        dense_theta_arr = np.zeros(n_dense)
+        dense_theta_arr[slot[entries]] = np.asarray(theta)[entries]
+        dense_theta = dense_theta_arr
+        block_dgrad_arr = np.zeros((len(blocks_arr) - 1, n_dense))
+        block_dgrad = block_dgrad_arr
+        m.dense.of, m.dense.values = &dense_of[0], &dense_theta[0]
     n_threads = max(1, n_threads)
     c = carver(NULL)
     _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)
@@ -605,5 +626,8 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                 if T == 0:
                     continue
                 _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T, &block_grad[b, 0],
-                          &losses[sq, 0])
+                          &block_dgrad[b, 0] if m.has_dense else NULL, &losses[sq, 0])
+    if m.has_dense:
+        # the dense rows' gradient back to their entries (which the blocks left at 0)
+        block_grad_arr[:, entries] = block_dgrad_arr[:, slot[entries]]
     return losses_arr, summed_rows(block_grad_arr)

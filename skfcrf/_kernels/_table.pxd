@@ -8,36 +8,39 @@ are ``sum_f x[g, f] * theta[p]`` over its observations' entries, and the
 weight gradient collects ``x[g, f] * dscore[g, ent_col[p]]``.
 
 These are the inner loops of :mod:`skfcrf._kernels._features` (whole batches) and of
-the fused pseudolikelihood objective (one sequence at a time, in cache).
+the fused objectives (one sequence at a time, in cache), in C in ``_simd.h``
+(``skfcrf_row_scores``, ``skfcrf_row_gradient``, one token each).
+
+*Dense rows* (optional; :func:`skfcrf._kernels._contract.dense_rows`): an
+observation with several entries, all in the first 32 score columns -- a frequent
+one, which carries weights for many labels of the first chain -- is stored again
+as one row of 32 values, zeros where it has no entry.  A token's dense rows are
+summed in vector registers and added to its score row once, instead of one
+scattered entry at a time; their gradient is collected in such rows (a vector
+update each) and gathered back to the entries afterwards.
 
 Both loops are bound by memory latency, not arithmetic: an observation's entries
 sit at a random place of the table (megabytes), found through ``feat_ptr[f]``
 (another random place), so every stored observation costs two dependent cache
 misses.  The loops therefore prefetch ahead in the observations' CSR order
-(which runs on across rows, :c:macro:`SKFCRF_PREFETCH_AHEAD`): ``feat_ptr``
+(which runs on across rows, ``SKFCRF_PREFETCH_AHEAD`` in ``_simd.h``): ``feat_ptr``
 of the observation 32 entries ahead, and the table entries (``ent_col`` and the
 weights or the gradient) of the one 16 entries ahead, whose ``feat_ptr`` the
 first prefetch has brought in.  The prefetches change no result.
 """
 
-cdef extern from *:
-    """
-    /* PTR_AHEAD = 32, TABLE_AHEAD = 16 stored observations (measured on CoNLL-2000
-       chunking tables, 34 M entry updates per pass).  A macro, not a function: GCC
-       treats a function whose only effect is a prefetch as pure and deletes its
-       calls. */
-    #define SKFCRF_PREFETCH_AHEAD(indices, nnz, j, feat_ptr, ent_col, values, rw) do { \\
-        if ((j) + 32 < (nnz)) \\
-            __builtin_prefetch(&(feat_ptr)[(indices)[(j) + 32]], 0, 0); \\
-        if ((j) + 16 < (nnz)) { \\
-            long long skfcrf_q_ = (feat_ptr)[(indices)[(j) + 16]]; \\
-            __builtin_prefetch(&(ent_col)[skfcrf_q_], 0, 0); \\
-            __builtin_prefetch(&(values)[skfcrf_q_], (rw), 0); \\
-        } } while (0)
-    """
-    void prefetch_ahead "SKFCRF_PREFETCH_AHEAD"(
-        const int* indices, Py_ssize_t nnz, Py_ssize_t j, const long long* feat_ptr,
-        const int* ent_col, const double* values, int write) noexcept nogil
+cdef extern from "_simd.h" nogil:
+    # one token's products (C, vectorised AVX-512/AVX2 where the CPU has them), with
+    # the prefetching described above; the dense rows (see the module docstring)
+    ctypedef struct Dense "skfcrf_dense":
+        const int* of           # per observation: its dense row, or -1 (entries one by one)
+        double* values          # the rows, 32 doubles each: theta's values, or a gradient
+    void skfcrf_row_scores(const int* indptr, const int* indices, const double* data,
+                           long nnz, long g, const long long* feat_ptr, const int* ent_col,
+                           const double* theta, double* out, long width, const Dense* dense)
+    void skfcrf_row_gradient(const int* indptr, const int* indices, const double* data,
+                             long nnz, long g, const long long* feat_ptr, const int* ent_col,
+                             const double* drow, double* grad, const Dense* dense)
 
 
 cdef struct CSR:
@@ -67,53 +70,28 @@ cdef inline tuple triple_or_empty(object triple, Py_ssize_t n_rows):
             np.zeros(0, dtype=np.float64))
 
 
-cdef inline void row_scores(CSR x, const long long* feat_ptr, const int* ent_col,
-                            const double* theta, Py_ssize_t g, double* out) noexcept nogil:
-    """Add row ``g``'s scores ``sum_f x[g, f] theta[p]`` to ``out`` (one score row)."""
-    cdef Py_ssize_t j, p
-    cdef int f
-    cdef double v
-    for j in range(x.indptr[g], x.indptr[g + 1]):
-        prefetch_ahead(x.indices, x.nnz, j, feat_ptr, ent_col, theta, 0)
-        f = x.indices[j]
-        v = x.data[j]
-        for p in range(feat_ptr[f], feat_ptr[f + 1]):
-            out[ent_col[p]] += v * theta[p]
-
-
-cdef inline void row_gradient(CSR x, const long long* feat_ptr, const int* ent_col,
-                              Py_ssize_t g, const double* drow, double* grad) noexcept nogil:
-    """Add ``x[g, f] * drow[ent_col[p]]`` to ``grad[p]`` for row ``g``'s table entries."""
-    cdef Py_ssize_t j, p
-    cdef int f
-    cdef double v
-    for j in range(x.indptr[g], x.indptr[g + 1]):
-        prefetch_ahead(x.indices, x.nnz, j, feat_ptr, ent_col, grad, 1)
-        f = x.indices[j]
-        v = x.data[j]
-        for p in range(feat_ptr[f], feat_ptr[f + 1]):
-            grad[p] += v * drow[ent_col[p]]
-
-
 cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long long* feat_ptr,
                                  const int* ent_col, const double* theta, Py_ssize_t g0,
                                  Py_ssize_t T, Py_ssize_t width, double* out,
-                                 double* acc) noexcept nogil:
+                                 double* acc, const Dense* dense) noexcept nogil:
     """Add the scores of rows ``g0 .. g0+T-1`` to ``out`` (T x width, row-major).
 
     ``direct`` holds observations used as they are; ``diff`` (when ``has_diff``)
     differences of consecutive tokens, whose running sum within the sequence is
-    added.  ``acc`` is ``width`` doubles of scratch.
+    added.  ``acc`` is ``width`` doubles of scratch; ``dense``: the dense rows
+    (their values theta's), or NULL.
     """
     cdef Py_ssize_t t, k
     for t in range(T):
-        row_scores(direct, feat_ptr, ent_col, theta, g0 + t, out + t * width)
+        skfcrf_row_scores(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
+                          feat_ptr, ent_col, theta, out + t * width, width, dense)
     if not has_diff:
         return
     for k in range(width):
         acc[k] = 0.0
     for t in range(T):
-        row_scores(diff, feat_ptr, ent_col, theta, g0 + t, acc)
+        skfcrf_row_scores(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
+                          ent_col, theta, acc, width, dense)
         for k in range(width):
             out[t * width + k] += acc[k]
 
@@ -131,16 +109,21 @@ cdef inline void suffix_sum_rows(double* a, Py_ssize_t T, Py_ssize_t width) noex
 cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
                                    const long long* feat_ptr, const int* ent_col,
                                    Py_ssize_t g0, Py_ssize_t T, Py_ssize_t width,
-                                   double* dscore, double* grad) noexcept nogil:
+                                   double* dscore, double* grad,
+                                   const Dense* dense) noexcept nogil:
     """Add the weight gradient of rows ``g0 .. g0+T-1`` with score gradient ``dscore``.
 
-    ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff``.
+    ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff``;
+    ``dense``: the dense rows (their gradient into its values; ``dscore`` then
+    needs 32 readable doubles from its last row's start), or NULL.
     """
     cdef Py_ssize_t t
     for t in range(T):
-        row_gradient(direct, feat_ptr, ent_col, g0 + t, dscore + t * width, grad)
+        skfcrf_row_gradient(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
+                            feat_ptr, ent_col, dscore + t * width, grad, dense)
     if not has_diff:
         return
     suffix_sum_rows(dscore, T, width)
     for t in range(T):
-        row_gradient(diff, feat_ptr, ent_col, g0 + t, dscore + t * width, grad)
+        skfcrf_row_gradient(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
+                            ent_col, dscore + t * width, grad, dense)

@@ -6,6 +6,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from skfcrf._kernels._chainwise import chainwise_objective
+from skfcrf._kernels._contract import dense_rows
 from skfcrf.model._inspection import weight_mask
 from skfcrf.objectives._base import Objective
 from skfcrf.solvers import BlockObjective
@@ -63,6 +64,7 @@ class ChainTerms:
         self.forbidden = forbidden
         self.allowed = allowed
         self.tables = self.layout.kernel_tables(forbidden)
+        self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col)
         self._table_cache = None
 
     def losses_gradient(self, theta, n_threads, chains=None):
@@ -72,10 +74,10 @@ class ChainTerms:
         (:meth:`_table_of`)."""
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        tables, chain_on = self.tables, None
+        tables, dense, chain_on = self.tables, self.dense, None
         reduced = chains is not None and not np.all(chains)
         if reduced:
-            entries, tables = self._table_of(chains)
+            entries, tables, dense = self._table_of(chains)
             # the kernel's theta: the kept table entries, then everything after the table
             theta = np.concatenate([theta[entries], theta[layout.n_table:]])
             chain_on = np.asarray(chains, dtype=np.uint8)
@@ -83,7 +85,7 @@ class ChainTerms:
         # would only oversubscribe the cores
         with threadpool_limits(limits=1, user_api="blas"):
             losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
-                                               self.allowed, chain_on)
+                                               self.allowed, chain_on, dense)
         if reduced:
             full = np.zeros(layout.n_params)
             full[entries] = grad[:len(entries)]
@@ -92,9 +94,9 @@ class ChainTerms:
         return losses.sum(axis=0), grad
 
     def _table_of(self, chains):
-        """``(entries, tables)``: the feature-table entries of ``chains`` (bool per
-        chain) and of the couplings, and the kernel tables of the feature table
-        reduced to them; kept for the last ``chains`` asked."""
+        """``(entries, tables, dense)``: the feature-table entries of ``chains`` (bool
+        per chain) and of the couplings, the kernel tables of the feature table
+        reduced to them and its dense rows; kept for the last ``chains`` asked."""
         key = tuple(np.flatnonzero(chains))
         if self._table_cache is None or self._table_cache[0] != key:
             layout = self.layout
@@ -108,7 +110,8 @@ class ChainTerms:
             np.cumsum(n_per_feature, out=feat_ptr[1:])
             tables = layout.kernel_tables(self.forbidden,
                                           (feat_ptr, layout.ent_col[entries]))
-            self._table_cache = (key, (entries, tables))
+            self._table_cache = (key, (entries, tables,
+                                       dense_rows(tables.feat_ptr, tables.ent_col)))
         return self._table_cache[1]
 
     def entry_feature(self):
