@@ -502,6 +502,8 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     for k in range(T * m.p.width):
         s.scores[k] = 0.0
         s.dscore[k] = 0.0
+    for k in range(T * m.p.width, T * m.p.width + 32):
+        s.dscore[k] = 0.0     # read by the dense rows (into gradient slots never used)
     if m.p.n_table:
         sequence_scores(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, m.theta, g0, T,
                         m.p.width, s.scores, s.acc, &m.dense if m.has_dense else NULL)
@@ -609,7 +611,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
         dense_theta = dense_theta_arr
         block_dgrad_arr = np.zeros((len(blocks_arr) - 1, n_dense))
         block_dgrad = block_dgrad_arr
-        m.dense.of, m.dense.values = &dense_of[0], &dense_theta[0]
+        m.dense.of, m.dense.values, m.dense.base = &dense_of[0], &dense_theta[0], dense[2]
     n_threads = max(1, n_threads)
     c = carver(NULL)
     _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)

@@ -438,11 +438,13 @@ DENSE_MIN_ENTRIES = 4
 def dense_rows(feat_ptr, ent_col):
     """The dense rows of a feature table (``_table.pxd``'s ``Dense``).
 
-    An observation with at least :data:`DENSE_MIN_ENTRIES` entries, all in the
-    first :data:`DENSE_WIDTH` score columns, gets a dense row: its weights (or
-    their gradient) at their columns, zeros elsewhere.  Returns ``(of, slot)``:
-    per observation its dense row or -1, and per table entry its place in the
-    rows' values (row ``k`` at ``k * DENSE_WIDTH``), or -1.
+    The rows cover :data:`DENSE_WIDTH` score columns from ``base``, the table's
+    first column (0, or the first label of the one chain a reduced table scores).
+    An observation with at least :data:`DENSE_MIN_ENTRIES` entries, all in those
+    columns, gets a dense row: its weights (or their gradient) at their columns,
+    zeros elsewhere.  Returns ``(of, slot, base)``: per observation its dense row
+    or -1, and per table entry its place in the rows' values (row ``k`` at ``k *
+    DENSE_WIDTH``), or -1.
     """
     feat_ptr = np.asarray(feat_ptr, dtype=np.int64)
     ent_col = np.asarray(ent_col, dtype=np.int64)
@@ -450,14 +452,16 @@ def dense_rows(feat_ptr, ent_col):
     count = np.diff(feat_ptr)
     has = count > 0
     hi = np.zeros(n_features, dtype=np.int64)
+    base = int(ent_col.min()) if len(ent_col) else 0
     if len(ent_col):
         hi[has] = np.maximum.reduceat(ent_col, feat_ptr[:-1][has]) + 1
-    rows = np.flatnonzero(has & (count >= DENSE_MIN_ENTRIES) & (hi <= DENSE_WIDTH))
+    rows = np.flatnonzero(has & (count >= DENSE_MIN_ENTRIES) & (hi <= base + DENSE_WIDTH))
     of = np.full(n_features, -1, dtype=np.int32)
     of[rows] = np.arange(len(rows), dtype=np.int32)
     entry_row = of[np.repeat(np.arange(n_features), count)]
-    slot = np.where(entry_row >= 0, entry_row.astype(np.int64) * DENSE_WIDTH + ent_col, -1)
-    return of, slot
+    slot = np.where(entry_row >= 0, entry_row.astype(np.int64) * DENSE_WIDTH + ent_col - base,
+                    -1)
+    return of, slot, base
 
 
 def summed_rows(block_rows):

@@ -211,14 +211,15 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_gemm_tn_acc(
 
 /* ---- feature-table products of one token (see _table.pxd) ---- */
 
-/* Dense rows cover the first SKFCRF_DENSE_WIDTH score columns (_contract.DENSE_WIDTH). */
+/* Dense rows cover SKFCRF_DENSE_WIDTH score columns from `base` (_contract.DENSE_WIDTH). */
 #define SKFCRF_DENSE_WIDTH 32
 
-/* The dense rows of a feature table: per observation its row or -1 (`of`), and the
-   rows, SKFCRF_DENSE_WIDTH doubles each (`values`). */
+/* The dense rows of a feature table: per observation its row or -1 (`of`), the rows,
+   SKFCRF_DENSE_WIDTH doubles each (`values`), and their first score column (`base`). */
 typedef struct {
     const int *of;
     double *values;
+    long base;
 } skfcrf_dense;
 
 /* Prefetch ahead in the observations' CSR order: feat_ptr of the observation 32
@@ -258,7 +259,7 @@ typedef struct {
 /* out[ent_col[p]] += x[g, f] * theta[p] over row g's observations f and their
    entries p (out: `width` score columns).  With dense rows, those observations'
    rows (theta's values) are summed in vector registers first, in the order of the
-   observations, and added to out's first columns at the end of the row. */
+   observations, and added to out's columns from dense->base at the end of the row. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_scores(
     const int *indptr, const int *indices, const double *data, long nnz, long g,
     const long long *feat_ptr, const int *ent_col, const double *theta,
@@ -288,16 +289,19 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_scores(
             out[ent_col[p]] += v * theta[p];
     }
     if (any) {
-        int n = width < SKFCRF_DENSE_WIDTH ? (int)width : SKFCRF_DENSE_WIDTH;
+        long n = width - dense->base;
+        double *o = out + dense->base;
+        if (n > SKFCRF_DENSE_WIDTH)
+            n = SKFCRF_DENSE_WIDTH;
         for (i = 0; i < n; i++)
-            out[i] += acc[i];
+            o[i] += acc[i];
     }
 }
 
 /* grad[p] += x[g, f] * drow[ent_col[p]] over row g's observations and entries; an
-   observation with a dense row adds x[g, f] * drow[0 .. SKFCRF_DENSE_WIDTH-1] to its
-   row of dense->values (a gradient accumulator, whose slots without an entry are
-   never read) instead: drow needs SKFCRF_DENSE_WIDTH readable doubles. */
+   observation with a dense row adds x[g, f] * drow[base .. base+SKFCRF_DENSE_WIDTH-1]
+   to its row of dense->values (a gradient accumulator, whose slots without an entry
+   are never read) instead: drow needs that many readable doubles from base. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_gradient(
     const int *indptr, const int *indices, const double *data, long nnz, long g,
     const long long *feat_ptr, const int *ent_col, const double *drow,
@@ -315,8 +319,9 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_gradient(
         v = data[j];
         if (dense && (k = dense->of[f]) >= 0) {
             double *d = dense->values + (size_t)k * SKFCRF_DENSE_WIDTH;
+            const double *r = drow + dense->base;
             for (i = 0; i < SKFCRF_DENSE_WIDTH; i++)
-                d[i] += v * drow[i];
+                d[i] += v * r[i];
             continue;
         }
         for (p = feat_ptr[f]; p < feat_ptr[f + 1]; p++)

@@ -12,8 +12,8 @@ the fused objectives (one sequence at a time, in cache), in C in ``_simd.h``
 (``skfcrf_row_scores``, ``skfcrf_row_gradient``, one token each).
 
 *Dense rows* (optional; :func:`skfcrf._kernels._contract.dense_rows`): an
-observation with several entries, all in the first 32 score columns -- a frequent
-one, which carries weights for many labels of the first chain -- is stored again
+observation with several entries, all in 32 score columns from the table's first
+-- a frequent one, which carries weights for many labels of a chain -- is stored again
 as one row of 32 values, zeros where it has no entry.  A token's dense rows are
 summed in vector registers and added to its score row once, instead of one
 scattered entry at a time; their gradient is collected in such rows (a vector
@@ -35,6 +35,7 @@ cdef extern from "_simd.h" nogil:
     ctypedef struct Dense "skfcrf_dense":
         const int* of           # per observation: its dense row, or -1 (entries one by one)
         double* values          # the rows, 32 doubles each: theta's values, or a gradient
+        long base               # the rows' first score column
     void skfcrf_row_scores(const int* indptr, const int* indices, const double* data,
                            long nnz, long g, const long long* feat_ptr, const int* ent_col,
                            const double* theta, double* out, long width, const Dense* dense)
@@ -115,7 +116,7 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
 
     ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff``;
     ``dense``: the dense rows (their gradient into its values; ``dscore`` then
-    needs 32 readable doubles from its last row's start), or NULL.
+    needs 32 readable doubles from its last row's dense columns), or NULL.
     """
     cdef Py_ssize_t t
     for t in range(T):
