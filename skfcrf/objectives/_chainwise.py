@@ -64,7 +64,8 @@ class ChainTerms:
         self.forbidden = forbidden
         self.allowed = allowed
         self.tables = self.layout.kernel_tables(forbidden)
-        self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col)
+        self.occurrences = np.bincount(batch.X.tocsr().indices, minlength=self.layout.n_features)
+        self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col, self.occurrences)
         self._table_cache = None
 
     def losses_gradient(self, theta, n_threads, chains=None):
@@ -111,7 +112,8 @@ class ChainTerms:
             tables = layout.kernel_tables(self.forbidden,
                                           (feat_ptr, layout.ent_col[entries]))
             self._table_cache = (key, (entries, tables,
-                                       dense_rows(tables.feat_ptr, tables.ent_col)))
+                                       dense_rows(tables.feat_ptr, tables.ent_col,
+                                                  self.occurrences)))
         return self._table_cache[1]
 
     def entry_feature(self):

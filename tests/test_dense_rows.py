@@ -1,0 +1,73 @@
+"""Dense rows of the feature table (``_contract.dense_rows``, ``_table.pxd``): the fused
+objectives' products through them equal the entry-by-entry products."""
+import numpy as np
+import pytest
+
+from skfcrf import FactorialCRF
+from skfcrf._kernels import _contract
+from skfcrf._kernels._contract import DENSE_WIDTH, dense_rows
+from skfcrf.estimators import training_problem
+
+
+def _data(n_chains, seed=4):
+    """Sequences of random observations; chain 0 has six labels, the others two."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(30):
+        T = int(rng.integers(2, 9))
+        X.append([{f"w={rng.integers(12)}": 1.0, f"s={rng.integers(3)}": float(rng.random()),
+                   "bias": 1.0} for _ in range(T)])
+        labels = [(f"a{rng.integers(6)}", f"b{rng.integers(2)}", f"c{rng.integers(2)}")
+                  for _ in range(T)]
+        y.append([lab[0] if n_chains == 1 else lab[:n_chains] for lab in labels])
+    return X, y
+
+
+def test_dense_rows_selection():
+    # observation 0: 5 entries in columns 0..8; 1: 2 entries (too few); 2: 4 entries but
+    # reaching column 40 (outside the 32 columns from the table's first); 3: none
+    feat_ptr = np.array([0, 5, 7, 11, 11])
+    ent_col = np.array([1, 2, 3, 5, 8, 0, 1, 2, 3, 4, 40])
+    of, slot, base = dense_rows(feat_ptr, ent_col)
+    assert base == 0
+    assert of.tolist() == [0, -1, -1, -1]
+    assert slot.tolist() == [1, 2, 3, 5, 8] + [-1] * 6
+    # a table reduced to columns from 10: the rows start there
+    of, slot, base = dense_rows(feat_ptr[:2], ent_col[:5] + 10)
+    assert base == 11 and slot.tolist() == [0, 1, 2, 4, 7]
+    # at most DENSE_MAX_ROWS rows, those updated most often
+    many = np.arange(0, 4 * 10 + 1, 4)
+    cols = np.tile(np.arange(4), 10)
+    old = _contract.DENSE_MAX_ROWS
+    try:
+        _contract.DENSE_MAX_ROWS = 3
+        of, slot, _ = dense_rows(many, cols, occurrences=np.array([5, 1, 9, 0, 7, 2, 2, 8, 1, 1]))
+    finally:
+        _contract.DENSE_MAX_ROWS = old
+    assert np.flatnonzero(of >= 0).tolist() == [2, 4, 7]
+    assert (slot >= 0).sum() == 3 * 4 and slot.max() < 3 * DENSE_WIDTH
+
+
+@pytest.mark.parametrize("objective, n_chains", [("likelihood", 1), ("chainwise", 3),
+                                                 ("independent", 3)])
+def test_products_through_dense_rows_equal_the_entries(objective, n_chains):
+    X, y = _data(n_chains)
+    est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
+    problem, theta0, _ = training_problem(est, X, y)
+    terms = problem._fused if objective == "likelihood" else problem.terms
+    assert (terms.dense[0] >= 0).any()          # the test exercises dense rows
+    theta = np.random.default_rng(1).normal(size=theta0.shape)
+    chains = None if n_chains == 1 else np.array([True, False, False])
+    for which in (None, chains):
+        if which is None and objective == "independent":
+            continue
+        loss, grad = terms.losses_gradient(theta, 2, which)
+        dense = terms.dense
+        cache = terms._table_cache
+        terms.dense = None
+        if cache is not None:
+            terms._table_cache = (cache[0], cache[1][:2] + (None,))
+        ref_loss, ref_grad = terms.losses_gradient(theta, 2, which)
+        terms.dense, terms._table_cache = dense, cache
+        np.testing.assert_allclose(loss, ref_loss, rtol=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
