@@ -161,6 +161,35 @@ def _token(token):
     return out
 
 
+def _add_items_to(items, vocabulary, grow, indices, data):
+    """Append a token's ``(name, value)`` items to the CSR lists ``indices`` and ``data``,
+    columns by ``vocabulary`` (:func:`_read`).  Returns False, having added nothing, at
+    the first item outside the common case: str names with str (``name:value``), bool,
+    int or float values."""
+    start = len(indices)
+    add_index, add_value, lookup = indices.append, data.append, vocabulary.get
+    for key, value in items:
+        kind = type(value)
+        if type(key) is not str:
+            break
+        if kind is str:
+            key = key + ":" + value
+            value = 1.0
+        elif not (kind is float or kind is bool or kind is int):
+            break
+        j = lookup(key)
+        if j is None:
+            if not grow:
+                continue
+            j = vocabulary[key] = len(vocabulary)
+        add_index(j)
+        add_value(value)
+    else:
+        return True
+    del indices[start:], data[start:]
+    return False
+
+
 def _read(X, vocabulary, grow, name="X"):
     """Sequences in CRFsuite's format, in one pass, as ``(matrix, seq_ptr)``.
 
@@ -174,42 +203,14 @@ def _read(X, vocabulary, grow, name="X"):
     if X is None or isinstance(X, (str, bytes, dict)):
         raise ValueError(f"{name} must be a list of sequences, got {type(X).__name__}")
     indices, data, indptr, seq_ptr = [], [], [0], [0]
-    add_index, add_value, lookup = indices.append, data.append, vocabulary.get
     for xseq in X:
         if isinstance(xseq, (str, bytes, dict)):
             raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
         for token in xseq:
-            if type(token) is dict:
-                # the common case, without building the token's {name: value} first:
-                # str keys with str (name:value), bool, int or float values
-                for key, value in token.items():
-                    kind = type(value)
-                    if type(key) is not str:
-                        break
-                    if kind is str:
-                        key = key + ":" + value
-                        value = 1.0
-                    elif not (kind is float or kind is bool or kind is int):
-                        break
-                    j = lookup(key)
-                    if j is None:
-                        if not grow:
-                            continue
-                        j = vocabulary[key] = len(vocabulary)
-                    add_index(j)
-                    add_value(value)
-                else:
-                    indptr.append(len(indices))
-                    continue
-                del indices[indptr[-1]:], data[indptr[-1]:]     # the general path instead
-            for key, value in _token(token).items():
-                j = lookup(key)
-                if j is None:
-                    if not grow:
-                        continue
-                    j = vocabulary[key] = len(vocabulary)
-                add_index(j)
-                add_value(value)
+            # the common case straight from the dict; else its {name: value} form
+            if not (type(token) is dict and _add_items_to(token.items(), vocabulary, grow,
+                                                          indices, data)):
+                _add_items_to(_token(token).items(), vocabulary, grow, indices, data)
             indptr.append(len(indices))
         seq_ptr.append(len(indptr) - 1)
     matrix = sp.csr_matrix((np.asarray(data, dtype=np.float64),
