@@ -14,19 +14,23 @@ the fused objectives (one sequence at a time, in cache), in C in ``_simd.h``
 *Dense rows* (optional; :func:`skfcrf._kernels._contract.dense_rows`): an
 observation with several entries, all in 32 score columns from the table's first
 -- a frequent one, which carries weights for many labels of a chain -- is stored again
-as one row of 32 values, zeros where it has no entry.  A token's dense rows are
-summed in vector registers and added to its score row once, instead of one
-scattered entry at a time; their gradient is collected in such rows (a vector
-update each) and gathered back to the entries afterwards.
+as one row of 32 values, zeros where it has no entry (at most
+:data:`~skfcrf._kernels._contract.DENSE_MAX_ROWS` rows, those updated most
+often, so that they stay in cache).  A token's dense rows are summed in vector
+registers and added to its score row once, instead of one scattered entry at a
+time (the scores equal the entry-by-entry sums up to rounding); their gradient is
+collected in such rows (a vector update each) and gathered back to the entries
+afterwards.
 
-Both loops are bound by memory latency, not arithmetic: an observation's entries
-sit at a random place of the table (megabytes), found through ``feat_ptr[f]``
-(another random place), so every stored observation costs two dependent cache
-misses.  The loops therefore prefetch ahead in the observations' CSR order
-(which runs on across rows, ``SKFCRF_PREFETCH_AHEAD`` in ``_simd.h``): ``feat_ptr``
-of the observation 32 entries ahead, and the table entries (``ent_col`` and the
-weights or the gradient) of the one 16 entries ahead, whose ``feat_ptr`` the
-first prefetch has brought in.  The prefetches change no result.
+Over a large table the other observations are bound by memory latency, not
+arithmetic: an observation's entries sit at a random place of the table (megabytes),
+found through ``feat_ptr[f]`` (another random place), so every stored observation
+costs two dependent cache misses.  The loops therefore prefetch ahead in the
+observations' CSR order (which runs on across rows, ``SKFCRF_PREFETCH_AHEAD`` in
+``_simd.h``): ``feat_ptr`` of the observation 32 entries ahead, and the table
+entries (``ent_col`` and the weights or the gradient) of the one 16 entries ahead,
+whose ``feat_ptr`` the first prefetch has brought in.  The prefetches change no
+result.
 """
 
 cdef extern from "_simd.h" nogil:
