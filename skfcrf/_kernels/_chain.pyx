@@ -19,8 +19,8 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport exp, log, INFINITY
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
-from ._common cimport (exp_shifted, longest_sequence, link_exp, link_log, lse_col, write_pair,
-                       matvec, gemm_tn_acc, maxplus)
+from ._common cimport (exp_shifted, longest_sequence, link_exp, link_log, lse, lse_col,
+                       write_pair, matvec, gemm_tn_acc, maxplus)
 from ._contract cimport LinkView, Links
 
 
@@ -170,18 +170,10 @@ cdef void _fb_log(const LinkView* lk, int k, int L, const double* unary, Py_ssiz
             for j in range(L):
                 at[j] = lse_col(ap, P, j, L) + row[j]
     at = alpha + (T - 1) * L
-    mx = -INFINITY
-    for j in range(L):
-        if at[j] > mx:
-            mx = at[j]
-    if mx == -INFINITY:
-        logz[0] = -INFINITY
-        return
-    s = 0.0
-    for j in range(L):
-        s += exp(at[j] - mx)
-    lz = mx + log(s)
+    lz = lse(at, L)
     logz[0] = lz
+    if lz == -INFINITY:
+        return
     for j in range(L):
         beta[j] = 0.0
         node[(g0 + T - 1) * ldu + j] = exp(at[j] - lz)

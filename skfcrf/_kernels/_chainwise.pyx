@@ -53,7 +53,7 @@ from scipy.linalg.cython_blas cimport dgemv
 import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
-from ._common cimport exp_shifted, gemm_tn_acc, longest_sequence, matvec
+from ._common cimport exp_shifted, gemm_tn_acc, longest_sequence, lse, matvec
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -201,19 +201,6 @@ cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
     return mx
 
 
-cdef inline double _logsumexp(const double* v, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef double mx = -INFINITY, total = 0.0
-    for i in range(n):
-        if v[i] > mx:
-            mx = v[i]
-    if mx == -INFINITY:
-        return -INFINITY
-    for i in range(n):
-        total += exp(v[i] - mx)
-    return mx + log(total)
-
-
 cdef void _add_token_gradient(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                               Py_ssize_t t, double* grad) noexcept nogil:
     """Token ``t``'s unary and coupling gradients of chain ``c``, from its label marginals in
@@ -262,10 +249,10 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
         for l in range(L):
             for lp in range(L):
                 s.tmp[lp] = la[(t - 1) * L + lp] + W[lp * L + l]
-            la[t * L + l] = s.u[t * L + l] + _logsumexp(s.tmp, L)
+            la[t * L + l] = s.u[t * L + l] + lse(s.tmp, L)
         y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
         gold_score += W[yp * L + y]
-    log_z = _logsumexp(la + (T - 1) * L, L)
+    log_z = lse(la + (T - 1) * L, L)
     if not isfinite(log_z) or not isfinite(gold_score):
         return INFINITY
     for l in range(L):
@@ -281,7 +268,7 @@ cdef double _chain_term_log(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t
         for lp in range(L):
             for l in range(L):
                 s.tmp[l] = W[lp * L + l] + s.u[t * L + l] + lb[t * L + l]
-            lb[(t - 1) * L + lp] = _logsumexp(s.tmp, L)
+            lb[(t - 1) * L + lp] = lse(s.tmp, L)
         y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
         if untied:
             drow = s.dscore + t * m.p.width

@@ -138,6 +138,20 @@ cdef inline void gemm_tn_acc(const double* A, const double* B, Py_ssize_t K, int
     skfcrf_gemm_tn_acc(A, B, K, M, N, C)
 
 
+cdef inline double lse(const double* v, Py_ssize_t n) noexcept nogil:
+    """``log sum_i exp(v[i])`` (-inf when every ``v[i]`` is)."""
+    cdef Py_ssize_t i
+    cdef double mx = -INFINITY, total = 0.0
+    for i in range(n):
+        if v[i] > mx:
+            mx = v[i]
+    if mx == -INFINITY:
+        return -INFINITY
+    for i in range(n):
+        total += exp(v[i] - mx)
+    return mx + log(total)
+
+
 cdef inline double lse_col(const double* a, const double* P, Py_ssize_t j,
                            Py_ssize_t L) noexcept nogil:
     """``log sum_i exp(a[i] + P[i, j])``, P row-major L x L (the log-domain

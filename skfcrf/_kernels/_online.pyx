@@ -48,7 +48,7 @@ import numpy as np
 
 from libc.math cimport exp, log, sqrt, INFINITY
 
-from ._common cimport lse_col, matvec, maxplus
+from ._common cimport lse, lse_col, matvec, maxplus
 
 cdef enum:
     _PERCEPTRON = 0
@@ -403,18 +403,10 @@ cdef void _marginals_log(Chain* c, Py_ssize_t T, double* logz) noexcept nogil:
             for j in range(L):
                 at[j] = lse_col(ap, P, j, L) + row[j]
     at = c.alpha + (T - 1) * L
-    mx = -INFINITY
-    for j in range(L):
-        if at[j] > mx:
-            mx = at[j]
-    if mx == -INFINITY:
-        logz[0] = -INFINITY
-        return
-    s = 0.0
-    for j in range(L):
-        s += exp(at[j] - mx)
-    lz = mx + log(s)
+    lz = lse(at, L)
     logz[0] = lz
+    if lz == -INFINITY:
+        return
     for i in range(LL if c.tied else T * LL):
         c.dpair[i] = 0.0
     for j in range(L):
