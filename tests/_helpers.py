@@ -73,3 +73,15 @@ def sequences(n_chains=2, n_seq=12, seed=0):
         X.append(obs)
         y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo")[:n_chains] for t in toks])
     return X, y
+
+
+def raw_tokens(n_seq, seed):
+    """Sequences of raw word tokens (``Tok1``, ``tok2``, ...) for pipelines that build
+    their own observations; two chains: the token's class and a coarse group."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        toks = rng.integers(0, 6, size=int(rng.integers(2, 8)))
+        X.append([f"Tok{t}" if t % 2 else f"tok{t}" for t in toks])
+        y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo") for t in toks])
+    return X, y

@@ -11,7 +11,7 @@ from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging, average_marginals
 from skfcrf.transformers import NGramWindow, SequenceFeatureUnion, WordShape
 
-from _helpers import sequences, short_fit
+from _helpers import raw_tokens, sequences, short_fit
 
 
 def members():
@@ -125,16 +125,6 @@ def test_confidence_weighting_can_change_the_decision():
 
 # -- members with their own feature pipelines over the same raw tokens --------------
 
-def raw_tokens(n_seq=16, seed=0):
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_seq):
-        toks = rng.integers(0, 6, size=int(rng.integers(2, 8)))
-        X.append([f"Tok{t}" if t % 2 else f"tok{t}" for t in toks])
-        y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo") for t in toks])
-    return X, y
-
-
 def pipelines():
     return [Pipeline([("words", NGramWindow(offsets=(0,))),
                       ("crf", FactorialCRF(max_iter=20, tol=1e-3))]),
@@ -147,7 +137,7 @@ def pipelines():
 @short_fit
 @pytest.mark.parametrize("weighting", ["mean", "confidence"])
 def test_pipeline_members_with_their_own_features(weighting):
-    X, y = raw_tokens()
+    X, y = raw_tokens(16, seed=0)
     ens = MarginalAveraging(pipelines(), weighting=weighting).fit(X, y)
     parts = [p[-1].predict_marginals(p[:-1].transform(X)) for p in ens.estimators_]
     got = ens.predict_marginals(X)

@@ -16,7 +16,7 @@ from skfcrf import FactorialCRF
 from skfcrf.ensemble import MarginalAveraging, TwoStage
 from skfcrf.transformers import NGramWindow, WordShape
 
-from _helpers import sequences, short_fit
+from _helpers import raw_tokens, sequences, short_fit
 from test_sklearn_compat import API_CHECKS
 
 pytestmark = short_fit
@@ -248,18 +248,8 @@ def test_matrix_observations_get_columns():
     np.testing.assert_allclose(one_hot.sum(axis=1), 1.0)
 
 
-def raw_tokens(n_seq=15, seed=1):
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_seq):
-        toks = rng.integers(0, 6, size=int(rng.integers(2, 8)))
-        X.append([f"Tok{t}" if t % 2 else f"tok{t}" for t in toks])
-        y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo") for t in toks])
-    return X, y
-
-
 def test_stages_as_pipelines_over_raw_tokens():
-    X, y = raw_tokens()
+    X, y = raw_tokens(15, seed=1)
     first = Pipeline([("shape", WordShape()), ("crf", crf())])
     second = Pipeline([("words", NGramWindow(offsets=(0,))), ("crf", crf())])
     model = TwoStage(first, second, first_chains=1, cv=3).fit(X, y)
