@@ -64,6 +64,17 @@ def chain_ece(crf, X, y, marginals=None):
     return out
 
 
+def task_parser(doc):
+    """The options of the scripts that run on :func:`data`: ``--task``, ``--n-train``,
+    ``--n-test`` (CoNLL-2000 sentences) and ``--n-jobs``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap.add_argument("--n-train", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    return ap
+
+
 def data(task, n_train, n_test):
     if task == "dictations":
         from skfcrf.datasets import make_dictations
@@ -119,13 +130,9 @@ def tag_scores(y, pred):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
+    ap = task_parser(__doc__)
     ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
                     choices=("auto", "none", "unseen", "backoff"))
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--calibration", nargs="+", default=["none"],
                     choices=("none", "temperature"))
     ap.add_argument("--calibration-cv", type=int, default=4)

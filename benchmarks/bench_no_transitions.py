@@ -15,9 +15,7 @@ Cohen's kappa over the tags of all chains (``O`` is not a tag), fit time.
 Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; CoNLL-2000
 POS + chunks from word observations).
 """
-import argparse
-
-from bench_calibration import data, summary, tag_scores, timed_fit
+from bench_calibration import data, summary, tag_scores, task_parser, timed_fit
 
 from skfcrf import FactorialCRF
 
@@ -30,11 +28,7 @@ MODELS = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--n-jobs", type=int, default=2)
+    ap = task_parser(__doc__)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     args = ap.parse_args()
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)

@@ -14,9 +14,7 @@ each chain, default minus independent.
 Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; CoNLL-2000
 POS + chunks from word observations).
 """
-import argparse
-
-from bench_calibration import data, summary, timed_fit
+from bench_calibration import data, summary, task_parser, timed_fit
 
 from skfcrf import FactorialCRF
 from skfcrf.metrics import chain_accuracy, paired_test, sequence_scores
@@ -28,11 +26,7 @@ MODELS = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--n-jobs", type=int, default=2)
+    ap = task_parser(__doc__)
     args = ap.parse_args()
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
     preds = {}

@@ -16,20 +16,14 @@ Data as ``bench_calibration.py``'s: ``make_dictations(300, "rcg", random_state=1
 first 200 reports to train and the last 100 to test, ``make_dictation_features()``,
 ``sigma=31.6``; CoNLL-2000 POS + chunks from word observations.
 """
-import argparse
-
-from bench_calibration import data, summary, tag_scores, timed_fit
+from bench_calibration import data, summary, tag_scores, task_parser, timed_fit
 
 from skfcrf import FactorialCRF
 from skfcrf.structure import SegmentEncoded
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--n-jobs", type=int, default=2)
+    ap = task_parser(__doc__)
     ap.add_argument("--schemes", nargs="+", default=["bio", "bme"],
                     choices=("bio", "bme", "bioes"))
     args = ap.parse_args()

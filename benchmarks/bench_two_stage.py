@@ -23,10 +23,8 @@ first 200 reports to train and the last 100 to test, ``make_dictation_features()
 ``sigma=31.6`` (both stages); CoNLL-2000 POS + chunks from word observations, the first
 ``--n-train`` / ``--n-test`` sentences.
 """
-import argparse
-
 import numpy as np
-from bench_calibration import data, summary, timed_fit
+from bench_calibration import data, summary, task_parser, timed_fit
 from sklearn.frozen import FrozenEstimator
 
 from skfcrf import FactorialCRF
@@ -35,11 +33,7 @@ from skfcrf.metrics import chain_accuracy
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("dictations", "conll"), default="dictations")
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--n-jobs", type=int, default=2)
+    ap = task_parser(__doc__)
     ap.add_argument("--cv", type=int, default=5, help="cross-fitting folds")
     ap.add_argument("--first-outputs", nargs="*", default=["labels", "marginals"],
                     choices=("labels", "marginals"), help="none: no two-stage rows")
