@@ -71,7 +71,8 @@ class _WrongGradient:
 def test_lbfgs_reports_failed_line_search():
     result = LBFGS(max_iter=50).solve(_WrongGradient(), np.ones(4), ConvergenceMonitor())
     assert not result.converged
-    assert "status 2" in result.message
+    assert "line search failed" in result.message
+    assert np.array_equal(result.coef, np.ones(4))      # the start: no step was accepted
 
 
 def test_monitor_prints_progress(capsys):
@@ -203,3 +204,71 @@ def test_a_model_with_non_finite_weights_refuses_to_decode():
     est.coef_[0] = np.nan
     with pytest.raises(ValueError, match="not all finite"):
         est.predict(X)
+
+
+class _Function:
+    def __init__(self, f, g):
+        self.f, self.g, self.n = f, g, 0
+
+    def loss_gradient(self, x):
+        self.n += 1
+        return self.f(x), self.g(x)
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "rosenbrock"])
+@pytest.mark.parametrize("max_iter", [1, 5, 30])
+def test_lbfgs_takes_scipy_lbfgsb_steps(problem, max_iter):
+    """Without bounds, LBFGS is scipy's L-BFGS-B algorithm: the same iterates (up to
+    rounding) after any number of iterations, the same loss evaluations."""
+    from scipy.optimize import minimize, rosen, rosen_der
+    rng = np.random.RandomState(0)
+    if problem == "quadratic":
+        A = rng.randn(20, 20)
+        A = A @ A.T + np.eye(20)
+        b = rng.randn(20)
+        f, g, x0 = (lambda x: 0.5 * x @ A @ x - b @ x), (lambda x: A @ x - b), np.zeros(20)
+    else:
+        f, g, x0 = rosen, rosen_der, np.full(8, -1.2)
+    ref = minimize(lambda x: (f(x), g(x)), x0, jac=True, method="L-BFGS-B",
+                   options=dict(maxcor=4, maxiter=max_iter, ftol=1e-14, gtol=1e-14))
+    ours = _Function(f, g)
+    result = LBFGS(memory=4, max_iter=max_iter, tol=1e-14).solve(ours, x0, ConvergenceMonitor())
+    assert result.n_iter == ref.nit
+    assert ours.n == ref.nfev
+    np.testing.assert_allclose(result.coef, ref.x, rtol=1e-7, atol=1e-9)
+
+
+def test_lbfgs_steps_back_from_a_non_finite_loss():
+    """A trial point where the loss is not finite (an overflow) is too far: the step
+    is halved, and the run goes on to the minimum."""
+    def f(x):
+        return np.inf if np.abs(x).max() > 3.0 else float(((x - 1.0) ** 2).sum())
+
+    ours = _Function(f, lambda x: 2.0 * (x - 1.0))
+    result = LBFGS(max_iter=50, tol=1e-12).solve(ours, np.full(3, 2.9) * [1, -1, 1],
+                                                 ConvergenceMonitor())
+    assert result.converged
+    np.testing.assert_allclose(result.coef, 1.0, atol=1e-6)
+
+
+def test_lbfgs_without_more_thuente_backtracks(monkeypatch):
+    """A scipy without More and Thuente's search: a backtracking search, the same minimum."""
+    import skfcrf.solvers._lbfgs as lbfgs
+    monkeypatch.setattr(lbfgs, "_more_thuente", None)
+    rng = np.random.RandomState(1)
+    A = rng.randn(10, 10)
+    A = A @ A.T + np.eye(10)
+    b = rng.randn(10)
+    result = LBFGS(memory=5, max_iter=200, tol=1e-14).solve(
+        _Function(lambda x: 0.5 * x @ A @ x - b @ x, lambda x: A @ x - b), np.zeros(10),
+        ConvergenceMonitor())
+    np.testing.assert_allclose(result.coef, np.linalg.solve(A, b), rtol=1e-6)
+
+
+def test_lbfgs_stops_at_max_fun():
+    from scipy.optimize import rosen, rosen_der
+    ours = _Function(rosen, rosen_der)
+    result = LBFGS(max_iter=1000, tol=0.0, max_fun=12).solve(ours, np.full(4, -1.2),
+                                                             ConvergenceMonitor())
+    assert ours.n == 12 and not result.converged and "max_fun=12" in result.message
+    assert rosen(result.coef) < rosen(np.full(4, -1.2))

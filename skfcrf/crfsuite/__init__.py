@@ -18,7 +18,6 @@ from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import metadata_routing
@@ -29,7 +28,7 @@ from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_probl
 from skfcrf.inference import ExactInference
 from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment, unique_int
 from skfcrf.objectives import Restricted, SequenceTerms, TrainingBatch
-from skfcrf.solvers import AROW, OWLQN, SGD, AveragedPerceptron, PassiveAggressive
+from skfcrf.solvers import AROW, LBFGS, OWLQN, SGD, AveragedPerceptron, PassiveAggressive
 
 __all__ = ["CRF", "LabelScore", "TrainingLog", "metrics"]
 
@@ -310,7 +309,8 @@ class CRF(BaseEstimator):
     delta : float, default=1e-5
         Stop when ``(f(k - period) - f(k)) / f(k) < delta`` (CRFsuite's test).
     linesearch : {"MoreThuente"}, default="MoreThuente"
-        The line search: More and Thuente's, as scipy's L-BFGS-B has it.
+        The line search: More and Thuente's, as scipy's L-BFGS-B runs it
+        (:class:`skfcrf.solvers.LBFGS`).
         ``"Backtracking"`` and ``"StrongBacktracking"`` are not supported.
         With ``c1 > 0`` OWL-QN's backtracking line search is used, as CRFsuite
         does whatever ``linesearch`` says.
@@ -679,28 +679,26 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             history.append(f)
             return False
 
-        def callback(intermediate_result):
-            x, f = intermediate_result.x, float(intermediate_result.fun)
-            if iteration(x, f, problem.gradient_norm(x)):
-                raise StopIteration
+        class Tests:
+            """The solver's monitor: CRFsuite's tests after every iteration."""
+
+            def report(self, x, f):
+                return iteration(x, float(f), problem.gradient_norm(x))
 
         x0 = problem.restricted.start
         if settings["c1"] > 0:
             return self._owlqn(problem, settings, iteration, state, x0, max_iterations)
+        solver = LBFGS(memory=settings["num_memories"], max_iter=max_iterations, tol=0.0,
+                       max_linesearch=settings["max_linesearch"], max_fun=2 ** 31 - 1)
         with threadpool_limits(limits=1, user_api="blas"):
-            res = minimize(problem.loss_gradient, x0, jac=True, method="L-BFGS-B",
-                           callback=callback,
-                           options={"maxcor": settings["num_memories"], "maxiter": max_iterations,
-                                    "maxls": settings["max_linesearch"], "ftol": 0.0,
-                                    "gtol": 0.0, "maxfun": 2 ** 31 - 1})
+            res = solver.solve(problem, x0, Tests())
         message = state["message"]
         if message is None:
             if len(log.iterations) >= max_iterations:
                 message = f"reached max_iterations={max_iterations}"
             else:
-                text = res.message if isinstance(res.message, str) else res.message.decode()
-                message = f"L-BFGS stopped: {text}"
-        return res.x, len(log.iterations), message
+                message = f"L-BFGS stopped: {res.message}"
+        return res.coef, len(log.iterations), message
 
     @staticmethod
     def _owlqn(problem, settings, iteration, state, x0, max_iterations):

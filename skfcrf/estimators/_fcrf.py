@@ -135,7 +135,8 @@ class FactorialCRF(BaseEstimator):
         for the measured trade-offs.
     solver : {"lbfgs", "olbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, \
             default="lbfgs"
-        Batch L-BFGS (scipy) or online L-BFGS over mini-batches.  With
+        Batch L-BFGS (:class:`~skfcrf.solvers.LBFGS`: the steps of scipy's
+        L-BFGS-B) or online L-BFGS over mini-batches.  With
         ``"lbfgs"`` the ``"independent"`` objective runs one L-BFGS per chain
         (``BlockLBFGS``), the chains evaluated together.  CRFsuite's online
         trainers, one sequence at a time, over the whole model (they need

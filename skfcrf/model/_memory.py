@@ -17,8 +17,8 @@ the feature table
 training
     Vectors of the weights' size (8 bytes per weight) alive at once, measured
     with ``benchmarks/bench_memory_estimate.py`` (peak RSS of fits against this
-    model): ``2 * lbfgs_memory + 12`` for scipy's L-BFGS-B workspace, its
-    copies of the point and gradient, the penalised gradient's temporaries and
+    model): ``2 * lbfgs_memory + 6`` for L-BFGS's correction pairs, its
+    point, gradient, direction and trial point, the penalised gradient's temporaries and
     the monitor's copy of the last weights; plus the objective's gradient
     accumulators: one per block of sequences and the sum (chain-wise: up to 8
     blocks; pseudolikelihood: up to 16; both at least the 4 vectors of the
@@ -44,7 +44,7 @@ _BLOCKS = {"chainwise": 8, "pseudolikelihood": 16}
 #: Gradient vectors of the likelihood (also the floor of the others: fine-tuning).
 _LIKELIHOOD_VECTORS = 4
 #: Weight-sized vectors of the optimizer besides its ``2 * lbfgs_memory`` history.
-_OPTIMIZER_VECTORS = 12
+_OPTIMIZER_VECTORS = 6
 
 
 def _supported(nnz, n_features, size, column_counts):
