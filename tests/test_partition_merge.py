@@ -25,7 +25,8 @@ def _parts(X, cuts):
 def test_merged_counts_fit_the_whole_sets_encoder(form, min_instance_freq):
     X, _ = synthetic(n_seq=30, seed=4)
     rng = np.random.default_rng(1)
-    X = [[{**tok, f"rare={rng.integers(0, 40)}": 0.5} for tok in seq] for seq in X]
+    # "never" only ever has the value 0: it is no observation, and no column is kept for it
+    X = [[{**tok, f"rare={rng.integers(0, 40)}": 0.5, "never": 0.0} for tok in seq] for seq in X]
     if form == "names":
         X = [[sorted(tok) for tok in seq] for seq in X]
     elif form == "matrix":
@@ -38,6 +39,10 @@ def test_merged_counts_fit_the_whole_sets_encoder(form, min_instance_freq):
     np.testing.assert_array_equal(merged.kept_columns, whole.kept_columns)
     if form != "matrix":
         np.testing.assert_array_equal(merged.names, whole.names)
+        assert merged.vocabulary == whole.vocabulary
+        assert list(whole.vocabulary.values()) == list(range(len(whole.names)))
+    if form == "dicts":
+        assert "never" not in whole.vocabulary
     assert (merged.transform(X)[0] != Xm).nnz == 0
 
 

@@ -90,12 +90,17 @@ def _instance_frequency(indptr, indices, data, seq_ptr, n_columns):
     return np.bincount(incidence.indices, minlength=n_columns)
 
 
-def _kept(inst_freq, n_seq, min_instance_freq):
-    """Boolean mask of the columns that pre-pruning keeps."""
+def _threshold(min_instance_freq, n_seq):
+    """In how many of ``n_seq`` sequences pre-pruning needs a column (at least 1)."""
     threshold = min_instance_freq
     if isinstance(threshold, numbers.Real) and not isinstance(threshold, numbers.Integral):
         threshold = int(np.ceil(threshold * n_seq - 1e-9))
-    return inst_freq >= max(int(threshold), 1)
+    return max(int(threshold), 1)
+
+
+def _kept(inst_freq, n_seq, min_instance_freq):
+    """Boolean mask of the columns that pre-pruning keeps."""
+    return inst_freq >= _threshold(min_instance_freq, n_seq)
 
 
 class ObservationCounts:
@@ -261,18 +266,19 @@ class ObservationEncoder:
     # -- fitting -----------------------------------------------------------------
     def _read_all(self, X):
         """Every observation of ``X``: ``(kind, indptr, indices, data, seq_ptr, n_columns,
-        names)`` with names (names input) in order of first occurrence."""
+        names, vocabulary)`` with names (names input) in order of first occurrence and
+        ``vocabulary`` mapping them to their columns (None for matrix input)."""
         if _is_matrix(X[0]):
             mat, seq_ptr = self._read_matrices(X, None)
             self._check_finite(mat.data, mat.indptr, seq_ptr)
             return (MATRIX, mat.indptr.astype(np.int64), mat.indices.astype(np.int64), mat.data,
-                    seq_ptr, mat.shape[1], None)
+                    seq_ptr, mat.shape[1], None, None)
         vocabulary = {}
         indptr, indices, data, seq_ptr = self._read_names(X, vocabulary, grow=True)
         self._check_finite(data, indptr, seq_ptr)
         names = np.empty(len(vocabulary), dtype=object)
         names[list(vocabulary.values())] = list(vocabulary.keys())
-        return NAMES, indptr, indices, data, seq_ptr, len(vocabulary), names
+        return NAMES, indptr, indices, data, seq_ptr, len(vocabulary), names, vocabulary
 
     def count(self, X):
         """The statistics pre-pruning needs, without fitting: an :class:`ObservationCounts`.
@@ -283,7 +289,7 @@ class ObservationEncoder:
         :meth:`fit_transform` learns from the whole set.
         """
         X = _check_sequence_list(X)
-        kind, indptr, indices, data, seq_ptr, n_columns, names = self._read_all(X)
+        kind, indptr, indices, data, seq_ptr, n_columns, names, _ = self._read_all(X)
         return ObservationCounts(kind, names, n_columns, len(X),
                                  _instance_frequency(indptr, indices, data, seq_ptr, n_columns))
 
@@ -293,22 +299,28 @@ class ObservationEncoder:
         self._fit_keep(counts.kind, counts.names, counts.n_columns, keep)
         return self
 
-    def _fit_keep(self, kind, names, n_columns, keep):
+    def _fit_keep(self, kind, names, n_columns, keep, read=None):
         self.kind = kind
         if kind == MATRIX:
             self.n_input_columns = n_columns
         self.kept_columns = np.flatnonzero(keep)
         if kind == NAMES:
             self.names = names[keep]
-            self.vocabulary = {name: k for k, name in enumerate(self.names)}
+            if read is not None and len(read) == len(self.names):
+                self.vocabulary = read          # every name kept: ``read``, names -> columns
+            else:
+                self.vocabulary = {name: k for k, name in enumerate(self.names)}
 
     def fit_transform(self, X, min_instance_freq=1):
         """Learn the observations kept after pre-pruning; return ``(csr, seq_ptr)``."""
         X = _check_sequence_list(X)
-        kind, indptr, indices, data, seq_ptr, n_columns, names = self._read_all(X)
-        inst_freq = _instance_frequency(indptr, indices, data, seq_ptr, n_columns)
-        keep = _kept(inst_freq, len(X), min_instance_freq)
-        self._fit_keep(kind, names, n_columns, keep)
+        kind, indptr, indices, data, seq_ptr, n_columns, names, read = self._read_all(X)
+        threshold = _threshold(min_instance_freq, len(X))
+        if threshold == 1:      # a column with any non-zero value: no per-sequence counts
+            keep = np.bincount(indices[data != 0], minlength=n_columns) > 0
+        else:
+            keep = _instance_frequency(indptr, indices, data, seq_ptr, n_columns) >= threshold
+        self._fit_keep(kind, names, n_columns, keep, read)
         new_index = np.cumsum(keep) - 1
         csr = self._prune(indptr, indices, data, keep, new_index, int(keep.sum()))
         return csr, seq_ptr
