@@ -65,13 +65,13 @@ from libc.math cimport log, INFINITY
 from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles
 from ._contract cimport LinkView, Links, ParameterTables, ParameterView
 from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
 from ._contract import sequence_blocks, template_links
+from skfcrf._blas import single_blas_thread
 
 cdef extern from "_simd.h" nogil:
     # exp(s[i] - shift) over an array, vectorised (see _simd.h)
@@ -706,7 +706,7 @@ def pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads=1
     MemoryError
         When the kernel's scratch memory cannot be allocated.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_blas_thread():
         return _pseudolikelihood(graph, seq_ptr, unary, pair, edge_offset, gold, n_threads)
 
 
@@ -995,5 +995,5 @@ def pseudolikelihood_objective(ParameterTables tables, obs, gold, theta, n_threa
         Per-sequence negative log-pseudolikelihood.
     grad : ndarray (n_params,)
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_blas_thread():
         return _objective(tables, obs, gold, theta, n_threads)

@@ -21,8 +21,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import metadata_routing
-from threadpoolctl import threadpool_limits
 
+from skfcrf._blas import single_blas_thread
 from skfcrf.crfsuite import metrics
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
 from skfcrf.inference import ExactInference
@@ -545,7 +545,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
                     _print_iteration(entry)
                 return False
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             result = solver.solve(terms, np.zeros(crf.layout_.n_params), Monitor())
         if result.converged:
             message = f"converged: {result.message}"
@@ -690,7 +690,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             return self._owlqn(problem, settings, iteration, state, x0, max_iterations)
         solver = LBFGS(memory=settings["num_memories"], max_iter=max_iterations, tol=0.0,
                        max_linesearch=settings["max_linesearch"], max_fun=2 ** 31 - 1)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             res = solver.solve(problem, x0, Tests())
         message = state["message"]
         if message is None:
@@ -713,7 +713,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             def report(x, f):
                 return iteration(x, float(f), solver.last_pg_norm)
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             result = solver.solve(problem, x0, Monitor())
         message = state["message"]
         if message is None:

@@ -20,8 +20,9 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOptions
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_info
 
+from skfcrf._blas import single_blas_thread
 from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.joint import state_index
 from skfcrf._validation import check_label_sequences
@@ -720,7 +721,7 @@ class FactorialCRF(BaseEstimator):
         try:
             # the kernels parallelise over sequences themselves; BLAS threads inside
             # their small matrix products only add contention
-            with threadpool_limits(limits=1, user_api="blas"):
+            with single_blas_thread():
                 result = solver.solve(objective, theta0, monitor)
                 warn_if_not_converged(
                     result, monitor.stopped_by_callback, max_iter=self.max_iter, tol=self.tol,

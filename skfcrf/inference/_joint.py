@@ -60,8 +60,8 @@ combinations are probabilities under different restrictions and need not sum
 to 1.  Sequences that need nothing run as before, in one batch, bit for bit.
 """
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from skfcrf._blas import single_blas_thread
 from skfcrf._kernels.graph import IN_CHAIN, pair_layout
 from skfcrf._kernels.joint import (
     MAX_JOINT_STATES,
@@ -323,7 +323,7 @@ class JointStateInference(InferenceMethod):
 
     def training_marginals(self, seq_ptr, unary, pair, lower=None):
         tokens = self._tokenwise(seq_ptr)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             node, pmarg, log_z, state_counts = joint_marginals(
                 self.graph, self.joint_states, seq_ptr if tokens is None else tokens[0],
                 unary, pair, self.n_threads, pair_marginals=True,

@@ -3,8 +3,8 @@ the independent chains' likelihoods (``objective="independent"``), over one
 :class:`ChainTerms` kernel state each.
 """
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from skfcrf._blas import single_blas_thread
 from skfcrf._kernels._chainwise import chainwise_objective
 from skfcrf._kernels._contract import dense_rows
 from skfcrf.model._inspection import weight_mask
@@ -84,7 +84,7 @@ class ChainTerms:
             chain_on = np.asarray(chains, dtype=np.uint8)
         # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
         # would only oversubscribe the cores
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
                                                self.allowed, chain_on, dense)
         if reduced:
