@@ -135,3 +135,21 @@ def test_l1_with_the_online_solver_is_refused():
 
 def test_n_nonzero_before_fit_is_an_attribute_error():
     assert not hasattr(FactorialCRF(), "n_nonzero_")
+
+
+def test_without_l1_no_orthant_constrains_the_step():
+    """l1=0 is plain L-BFGS: a step that crosses zero is taken whole (OWL-QN's orthant
+    projection would set those components to 0)."""
+    from skfcrf.solvers import OWLQN, ConvergenceMonitor
+    c = np.array([1.0, -1.0])
+
+    class Quadratic:
+        def loss_gradient(self, x):
+            return 0.5 * float((x - c) @ (x - c)), x - c
+
+    x0 = np.array([-0.5, 0.5])
+    g = x0 - c
+    one = OWLQN(0.0, max_iter=1, tol=0.0).solve(Quadratic(), x0, ConvergenceMonitor())
+    np.testing.assert_allclose(one.coef, x0 - g / np.linalg.norm(g))
+    full = OWLQN(0.0, max_iter=50, tol=1e-14).solve(Quadratic(), x0, ConvergenceMonitor())
+    np.testing.assert_allclose(full.coef, c, atol=1e-7)

@@ -46,8 +46,8 @@ class OWLQN:
     Stops when the relative reduction of ``F`` or the largest pseudo-gradient
     component falls below ``tol`` (converged; ``tol=0`` leaves stopping to the
     monitor), at ``max_iter`` iterations, or when the line search fails (not
-    converged).  ``l1=0`` is L-BFGS with this backtracking line search (the
-    estimator uses :class:`LBFGS` then).  The monitor receives ``F``.
+    converged).  ``l1=0`` is L-BFGS with this backtracking line search, no
+    orthant and no component set to 0 (the estimator uses :class:`LBFGS` then).  The monitor receives ``F``.
 
     Parameters
     ----------
@@ -98,7 +98,8 @@ class OWLQN:
             if s_list:
                 d = -two_loop(pg, s_list, y_list, (s_list[-1] @ y_list[-1])
                               / (y_list[-1] @ y_list[-1]))
-                d[d * pg >= 0] = 0.0                  # keep the descending components only
+                if l1 > 0:
+                    d[d * pg >= 0] = 0.0              # keep the descending components only
                 step = 1.0
                 if not pg @ d < 0:
                     d = None
@@ -109,7 +110,8 @@ class OWLQN:
             orthant = np.where(theta != 0, np.sign(theta), -np.sign(pg))
             for _ in range(self.max_backtracks + 1):
                 trial = theta + step * d
-                trial[np.sign(trial) != orthant] = 0.0
+                if l1 > 0:
+                    trial[np.sign(trial) != orthant] = 0.0
                 F_new, g_new = self._evaluate(objective, trial)
                 if np.isfinite(F_new) and F_new <= F + 1e-4 * (pg @ (trial - theta)):
                     break
