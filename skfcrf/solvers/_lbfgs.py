@@ -125,7 +125,10 @@ class LBFGS:
         self.max_linesearch = max_linesearch
         self.max_fun = max(15000, 20 * max_iter) if max_fun is None else max_fun
         self.n_evaluations = 0
-        self.out_of_budget = False
+
+    @property
+    def _out_of_budget(self):
+        return self.n_evaluations >= self.max_fun
 
     @property
     def _budget_message(self):
@@ -147,7 +150,6 @@ class LBFGS:
         except _TooManyEvaluations:
             step = None
         self.n_evaluations += line.n_evaluations
-        self.out_of_budget = self.n_evaluations >= self.max_fun
         if step is None or not np.isfinite(line.f):
             return None
         return line.x, line.f, line.g
@@ -170,7 +172,7 @@ class LBFGS:
                               / (y_list[-1] @ y_list[-1]))
                 if g @ d < 0:
                     found = self._search(objective, theta, f, g, d)
-                if found is None and self.out_of_budget:
+                if found is None and self._out_of_budget:
                     return SolverResult(theta, it - 1, False, self._budget_message)
             if found is None:                   # first iteration, or restart along -g
                 s_list, y_list = [], []
@@ -178,7 +180,7 @@ class LBFGS:
                                      -g / max(np.linalg.norm(g), 1e-300))
                 if found is None:
                     return SolverResult(theta, it - 1, False, self._budget_message
-                                        if self.out_of_budget else "the line search failed "
+                                        if self._out_of_budget else "the line search failed "
                                         "along the steepest descent")
             x, f_new, g_new = found
             s_vec, y_vec = x - theta, g_new - g
@@ -192,7 +194,7 @@ class LBFGS:
                 return SolverResult(theta, it, False, "stopped by the callback")
             if reduction <= self.tol:
                 return SolverResult(theta, it, True, "relative reduction of the loss <= tol")
-            if self.n_evaluations >= self.max_fun:
+            if self._out_of_budget:
                 return SolverResult(theta, it, False, self._budget_message)
         if np.abs(g).max(initial=0.0) <= self.tol:
             return SolverResult(theta, self.max_iter, True, "the largest gradient component <= tol")
