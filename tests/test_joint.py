@@ -231,3 +231,45 @@ def test_training_statistics_rescued_where_linear_forward_underflows():
     np.testing.assert_allclose(node, [[0.0, 1.0]] * 3, atol=1e-12)
     np.testing.assert_allclose(pmarg, [0.0, 0.0, 0.0, 2.0], atol=1e-12)
     assert underflowed(log_z, gold_b).size == 0
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_lockstep_blocks_equal_one_sequence_at_a_time(n_threads):
+    """The dense form runs blocks of sequences in lockstep (matrix-matrix steps); the
+    sparse form one sequence at a time: same marginals, log Z and state pair counts,
+    over more sequences than a block holds, of many lengths (empty ones, and some
+    with no allowed labelling)."""
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 12, size=75)
+    graph, seq_ptr, unary, pair, _, product = case_problem(3, 7, lengths, forbid=True)
+    for s in np.flatnonzero(lengths > 2)[:4]:        # no allowed label at a middle token
+        unary[seq_ptr[s] + 1, :graph.n_labels[0]] = -np.inf
+    out = [joint_marginals(graph, product, seq_ptr, unary, pair, n_threads=n_threads,
+                           pair_marginals=True, state_pairs=True, sparse=sparse)
+           for sparse in (False, True)]
+    (node, pmarg, log_z, pairs), (ref_node, ref_pmarg, ref_log_z, ref_pairs) = out
+    assert np.isneginf(ref_log_z).any() and (lengths == 0).any()
+    np.testing.assert_array_equal(np.isneginf(log_z), np.isneginf(ref_log_z))
+    finite = np.isfinite(ref_log_z)
+    np.testing.assert_allclose(log_z[finite], ref_log_z[finite], rtol=1e-12)
+    np.testing.assert_allclose(node, ref_node, atol=1e-12)
+    np.testing.assert_allclose(pmarg, ref_pmarg, atol=1e-10)
+    np.testing.assert_allclose(pairs, ref_pairs, atol=1e-10)
+
+
+def test_lockstep_blocks_cover_every_sequence_longest_first():
+    from skfcrf._kernels._joint import lockstep_blocks
+
+    lengths = np.array([3, 0, 40, 7, 7, 1, 12, 5] * 9)
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    for dense, max_bytes in [(True, 32 << 20), (True, 3 * 8 * 10 * 60), (False, 32 << 20)]:
+        seqs, ptr, rows = lockstep_blocks(seq_ptr, 10, dense, max_bytes)
+        assert sorted(seqs) == list(range(len(lengths)))
+        assert np.all(np.diff(lengths[seqs]) <= 0)
+        sizes = np.diff(ptr)
+        assert sizes.min() >= 1 and sizes.max() <= (32 if dense else 1)
+        longest = np.maximum(lengths[seqs[ptr[:-1]]], 1)
+        assert rows == (sizes * longest).max()
+        # the buffers stay within the budget unless one sequence alone needs more
+        assert rows * 3 * 8 * 10 <= max(max_bytes, 3 * 8 * 10 * lengths.max())
+    assert lockstep_blocks(seq_ptr, 10, True, 3 * 8 * 10 * 60)[1].size > 3

@@ -65,8 +65,11 @@ potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 vectorised max-plus product of :mod:`skfcrf._kernels._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
 state index, deterministically).  :func:`joint_forward_backward` gives the
-per-token state marginals and ``log Z`` by scaled forward-backward (BLAS
-``dgemv`` steps over ``exp(trans - max)``, or CSR products when sparse).
+per-token state marginals and ``log Z`` by scaled forward-backward (steps over
+``exp(trans - max)``: CSR products when sparse; dense, blocks of sequences of
+similar lengths run in lockstep, so that a token step is one BLAS ``dgemm`` of the
+block's rows by the ``S x S`` matrix, which is then read once per block instead
+of once per sequence -- a ``dgemv`` step is bound by streaming the matrix).
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
@@ -80,6 +83,10 @@ from ._common cimport exp_shifted, first_or_null, longest_sequence, maxplus
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
 cdef double NEGLIGIBLE = 1e-250
+#: Most sequences the dense forward-backward runs in lockstep, and the bytes of
+#: buffers per thread that may take (:func:`lockstep_blocks`).
+cdef Py_ssize_t LOCKSTEP = 32
+cdef Py_ssize_t LOCKSTEP_BYTES = 32 << 20
 
 
 cdef struct Tables:
@@ -486,17 +493,17 @@ cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
             out[i] = _row_dot(val, idx, x, ptr[i], ptr[i + 1], 0.0, NULL)
 
 
-cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t T, const double* alpha,
+cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t n, const double* alpha,
                                    const double* w, double* counts) noexcept nogil:
-    """Add ``sum_t alpha_{t-1} (x) w_t`` (``t = 1 .. T-1``) to ``S x S`` row-major
-    ``counts`` (the sparse form accumulates them in :func:`_product`)."""
+    """Add ``sum_r alpha[r] (x) w[r]`` over ``n`` rows of ``S`` (``alpha`` the rows
+    ``alpha_{t-1}``, ``w`` the rows ``w_t``) to ``S x S`` row-major ``counts`` (the
+    sparse form accumulates them in :func:`_product`)."""
     cdef char tn = b"N", tt = b"T"
-    cdef int n = <int> S, kk = <int> (T - 1)
+    cdef int m = <int> S, k = <int> n
     cdef double a1 = 1.0
-    # column-major: counts^T (S x S) += W^T (S x T-1) @ A (T-1 x S), i.e.
-    # counts[i, j] += sum_t alpha[t-1, i] w[t, j]
-    dgemm(&tn, &tt, &n, &n, &kk, &a1, <double*> (w + S), &n, <double*> alpha, &n, &a1,
-          counts, &n)
+    # column-major: counts^T (S x S) += W^T (S x n) @ A (n x S), i.e.
+    # counts[i, j] += sum_r alpha[r, i] w[r, j]
+    dgemm(&tn, &tt, &m, &m, &k, &a1, <double*> w, &m, <double*> alpha, &m, &a1, counts, &m)
 
 
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
@@ -606,24 +613,30 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
 
 
 cdef struct FBWork:
-    double* alpha       # t_max x S
-    double* beta        # t_max x S
-    double* psi         # t_max x S
-    double* norm        # t_max
-    double* tmp         # S
+    # a block of B sequences in lockstep: row (t, b) of alpha, beta and psi is at
+    # (t * B + b) * S, rows of the block's sequences past their end are zero
+    double* alpha       # rows x S
+    double* beta        # rows x S
+    double* psi         # rows x S
+    double* norm        # rows
+    double* tmp         # B x S
+    double* log_z       # B
     double* xg          # G (grouped form)
     double* yg          # G
     double* ag          # G
 
 
-cdef FBWork _carve_fb(Carver* c, Py_ssize_t t_max, Py_ssize_t S, Py_ssize_t G) noexcept nogil:
-    """One thread's forward-backward buffers, taken one after another from ``c``."""
+cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
+                      Py_ssize_t G) noexcept nogil:
+    """One thread's forward-backward buffers, taken one after another from ``c``:
+    ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep)."""
     cdef FBWork f
-    f.alpha = take_doubles(c, t_max * S)
-    f.beta = take_doubles(c, t_max * S)
-    f.psi = take_doubles(c, t_max * S)
-    f.norm = take_doubles(c, t_max)
-    f.tmp = take_doubles(c, S)
+    f.alpha = take_doubles(c, rows * S)
+    f.beta = take_doubles(c, rows * S)
+    f.psi = take_doubles(c, rows * S)
+    f.norm = take_doubles(c, rows)
+    f.tmp = take_doubles(c, B * S)
+    f.log_z = take_doubles(c, B)
     f.xg = take_doubles(c, G)
     f.yg = take_doubles(c, G)
     f.ag = take_doubles(c, G)
@@ -671,84 +684,154 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]
 
 
-cdef double _fb_sequence(const Tables* tb, const Trans* tr, double shift, Py_ssize_t g0,
-                         Py_ssize_t T, const FBWork* f, double* counts) noexcept nogil:
-    """Scaled forward-backward of one sequence (``alpha``, ``beta``); returns log Z.
+cdef void _block_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const double* x,
+                         double* out, bint transpose, const double* a_prev, double* counts,
+                         const FBWork* f) noexcept nogil:
+    """:func:`_product` of ``n`` row vectors (``n x S`` row-major ``x`` and ``out``):
+    one matrix-matrix product in the dense form (``out = x E``, or ``x E^T`` for the
+    backward step), row by row in the others."""
+    cdef char nn = b"N", tt = b"T"
+    cdef int m = <int> S, k = <int> n
+    cdef double a1 = 1.0, b0 = 0.0
+    cdef Py_ssize_t r
+    if tr.dense != NULL and n > 1:
+        # column-major, the row-major E is E^T: out^T = E^T x^T (forward), E x^T (backward)
+        dgemm(&nn if transpose else &tt, &nn, &m, &k, &m, &a1, <double*> tr.dense, &m,
+              <double*> x, &m, &b0, out, &m)
+        return
+    for r in range(n):
+        _product(tr, S, x + r * S, out + r * S, transpose,
+                 a_prev + r * S if a_prev != NULL else NULL, counts, f.xg, f.yg, f.ag)
 
+
+cdef inline Py_ssize_t _length(const long long* seq_ptr, const long long* seqs,
+                               Py_ssize_t b) noexcept nogil:
+    return seq_ptr[seqs[b] + 1] - seq_ptr[seqs[b]]
+
+
+cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
+                    const long long* seqs, Py_ssize_t B, const FBWork* f,
+                    double* counts) noexcept nogil:
+    """Scaled forward-backward of ``B`` sequences in lockstep (``seqs``, longest
+    first); ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed
+    labelling).
+
+    Every token step multiplies the block's ``alpha`` (or ``w``) rows by the
+    transition matrix at once: in the dense form one matrix-matrix product, which
+    reads the ``S x S`` matrix once for the block instead of once per sequence.
     With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
     ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per allowed pair in the sparse
     form): times ``E`` elementwise these are the expected state transition
     counts.  ``psi`` is overwritten by ``w``.
     """
-
-    cdef Py_ssize_t S = tb.S, t, s
-    cdef double m, total, log_z = 0.0
+    cdef Py_ssize_t S = tb.S, t, s, b, n_t, T, T_max = _length(seq_ptr, seqs, 0)
+    cdef Py_ssize_t BS = B * S
+    cdef double m, total
     cdef double* phi
+    cdef double* a
+    cdef double* row
     cdef double* alpha = f.alpha
     cdef double* beta = f.beta
     cdef double* psi = f.psi
     cdef double* norm = f.norm
     cdef double* tmp = f.tmp
-    for t in range(T):
+    cdef double* log_z = f.log_z
+    for b in range(B):
+        log_z[b] = 0.0
+        for t in range(_length(seq_ptr, seqs, b), T_max):      # past the end: no mass
+            for s in range(S):
+                alpha[(t * B + b) * S + s] = 0.0
+                psi[(t * B + b) * S + s] = 0.0
+    n_t = B
+    for t in range(T_max):
+        while _length(seq_ptr, seqs, n_t - 1) <= t:
+            n_t -= 1                    # the sequences still running are the first n_t
         # incoming mass of every state (1 at the first token), then the state scores
         # shifted by the best *reachable* state's score, so that the token's total
         # cannot underflow however far apart the scores are
-        phi = psi + t * S
         if t == 0:
-            for s in range(S):
+            for s in range(n_t * S):
                 tmp[s] = 1.0
         else:
-            _product(tr, S, alpha + (t - 1) * S, tmp, True, NULL, NULL, f.xg, f.yg, f.ag)
-            log_z += shift
-        _state_scores(tb, g0 + t, phi)
-        m = -INFINITY
-        for s in range(S):
-            if tmp[s] > 0.0 and phi[s] > m:
-                m = phi[s]
-        if m == -INFINITY:
-            return -INFINITY
-        exp_shifted(phi, m, phi, <int> S)
-        total = 0.0
-        for s in range(S):
-            if tmp[s] > 0.0:
-                tmp[s] *= phi[s]
-                total += tmp[s]
-            else:
-                phi[s] = 0.0                 # unreachable: no mass either way
-        if not (total > 0):
-            return -INFINITY
-        log_z += m + log(total)
-        norm[t] = total
-        for s in range(S):
-            alpha[t * S + s] = tmp[s] / total
-            if alpha[t * S + s] < NEGLIGIBLE:
-                # a state this far below the others could need a backward value
-                # beyond the double range (inf times 0: NaN marginals): its mass,
-                # below 1e-250 of the token's, counts as none
-                alpha[t * S + s] = 0.0
-                phi[s] = 0.0
-    for s in range(S):
-        beta[(T - 1) * S + s] = 1.0
-    t = T - 1
+            _block_product(tr, S, n_t, alpha + (t - 1) * BS, tmp, True, NULL, NULL, f)
+        for b in range(n_t):
+            row = tmp + b * S
+            phi = psi + (t * B + b) * S
+            a = alpha + (t * B + b) * S
+            if log_z[b] == -INFINITY:   # no allowed labelling: no mass either way
+                for s in range(S):
+                    a[s] = 0.0
+                    phi[s] = 0.0
+                continue
+            if t > 0:
+                log_z[b] += shift
+            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+            m = -INFINITY
+            for s in range(S):
+                if row[s] > 0.0 and phi[s] > m:
+                    m = phi[s]
+            if m != -INFINITY:
+                exp_shifted(phi, m, phi, <int> S)
+            total = 0.0
+            for s in range(S):
+                if row[s] > 0.0 and m != -INFINITY:
+                    row[s] *= phi[s]
+                    total += row[s]
+                else:
+                    phi[s] = 0.0                 # unreachable: no mass either way
+            if not (total > 0):
+                log_z[b] = -INFINITY
+                for s in range(S):
+                    a[s] = 0.0
+                    phi[s] = 0.0
+                continue
+            log_z[b] += m + log(total)
+            norm[t * B + b] = total
+            for s in range(S):
+                a[s] = row[s] / total
+                if a[s] < NEGLIGIBLE:
+                    # a state this far below the others could need a backward value
+                    # beyond the double range (inf times 0: NaN marginals): its mass,
+                    # below 1e-250 of the token's, counts as none
+                    a[s] = 0.0
+                    phi[s] = 0.0
+    for b in range(B):
+        T = _length(seq_ptr, seqs, b)
+        if T > 0:
+            for s in range(S):
+                beta[((T - 1) * B + b) * S + s] = 1.0
+    t = T_max - 1
     while t >= 1:
-        for s in range(S):
-            tmp[s] = psi[t * S + s] * beta[t * S + s] / norm[t]
-        _product(tr, S, tmp, beta + (t - 1) * S, False, alpha + (t - 1) * S, counts, f.xg,
-                 f.yg, f.ag)
-        for s in range(S):
-            psi[t * S + s] = tmp[s]          # keep w_t for the transition counts
+        n_t = 0
+        while n_t < B and _length(seq_ptr, seqs, n_t) > t:
+            n_t += 1
+        for b in range(n_t):
+            row = tmp + b * S
+            if log_z[b] == -INFINITY:
+                for s in range(S):
+                    row[s] = 0.0
+                continue
+            for s in range(S):
+                row[s] = psi[(t * B + b) * S + s] * beta[(t * B + b) * S + s] / norm[t * B + b]
+        _block_product(tr, S, n_t, tmp, beta + (t - 1) * BS, False, alpha + (t - 1) * BS,
+                       counts, f)
+        for s in range(n_t * S):
+            psi[t * BS + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
-    if counts != NULL and T > 1 and tr.dense != NULL:
-        _dense_transition_counts(S, T, alpha, psi, counts)
-    return log_z
+    if counts != NULL and T_max > 1 and tr.dense != NULL:
+        # rows past a sequence's end are zero in alpha and w, so one product over all
+        # of the block's rows pairs each alpha_{t-1} with its sequence's w_t
+        _dense_transition_counts(S, (T_max - 1) * B, alpha, psi + BS, counts)
 
 
 cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double* alpha,
-                     const double* beta, double* node, Py_ssize_t ldn, double* pmarg,
-                     double* tied_acc, const long long* tied_off) noexcept nogil:
-    """Add the state marginals ``alpha * beta`` to the per-chain node marginals (rows of
-    ``node``), the untied coupling marginals (per token, in ``pmarg``'s pair layout) and
-    the tied coupling counts (``tied_acc`` at ``tied_off[k]``)."""
+                     const double* beta, Py_ssize_t lda, double* node, Py_ssize_t ldn,
+                     double* pmarg, double* tied_acc,
+                     const long long* tied_off) noexcept nogil:
+    """Add the state marginals ``alpha * beta`` (token ``t``'s row at ``t * lda``) to
+    the per-chain node marginals (rows of ``node``), the untied coupling marginals (per
+    token, in ``pmarg``'s pair layout) and the tied coupling counts (``tied_acc`` at
+    ``tied_off[k]``)."""
     cdef Py_ssize_t S = tb.S, t, s, c, k, g
     cdef const int* ui
     cdef double m
@@ -757,7 +840,7 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
         g = g0 + t
         row = node + g * ldn
         for s in range(S):
-            m = alpha[t * S + s] * beta[t * S + s]
+            m = alpha[t * lda + s] * beta[t * lda + s]
             if m == 0.0:
                 continue
             ui = tb.unary_index + s * tb.C
@@ -769,6 +852,32 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
                 else:
                     pmarg[tb.cpl_off[k] + g * tb.cpl_la[k] * tb.cpl_lb[k]
                           + tb.cpl_index[k * S + s]] += m
+
+
+def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
+                    Py_ssize_t max_bytes=LOCKSTEP_BYTES):
+    """The blocks of sequences :func:`joint_forward_backward` runs in lockstep.
+
+    Returns ``(seqs, block_ptr, rows)``: the sequences longest first, block ``k``
+    being ``seqs[block_ptr[k]:block_ptr[k + 1]]``, and the most token rows
+    (block size times its longest sequence) of any block.  Dense transitions
+    take blocks of up to ``LOCKSTEP`` (32) sequences of similar lengths, as many
+    as ``max_bytes`` of buffers per thread allow (at least one; by default
+    ``LOCKSTEP_BYTES``, 32 MB); the sparse and grouped forms step one sequence
+    at a time.
+    """
+    lengths = np.diff(np.asarray(seq_ptr))
+    seqs = np.argsort(-lengths, kind="stable").astype(np.int64)
+    t_max = max(int(lengths.max()) if len(lengths) else 1, 1)
+    cap = max(max_bytes // (3 * 8 * max(S, 1)), t_max)    # token rows per thread
+    ptr, rows, i, n = [0], 1, 0, len(seqs)
+    while i < n:
+        longest = max(int(lengths[seqs[i]]), 1)
+        size = min(LOCKSTEP, cap // longest, n - i) if dense else 1
+        i += size
+        ptr.append(i)
+        rows = max(rows, size * longest)
+    return seqs, np.asarray(ptr, np.int64), rows
 
 
 def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
@@ -787,14 +896,14 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     ``log Z = -inf`` and contributes nothing.  With ``counts`` (not None),
     thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x) w_t`` to
     ``counts[k]`` (``n_threads x S*S``, or ``n_threads x nnz`` in the sparse
-    form, in the ``out`` CSR's order; see :func:`_fb_sequence`).
+    form, in the ``out`` CSR's order; see :func:`_fb_block`).  Sequences run in
+    lockstep blocks (:func:`lockstep_blocks`).
     """
     cdef Tables tb = jt.tables(unary, pair)
     cdef Trans tr = jt.trans()
     cdef double shift = jt.shift
     cdef int want_counts = counts is not None
-    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
-    cdef Py_ssize_t S = tb.S, sq, T, t_max = 1
+    cdef Py_ssize_t S = tb.S, k, b, sq, B, rows, n_blocks
     cdef size_t per
     cdef Block scratch
     cdef char* base
@@ -805,23 +914,27 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef double* pm = &pmarg[0]
     cdef const long long* toff = &jt.tied_off[0]
     cdef Py_ssize_t G = jt.n_groups
-    t_max = longest_sequence(seq_ptr)
+    seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL)
+    cdef const long long[::1] seqs = seqs_arr
+    cdef const long long[::1] block_ptr = ptr_arr
+    n_blocks = block_ptr.shape[0] - 1
     n_threads = max(1, n_threads)
     cv = carver(NULL)
-    _carve_fb(&cv, t_max, S, G)
+    _carve_fb(&cv, rows, LOCKSTEP, S, G)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        f = _carve_fb(&cv, t_max, S, G)
-        for sq in prange(n_seq, schedule="dynamic", chunksize=1):
-            T = seq_ptr[sq + 1] - seq_ptr[sq]
-            if T == 0:
-                log_z[sq] = 0.0
-                continue
-            log_z[sq] = _fb_sequence(&tb, &tr, shift, seq_ptr[sq], T, &f,
-                                     &counts[threadid(), 0] if want_counts else NULL)
-            if log_z[sq] != -INFINITY:
-                _aggregate(&tb, seq_ptr[sq], T, f.alpha, f.beta, node_p, ldn, pm,
-                           &tied_acc[threadid(), 0], toff)
+        f = _carve_fb(&cv, rows, LOCKSTEP, S, G)
+        for k in prange(n_blocks, schedule="dynamic", chunksize=1):
+            B = block_ptr[k + 1] - block_ptr[k]
+            _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
+                      &counts[threadid(), 0] if want_counts else NULL)
+            for b in range(B):
+                sq = seqs[block_ptr[k] + b]
+                log_z[sq] = f.log_z[b]
+                if f.log_z[b] != -INFINITY:
+                    _aggregate(&tb, seq_ptr[sq], seq_ptr[sq + 1] - seq_ptr[sq],
+                               f.alpha + b * S, f.beta + b * S, B * S, node_p, ldn, pm,
+                               &tied_acc[threadid(), 0], toff)
