@@ -262,7 +262,7 @@ def test_lockstep_blocks_cover_every_sequence_longest_first():
 
     lengths = np.array([3, 0, 40, 7, 7, 1, 12, 5] * 9)
     seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    for dense, max_bytes in [(True, 32 << 20), (True, 3 * 8 * 10 * 60), (False, 32 << 20)]:
+    for dense, max_bytes in [(True, 32 << 20), (True, 4 * 8 * 10 * 60), (False, 32 << 20)]:
         seqs, ptr, rows = lockstep_blocks(seq_ptr, 10, dense, max_bytes)
         assert sorted(seqs) == list(range(len(lengths)))
         assert np.all(np.diff(lengths[seqs]) <= 0)
@@ -271,5 +271,63 @@ def test_lockstep_blocks_cover_every_sequence_longest_first():
         longest = np.maximum(lengths[seqs[ptr[:-1]]], 1)
         assert rows == (sizes * longest).max()
         # the buffers stay within the budget unless one sequence alone needs more
-        assert rows * 3 * 8 * 10 <= max(max_bytes, 3 * 8 * 10 * lengths.max())
-    assert lockstep_blocks(seq_ptr, 10, True, 3 * 8 * 10 * 60)[1].size > 3
+        assert rows * 4 * 8 * 10 <= max(max_bytes, 4 * 8 * 10 * lengths.max())
+    assert lockstep_blocks(seq_ptr, 10, True, 4 * 8 * 10 * 60)[1].size > 3
+
+
+def _large_problem(seed, scale, lengths):
+    """Two chains of 12 and 14 labels over their full product (168 states, dense)."""
+    rng = np.random.default_rng(seed)
+    graph = Graph.build([12, 14], [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1), (0, 1, COUPLING, 1)])
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(seq_ptr[-1])
+    unary = scale * rng.normal(size=(n, graph.total_labels))
+    pair = scale * rng.normal(size=int(pair_layout(graph, n)[-1]))
+    product = np.array(list(itertools.product(range(12), range(14))), dtype=np.int32)
+    return graph, seq_ptr, unary, pair, product
+
+
+def _both_precisions(monkeypatch, graph, states, seq_ptr, unary, pair, n_threads=1):
+    import skfcrf._kernels.joint as joint
+
+    assert len(states) >= joint.SINGLE_PRECISION_STATES
+    out = []
+    for limit in (joint.SINGLE_PRECISION_STATES, len(states) + 1):   # single, then double
+        monkeypatch.setattr(joint, "SINGLE_PRECISION_STATES", limit)
+        out.append(joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=n_threads,
+                                   pair_marginals=True, state_pairs=True, sparse=False))
+    return out
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.0])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_single_precision_steps_agree_with_double(monkeypatch, scale, n_threads):
+    """Dense transitions over many states step in single precision: log Z,
+    marginals and state pair counts as in double precision, to single's accuracy."""
+    lengths = np.random.default_rng(1).integers(0, 30, size=50)
+    graph, seq_ptr, unary, pair, states = _large_problem(2, scale, lengths)
+    (node, pmarg, log_z, pairs), (node64, pmarg64, log_z64, pairs64) = _both_precisions(
+        monkeypatch, graph, states, seq_ptr, unary, pair, n_threads)
+    assert not np.array_equal(log_z, log_z64)           # the single path did run
+    np.testing.assert_allclose(log_z, log_z64, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(node, node64, atol=1e-5)
+    np.testing.assert_allclose(pmarg, pmarg64, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(pairs, pairs64, rtol=1e-4, atol=1e-4)
+
+
+def test_single_precision_falls_back_where_it_would_lose_the_best_state(monkeypatch):
+    """A label reached only through a transition below single precision's range but
+    scored far above the rest: single precision would miss it (log Z off by tens
+    of nats); the kernel sees the range and runs that block in double precision."""
+    lengths = [6] * 40
+    graph, seq_ptr, unary, pair, states = _large_problem(3, 0.5, lengths)
+    eo = pair_layout(graph, unary.shape[0])
+    block = pair[eo[0]:eo[1]].reshape(12, 12)
+    block[:, 0] = -120.0                               # into label 0 of chain 0: e^-120
+    unary[seq_ptr[5] + 3, 0] = 150.0                   # one token strongly wants it
+    (node, _, log_z, pairs), (node64, _, log_z64, pairs64) = _both_precisions(
+        monkeypatch, graph, states, seq_ptr, unary, pair)
+    assert node64[seq_ptr[5] + 3, 0] > 0.99
+    np.testing.assert_allclose(log_z, log_z64, rtol=1e-6)
+    np.testing.assert_allclose(node, node64, atol=1e-5)
+    np.testing.assert_allclose(pairs, pairs64, rtol=1e-4, atol=1e-4)

@@ -43,6 +43,11 @@ cdef inline double* take_doubles(Carver* c, Py_ssize_t n) noexcept nogil:
     return <double*> _take(c, n, sizeof(double))
 
 
+cdef inline float* take_floats(Carver* c, Py_ssize_t n) noexcept nogil:
+    """The next ``n`` floats of ``c`` (take them after the doubles: alignment)."""
+    return <float*> _take(c, n, sizeof(float))
+
+
 cdef inline int* take_ints(Carver* c, Py_ssize_t n) noexcept nogil:
     """The next ``n`` ints of ``c`` (take them after the doubles: alignment)."""
     return <int*> _take(c, n, sizeof(int))

@@ -73,11 +73,11 @@ of once per sequence -- a ``dgemv`` step is bound by streaming the matrix).
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
-from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm
 
 import numpy as np
 
-from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_ints
+from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport exp_shifted, first_or_null, longest_sequence, maxplus
 
 
@@ -87,6 +87,10 @@ cdef double NEGLIGIBLE = 1e-250
 #: buffers per thread that may take (:func:`lockstep_blocks`).
 cdef Py_ssize_t LOCKSTEP = 32
 cdef Py_ssize_t LOCKSTEP_BYTES = 32 << 20
+#: Single-precision steps (:func:`_fb_block`): the least log of a token's total
+#: relative to its best-scored state's, and the largest backward weight ``w``.
+cdef double SINGLE_RANGE = -57.0
+cdef double SINGLE_MAX = 1e30
 
 
 cdef struct Tables:
@@ -123,6 +127,7 @@ cdef struct Trans:
     # grouped (n_terms > 0): the CSR tables are over the terms' groups
     const double* dense
     const double* dense_t
+    const float* dense32         # dense form: the values in single precision, or NULL
     const long long* out_ptr
     const int* out_idx
     const double* out_val
@@ -187,6 +192,7 @@ cdef class JointTables:
     cdef const int[::1] label_offset, cpl_a, cpl_b, cpl_la, cpl_lb, cpl_tied, out_idx, in_idx
     cdef const long long[::1] cpl_off, out_ptr, in_ptr, tied_off, member_ptr
     cdef const double[::1] dense, dense_t, out_val, in_val
+    cdef const float[::1] dense32
     cdef const int[:, ::1] group
     cdef const double[:, ::1] factor
     cdef const int[::1] member_idx, down_row, down_idx, up_row, up_idx
@@ -203,6 +209,9 @@ cdef class JointTables:
         self.cpl_off, self.cpl_tied = couplings["cpl_off"], couplings["cpl_tied"]
         self.unary_index, self.cpl_index = couplings["unary_index"], couplings["cpl_index"]
         self.dense, self.dense_t = transitions["dense"], transitions["dense_t"]
+        self.dense32 = transitions.get("dense32", np.zeros(0, np.float32))
+        if self.dense32.shape[0] and self.dense32.shape[0] != self.dense.shape[0]:
+            raise ValueError("dense32 must hold the dense values in single precision")
         self.out_ptr, self.out_idx = transitions["out_ptr"], transitions["out_idx"]
         self.out_val, self.in_ptr = transitions["out_val"], transitions["in_ptr"]
         self.in_idx, self.in_val = transitions["in_idx"], transitions["in_val"]
@@ -237,6 +246,7 @@ cdef class JointTables:
         cdef Trans tr
         tr.dense = first_or_null(self.dense)
         tr.dense_t = first_or_null(self.dense_t)
+        tr.dense32 = &self.dense32[0] if self.dense32.shape[0] else NULL
         tr.out_ptr = &self.out_ptr[0]
         tr.in_ptr = &self.in_ptr[0]
         tr.out_idx = first_or_null(self.out_idx)
@@ -621,16 +631,22 @@ cdef struct FBWork:
     double* norm        # rows
     double* tmp         # B x S
     double* log_z       # B
+    float* alpha32      # rows x S (single precision: alpha and w, the BLAS operands)
+    float* w32          # rows x S
+    float* out32        # B x S (single precision: a product's result)
+    float* counts32     # S x S
     double* xg          # G (grouped form)
     double* yg          # G
     double* ag          # G
 
 
 cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
-                      Py_ssize_t G) noexcept nogil:
+                      Py_ssize_t G, bint single) noexcept nogil:
     """One thread's forward-backward buffers, taken one after another from ``c``:
-    ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep)."""
+    ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep), and with
+    ``single`` the single-precision operands."""
     cdef FBWork f
+    cdef Py_ssize_t r32 = rows if single else 0, b32 = B if single else 0
     f.alpha = take_doubles(c, rows * S)
     f.beta = take_doubles(c, rows * S)
     f.psi = take_doubles(c, rows * S)
@@ -640,6 +656,10 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
     f.xg = take_doubles(c, G)
     f.yg = take_doubles(c, G)
     f.ag = take_doubles(c, G)
+    f.alpha32 = take_floats(c, r32 * S)
+    f.w32 = take_floats(c, r32 * S)
+    f.out32 = take_floats(c, b32 * S)
+    f.counts32 = take_floats(c, S * S if single else 0)
     return f
 
 
@@ -709,9 +729,23 @@ cdef inline Py_ssize_t _length(const long long* seq_ptr, const long long* seqs,
     return seq_ptr[seqs[b] + 1] - seq_ptr[seqs[b]]
 
 
-cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
-                    const long long* seqs, Py_ssize_t B, const FBWork* f,
-                    double* counts) noexcept nogil:
+cdef void _single_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const float* x,
+                          double* out, bint transpose, const FBWork* f) noexcept nogil:
+    """The dense form's ``out = x E`` (``x E^T`` backward) of ``n`` rows in single
+    precision (``sgemm`` over ``f.out32``), widened into ``out``."""
+    cdef char nn = b"N", tt = b"T"
+    cdef int m = <int> S, k = <int> n
+    cdef float a1 = 1.0, b0 = 0.0
+    cdef Py_ssize_t i
+    sgemm(&nn if transpose else &tt, &nn, &m, &k, &m, &a1, <float*> tr.dense32, &m,
+          <float*> x, &m, &b0, f.out32, &m)
+    for i in range(n * S):
+        out[i] = f.out32[i]
+
+
+cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
+                    const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
+                    bint single) noexcept nogil:
     """Scaled forward-backward of ``B`` sequences in lockstep (``seqs``, longest
     first); ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed
     labelling).
@@ -723,10 +757,20 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per allowed pair in the sparse
     form): times ``E`` elementwise these are the expected state transition
     counts.  ``psi`` is overwritten by ``w``.
+
+    ``single`` (dense form with ``tr.dense32``): the products and the counts in
+    single precision, everything else in double.  A product is then exact to a
+    relative ``1e-7`` plus an absolute ``S * 1e-38`` (underflow; ``alpha`` sums
+    to 1 and ``E <= 1``), so a token's total is as exact as double precision
+    needs when it is at least ``exp(SINGLE_RANGE)`` of what the best-scored state
+    alone could give; and ``w`` must stay below ``SINGLE_MAX`` (``beta`` grows
+    like ``1 / alpha``).  Where either fails -- a state unreached in single
+    precision that would dominate, say -- the block stops before adding its
+    counts and returns False, for the caller to run it again in double precision.
     """
     cdef Py_ssize_t S = tb.S, t, s, b, n_t, T, T_max = _length(seq_ptr, seqs, 0)
     cdef Py_ssize_t BS = B * S
-    cdef double m, total
+    cdef double m, m_all, total
     cdef double* phi
     cdef double* a
     cdef double* row
@@ -736,12 +780,19 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     cdef double* norm = f.norm
     cdef double* tmp = f.tmp
     cdef double* log_z = f.log_z
+    cdef float* a32
+    cdef char tn = b"N", tt = b"T"
+    cdef int mm = <int> S, kk = <int> ((T_max - 1) * B)
+    cdef float f1 = 1.0, f0 = 0.0
     for b in range(B):
         log_z[b] = 0.0
         for t in range(_length(seq_ptr, seqs, b), T_max):      # past the end: no mass
             for s in range(S):
                 alpha[(t * B + b) * S + s] = 0.0
                 psi[(t * B + b) * S + s] = 0.0
+                if single:
+                    f.alpha32[(t * B + b) * S + s] = 0.0
+                    f.w32[(t * B + b) * S + s] = 0.0
     n_t = B
     for t in range(T_max):
         while _length(seq_ptr, seqs, n_t - 1) <= t:
@@ -752,24 +803,32 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
         if t == 0:
             for s in range(n_t * S):
                 tmp[s] = 1.0
+        elif single:
+            _single_product(tr, S, n_t, f.alpha32 + (t - 1) * BS, tmp, True, f)
         else:
             _block_product(tr, S, n_t, alpha + (t - 1) * BS, tmp, True, NULL, NULL, f)
         for b in range(n_t):
             row = tmp + b * S
             phi = psi + (t * B + b) * S
             a = alpha + (t * B + b) * S
+            a32 = f.alpha32 + (t * B + b) * S
             if log_z[b] == -INFINITY:   # no allowed labelling: no mass either way
                 for s in range(S):
                     a[s] = 0.0
                     phi[s] = 0.0
+                    if single:
+                        a32[s] = 0.0
                 continue
             if t > 0:
                 log_z[b] += shift
             _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
             m = -INFINITY
+            m_all = -INFINITY
             for s in range(S):
                 if row[s] > 0.0 and phi[s] > m:
                     m = phi[s]
+                if phi[s] > m_all:
+                    m_all = phi[s]
             if m != -INFINITY:
                 exp_shifted(phi, m, phi, <int> S)
             total = 0.0
@@ -779,7 +838,9 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                     total += row[s]
                 else:
                     phi[s] = 0.0                 # unreachable: no mass either way
-            if not (total > 0):
+            if not (total > 0) or (single and log(total) + m - m_all < SINGLE_RANGE):
+                if single:
+                    return False
                 log_z[b] = -INFINITY
                 for s in range(S):
                     a[s] = 0.0
@@ -795,6 +856,9 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                     # below 1e-250 of the token's, counts as none
                     a[s] = 0.0
                     phi[s] = 0.0
+            if single:
+                for s in range(S):
+                    a32[s] = <float> a[s]
     for b in range(B):
         T = _length(seq_ptr, seqs, b)
         if T > 0:
@@ -813,15 +877,29 @@ cdef void _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                 continue
             for s in range(S):
                 row[s] = psi[(t * B + b) * S + s] * beta[(t * B + b) * S + s] / norm[t * B + b]
-        _block_product(tr, S, n_t, tmp, beta + (t - 1) * BS, False, alpha + (t - 1) * BS,
-                       counts, f)
+        if single:
+            for s in range(n_t * S):
+                if tmp[s] > SINGLE_MAX:
+                    return False
+                f.w32[t * BS + s] = <float> tmp[s]
+            _single_product(tr, S, n_t, f.w32 + t * BS, beta + (t - 1) * BS, False, f)
+        else:
+            _block_product(tr, S, n_t, tmp, beta + (t - 1) * BS, False, alpha + (t - 1) * BS,
+                           counts, f)
         for s in range(n_t * S):
             psi[t * BS + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
-    if counts != NULL and T_max > 1 and tr.dense != NULL:
-        # rows past a sequence's end are zero in alpha and w, so one product over all
-        # of the block's rows pairs each alpha_{t-1} with its sequence's w_t
+    if counts == NULL or T_max <= 1 or tr.dense == NULL:
+        return True
+    # rows past a sequence's end are zero in alpha and w, so one product over all
+    # of the block's rows pairs each alpha_{t-1} with its sequence's w_t
+    if not single:
         _dense_transition_counts(S, (T_max - 1) * B, alpha, psi + BS, counts)
+        return True
+    sgemm(&tn, &tt, &mm, &mm, &kk, &f1, f.w32 + BS, &mm, f.alpha32, &mm, &f0, f.counts32, &mm)
+    for s in range(S * S):
+        counts[s] += f.counts32[s]
+    return True
 
 
 cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double* alpha,
@@ -869,7 +947,7 @@ def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
     lengths = np.diff(np.asarray(seq_ptr))
     seqs = np.argsort(-lengths, kind="stable").astype(np.int64)
     t_max = max(int(lengths.max()) if len(lengths) else 1, 1)
-    cap = max(max_bytes // (3 * 8 * max(S, 1)), t_max)    # token rows per thread
+    cap = max(max_bytes // (4 * 8 * max(S, 1)), t_max)    # token rows per thread
     ptr, rows, i, n = [0], 1, 0, len(seqs)
     while i < n:
         longest = max(int(lengths[seqs[i]]), 1)
@@ -914,23 +992,26 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef double* pm = &pmarg[0]
     cdef const long long* toff = &jt.tied_off[0]
     cdef Py_ssize_t G = jt.n_groups
+    cdef bint single = tr.dense != NULL and tr.dense32 != NULL
     seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL)
     cdef const long long[::1] seqs = seqs_arr
     cdef const long long[::1] block_ptr = ptr_arr
     n_blocks = block_ptr.shape[0] - 1
     n_threads = max(1, n_threads)
     cv = carver(NULL)
-    _carve_fb(&cv, rows, LOCKSTEP, S, G)
+    _carve_fb(&cv, rows, LOCKSTEP, S, G, single)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        f = _carve_fb(&cv, rows, LOCKSTEP, S, G)
+        f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single)
         for k in prange(n_blocks, schedule="dynamic", chunksize=1):
             B = block_ptr[k + 1] - block_ptr[k]
-            _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
-                      &counts[threadid(), 0] if want_counts else NULL)
+            if not _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
+                             &counts[threadid(), 0] if want_counts else NULL, single):
+                _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
+                          &counts[threadid(), 0] if want_counts else NULL, False)
             for b in range(B):
                 sq = seqs[block_ptr[k] + b]
                 log_z[sq] = f.log_z[b]

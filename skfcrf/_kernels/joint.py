@@ -37,6 +37,13 @@ MAX_JOINT_STATES = 4096
 #: fraction of the state pairs is allowed (below it, CSR products beat BLAS).
 SPARSE_DENSITY = 0.15
 
+#: Dense transitions over at least this many states step the forward-backward in
+#: single precision (the BLAS products only; the kernel checks every token's
+#: range and falls back to double precision where single could lose what
+#: matters, :func:`skfcrf._kernels._joint._fb_block`): twice the products per
+#: cycle, where they are most of the time.  Smaller models stay in double.
+SINGLE_PRECISION_STATES = 128
+
 
 def joint_states_from_labels(gold):
     """The distinct label combinations (rows) of ``gold`` ``(N, C)``, sorted, int32."""
@@ -259,6 +266,8 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
         trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
     S = states.shape[0]
     tr = transition_tables(trans_exp, finite, sparse)
+    if not tr["sparse"] and S >= SINGLE_PRECISION_STATES:
+        tr["dense32"] = tr["dense"].astype(np.float32)
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
         graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
     if not pair_marginals:
