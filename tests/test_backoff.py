@@ -331,3 +331,30 @@ def test_nonfinite_kernel_marginals_are_redone_in_the_log_domain(monkeypatch):
     ref_z, ref_node = logdomain_state_marginals(graph, states, unary, pair, rows)
     np.testing.assert_allclose(node[rows], ref_node, atol=1e-10)
     assert log_z[1] == pytest.approx(ref_z)
+
+
+def test_many_short_sequences_take_the_dense_kernel(monkeypatch):
+    """Where the dense products in lockstep blocks are cheaper (many short sequences,
+    few states) back-off marginals come from the dense kernel, with the grouped
+    kernel's results."""
+    import skfcrf._kernels.joint as joint
+
+    rng = np.random.default_rng(3)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, [3, 3], rng.integers(1, 6, size=40), state_trans=True)
+    calls = []
+    dense = joint._dense_backoff_marginals
+    monkeypatch.setattr(joint, "_dense_backoff_marginals",
+                        lambda *a, **k: calls.append(1) or dense(*a, **k))
+    out = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
+                          state_trans=st, backoff=backoff, state_pairs=True)
+    assert calls
+    monkeypatch.setattr(joint, "DENSE_BACKOFF_BLOCK", 10 ** 6)        # grouped
+    ref = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
+                          state_trans=st, backoff=backoff, state_pairs=True)
+    assert len(calls) == 1
+    for a, b in zip(out[:3], ref[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-9)
+    for c in backoff:
+        np.testing.assert_allclose(out[3][c], ref[3][c], atol=1e-9)
+    np.testing.assert_allclose(out[4], ref[4], atol=1e-9)
