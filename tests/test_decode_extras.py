@@ -445,10 +445,10 @@ def test_conflict_through_a_free_token_is_located(n_chains, inference):
     assert est.decode([x], fixed=[f[:, 0] if n_chains == 1 else f])[0].log_prob <= 0
 
 
-@pytest.mark.parametrize("chunk_entries", [1, 7, 1 << 22])
-def test_forward_log_z_over_joint_states_equals_forward_backward(chunk_entries):
-    from skfcrf._kernels.joint import joint_marginals
-    from skfcrf._kernels.states import product_states, state_log_partition
+@pytest.mark.parametrize("sparse", [None, False, True])
+def test_forward_log_z_over_joint_states_equals_forward_backward(sparse):
+    from skfcrf._kernels.joint import joint_log_partition, joint_marginals
+    from skfcrf._kernels.states import product_states
 
     from brute import make_problem
 
@@ -457,8 +457,8 @@ def test_forward_log_z_over_joint_states_equals_forward_backward(chunk_entries):
         graph, seq_ptr, unary, pair, _, _ = make_problem(rng, [2, 3, 2], [3, 0, 1, 5],
                                                          [(0, 1), (1, 2)], 1, forbid)
         states = product_states(graph)[::2]
-        got = state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=2,
-                                  chunk_entries=chunk_entries)
+        got = joint_log_partition(graph, states, seq_ptr, unary, pair, n_threads=2,
+                                  sparse=sparse)
         np.testing.assert_allclose(got, joint_marginals(graph, states, seq_ptr, unary, pair)[1],
                                    rtol=1e-12)
 

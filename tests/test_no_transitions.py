@@ -106,8 +106,7 @@ def test_transition_settings_refused(data, kwargs, match):
 def test_tokenwise_inference_matches_whole_sequences(data):
     """Joint-state inference runs such a model token by token; the kernels over the
     whole sequences (with zero transition scores) give the same results."""
-    from skfcrf._kernels.joint import joint_map, joint_marginals
-    from skfcrf._kernels.states import state_log_partition
+    from skfcrf._kernels.joint import joint_log_partition, joint_map, joint_marginals
 
     Xtr, ytr, Xte, _ = data
     est = FactorialCRF(transition_features="none", max_iter=30).fit(Xtr, ytr)
@@ -119,7 +118,7 @@ def test_tokenwise_inference_matches_whole_sequences(data):
     np.testing.assert_allclose(got_log_z, log_z, rtol=1e-12)
     np.testing.assert_allclose(got_node, node, atol=1e-12)
     np.testing.assert_allclose(method.log_partition(seq_ptr, unary, pair),
-                               state_log_partition(graph, states, seq_ptr, unary, pair),
+                               joint_log_partition(graph, states, seq_ptr, unary, pair),
                                rtol=1e-12)
     labels, best = joint_map(graph, states, seq_ptr, unary, pair)
     got_labels, got_best = method._viterbi(seq_ptr, unary, pair)

@@ -8,11 +8,10 @@ from test_joint import case_problem
 
 from skfcrf import FactorialCRF
 from skfcrf._kernels.graph import pair_layout
-from skfcrf._kernels.joint import joint_map, joint_marginals
+from skfcrf._kernels.joint import joint_log_partition, joint_map, joint_marginals
 from skfcrf._kernels.states import (
     logdomain_pair_marginals,
     state_index,
-    state_log_partition,
     state_nbest,
     state_path_scores,
 )
@@ -49,7 +48,8 @@ def test_inference_with_state_transitions_equals_enumeration(case, forbid, spars
     node, pmarg, log_z, counts = joint_marginals(graph, states, seq_ptr, unary, pair,
                                                  pair_marginals=True, sparse=sparse,
                                                  state_trans=V, state_pairs=True)
-    forward = state_log_partition(graph, states, seq_ptr, unary, pair, state_trans=V)
+    forward = joint_log_partition(graph, states, seq_ptr, unary, pair, sparse=sparse,
+                                  state_trans=V)
     best3 = state_nbest(graph, states, seq_ptr, unary, pair, 3, state_trans=V)
     expected_counts = np.zeros((S, S))
     for s, T in enumerate(lengths):

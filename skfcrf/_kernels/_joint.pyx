@@ -65,7 +65,8 @@ potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 vectorised max-plus product of :mod:`skfcrf._kernels._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
 state index, deterministically).  :func:`joint_forward_backward` gives the
-per-token state marginals and ``log Z`` by scaled forward-backward (steps over
+per-token state marginals and ``log Z`` by scaled forward-backward, or ``log Z``
+alone by its forward pass (steps over
 ``exp(trans - max)``: CSR products when sparse; dense, blocks of sequences of
 similar lengths run in lockstep, so that a token step is one BLAS ``dgemm`` of the
 block's rows by the ``S x S`` matrix, which is then read once per block instead
@@ -745,7 +746,7 @@ cdef void _single_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const flo
 
 cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
-                    bint single) noexcept nogil:
+                    bint single, bint forward_only) noexcept nogil:
     """Scaled forward-backward of ``B`` sequences in lockstep (``seqs``, longest
     first); ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed
     labelling).
@@ -757,6 +758,8 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per allowed pair in the sparse
     form): times ``E`` elementwise these are the expected state transition
     counts.  ``psi`` is overwritten by ``w``.
+
+    ``forward_only``: ``log Z`` alone (no backward pass, no counts).
 
     ``single`` (dense form with ``tr.dense32``): the products and the counts in
     single precision, everything else in double.  A product is then exact to a
@@ -859,6 +862,8 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
             if single:
                 for s in range(S):
                     a32[s] = <float> a[s]
+    if forward_only:
+        return True
     for b in range(B):
         T = _length(seq_ptr, seqs, b)
         if T > 0:
@@ -961,7 +966,8 @@ def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
 def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
                            const double[:, ::1] unary, const double[::1] pair,
                            double[:, ::1] node, double[::1] pmarg, double[:, ::1] tied_acc,
-                           double[::1] log_z, double[:, ::1] counts=None, int n_threads=1):
+                           double[::1] log_z, double[:, ::1] counts=None, int n_threads=1,
+                           bint forward_only=False):
     """Marginals and ``log Z`` per sequence over the joint states, aggregated in place.
 
     ``jt``'s transition values are ``exp(trans - shift)`` (0 where forbidden),
@@ -975,7 +981,8 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x) w_t`` to
     ``counts[k]`` (``n_threads x S*S``, or ``n_threads x nnz`` in the sparse
     form, in the ``out`` CSR's order; see :func:`_fb_block`).  Sequences run in
-    lockstep blocks (:func:`lockstep_blocks`).
+    lockstep blocks (:func:`lockstep_blocks`).  ``forward_only``: ``log Z`` alone, by
+    the forward pass (``node``, ``pmarg``, ``tied_acc`` and ``counts`` untouched).
     """
     cdef Tables tb = jt.tables(unary, pair)
     cdef Trans tr = jt.trans()
@@ -1009,13 +1016,15 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
         for k in prange(n_blocks, schedule="dynamic", chunksize=1):
             B = block_ptr[k + 1] - block_ptr[k]
             if not _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
-                             &counts[threadid(), 0] if want_counts else NULL, single):
+                             &counts[threadid(), 0] if want_counts else NULL, single,
+                             forward_only):
                 _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
-                          &counts[threadid(), 0] if want_counts else NULL, False)
+                          &counts[threadid(), 0] if want_counts else NULL, False,
+                          forward_only)
             for b in range(B):
                 sq = seqs[block_ptr[k] + b]
                 log_z[sq] = f.log_z[b]
-                if f.log_z[b] != -INFINITY:
+                if f.log_z[b] != -INFINITY and not forward_only:
                     _aggregate(&tb, seq_ptr[sq], seq_ptr[sq + 1] - seq_ptr[sq],
                                f.alpha + b * S, f.beta + b * S, B * S, node_p, ldn, pm,
                                &tied_acc[threadid(), 0], toff)

@@ -29,19 +29,13 @@ only about ``k * T`` prefixes (``O(T S^2)`` for the vectorised backward pass plu
 ``O(k T S log(k T S))`` for the search; 3.2x faster than list Viterbi at
 ``T = 600, S = 344, k = 3``).  List Viterbi stays for short label sets (the
 chain-wise moves of :mod:`skfcrf._kernels.states`) and as its cross-check.
-
-:func:`state_log_partition` is the forward half of forward-backward over such a
-chain of states: ``log Z`` alone, for ``log p(labels | x)``, at half the work of
-the joint kernel's forward-backward (which also aggregates marginals).
 """
 import numpy as np
 
-from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport exp, INFINITY, log
+from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc, realloc
 
 from ._common cimport maxplus
-from scipy.linalg.cython_blas cimport dgemv
 
 
 cdef inline int _insert(double v, int s, int r, double* val, int* st, int* rk, int n,
@@ -192,71 +186,6 @@ def kbest_viterbi(phi, trans, tindex, int k):
     with nogil:
         n = _kbest(x.phi, x.trans, x.tindex, k, dv, bsv, brv, cv, esv, erv, pv, sv)
     return paths[:n].copy(), scores[:n].copy()
-
-
-cdef double _forward_log_z(const double* phi, Py_ssize_t T, Py_ssize_t S, const double* E,
-                           double shift, double* a, double* b) noexcept nogil:
-    """``log Z`` of one sequence by the scaled forward recursion (see :func:`state_log_partition`)."""
-    cdef Py_ssize_t t, s
-    cdef double m, total, log_z = 0.0, one = 1.0, zero = 0.0
-    cdef int n = <int> S, inc = 1
-    cdef char trans_n = b'N'
-    for t in range(T):
-        m = -INFINITY
-        for s in range(S):
-            if phi[t * S + s] > m:
-                m = phi[t * S + s]
-        if m == -INFINITY:
-            return -INFINITY
-        if t == 0:
-            for s in range(S):
-                b[s] = exp(phi[s] - m)
-        else:
-            # b = E^T a: the row-major E read column-major is E^T
-            dgemv(&trans_n, &n, &n, &one, <double*> E, &n, a, &inc, &zero, b, &inc)
-            for s in range(S):
-                b[s] = b[s] * exp(phi[t * S + s] - m)
-            log_z += shift
-        total = 0.0
-        for s in range(S):
-            total += b[s]
-        if not total > 0.0:
-            return -INFINITY
-        log_z += m + log(total)
-        for s in range(S):
-            a[s] = b[s] / total
-    return log_z
-
-
-def state_log_partition(const double[:, ::1] phi, const long long[::1] seq_ptr,
-                        const double[:, ::1] E, double shift, double[::1] log_z,
-                        int n_threads=1):
-    """``log Z`` of every sequence of a linear chain over ``S`` states, forward pass only.
-
-    ``phi`` ``(N, S)``: state scores of the stacked tokens (``seq_ptr`` as in
-    :mod:`skfcrf._kernels.graph`); ``E`` ``(S, S)``: ``exp(trans - shift)`` (0 where a
-    transition is forbidden).  ``log_z[s]`` receives ``-inf`` when the scaled
-    recursion finds no allowed labelling (or underflows to zero); empty
-    sequences get 0.  Parallel over sequences.
-    """
-    cdef Py_ssize_t S = phi.shape[1], n_seq = seq_ptr.shape[0] - 1, sq, T
-    if E.shape[0] != S or E.shape[1] != S or log_z.shape[0] != n_seq:
-        raise ValueError("state_log_partition: inconsistent shapes")
-    if n_seq and (seq_ptr[0] != 0 or seq_ptr[n_seq] > phi.shape[0]):
-        raise ValueError("state_log_partition: seq_ptr does not fit phi")
-    n_threads = max(1, n_threads)
-    scratch = np.empty((n_threads, 2 * S), np.float64)
-    cdef double[:, ::1] w = scratch
-    cdef int tid
-    with nogil, parallel(num_threads=n_threads):
-        tid = threadid()
-        for sq in prange(n_seq, schedule="dynamic"):
-            T = seq_ptr[sq + 1] - seq_ptr[sq]
-            if T == 0:
-                log_z[sq] = 0.0
-            else:
-                log_z[sq] = _forward_log_z(&phi[seq_ptr[sq], 0], T, S, &E[0, 0], shift,
-                                           &w[tid, 0], &w[tid, S])
 
 
 # ---------------------------------------------------------------------------

@@ -28,7 +28,7 @@ __all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_cancels", "backoff_col
  "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed", "nonfinite_sequences",
-           "transition_tables", "joint_map", "joint_marginals"]
+           "transition_tables", "joint_map", "joint_marginals", "joint_log_partition"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
 MAX_JOINT_STATES = 4096
@@ -260,14 +260,8 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     if backoff:
         return _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
                                   pair_marginals, state_trans, backoff, loff, t, state_pairs)
-    finite = np.isfinite(trans)
-    shift = float(trans[finite].max()) if finite.any() else 0.0
-    with np.errstate(under="ignore"):
-        trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
     S = states.shape[0]
-    tr = transition_tables(trans_exp, finite, sparse)
-    if not tr["sparse"] and S >= SINGLE_PRECISION_STATES:
-        tr["dense32"] = tr["dense"].astype(np.float32)
+    tr, shift, trans_exp = _exp_tables(trans, sparse)
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
         graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
     if not pair_marginals:
@@ -288,18 +282,52 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     return node, pmarg, log_z
 
 
+def joint_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None,
+                        state_trans=None, backoff=None):
+    """``log Z`` per sequence over the joint states by the forward pass alone: the
+    ``log_z`` of :func:`joint_marginals` (same arguments) at half its work."""
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
+                                                            state_trans, not backoff)
+    grouped = _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff) if backoff else None
+    if grouped is not None:
+        tr, shift, _ = grouped
+    else:
+        if trans is None:                   # back-off weights in the pair potentials, dense
+            trans = state_transition_scores(graph, states, pair, pair_layout(graph, len(unary)),
+                                            state_trans)
+            sparse = False
+        tr, shift, _ = _exp_tables(trans, sparse)
+    return _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, False, loff, t, tr,
+                             shift, forward_only=True)[2]
+
+
+def _exp_tables(trans, sparse):
+    """The kernels' tables of ``exp(trans - shift)`` (:func:`transition_tables`; in single
+    precision too from :data:`SINGLE_PRECISION_STATES` dense states): ``(tables, shift,
+    exp values)``."""
+    finite = np.isfinite(trans)
+    shift = float(trans[finite].max()) if finite.any() else 0.0
+    with np.errstate(under="ignore"):
+        trans_exp = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
+    tr = transition_tables(trans_exp, finite, sparse)
+    if not tr["sparse"] and trans.shape[0] >= SINGLE_PRECISION_STATES:
+        tr["dense32"] = tr["dense"].astype(np.float32)
+    return tr, shift, trans_exp
+
+
 def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t,
-                      tr, shift):
+                      tr, shift, forward_only=False):
     """Run the forward-backward kernel over transition tables ``tr`` (any form):
-    ``node, pmarg, log_z, counts, edge_offset``, ``pmarg`` with the coupling
+    ``node, pmarg, log_z, counts, edge_offset`` (``forward_only``: only ``log_z`` is
+    filled), ``pmarg`` with the coupling
     marginals (the in-chain blocks are the caller's to fill) and ``counts`` the
     kernel's pair accumulators summed over threads (None without
     ``pair_marginals``)."""
     n = unary.shape[0]
     n_threads = max(1, int(n_threads))
     edge_offset = pair_layout(graph, n)
-    node = np.zeros((n, graph.total_labels))
-    pmarg = np.zeros(max(int(edge_offset[-1]), 1))
+    node = np.zeros((0 if forward_only else n, graph.total_labels))
+    pmarg = np.zeros(1 if forward_only else max(int(edge_offset[-1]), 1))
     tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
                   zip(t["cpl_la"], t["cpl_lb"], t["cpl_tied"])]
     tied_off = np.concatenate([[0], np.cumsum(tied_sizes)]).astype(np.int64)
@@ -309,7 +337,7 @@ def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_margi
     counts = np.zeros((n_threads, max(width, 1))) if pair_marginals else None
     _kernel().joint_forward_backward(
         _kernel().JointTables(states, loff, t, tr, shift, tied_off),
-        seq_ptr, unary, pair, node, pmarg, tied_acc, log_z, counts, n_threads)
+        seq_ptr, unary, pair, node, pmarg, tied_acc, log_z, counts, n_threads, forward_only)
     if not pair_marginals:
         return node, None, log_z, None, edge_offset
     pmarg = pmarg[:int(edge_offset[-1])]
@@ -329,15 +357,11 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
     one where :func:`_dense_is_cheaper` or the grouped form would cancel); with
     ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
     the pairs whose in-chain transitions are all seen (the others zero)."""
-    edge_offset = pair_layout(graph, unary.shape[0])
-    if backoff_cancels(graph, pair, edge_offset, backoff):
+    grouped = _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff)
+    if grouped is None:
         return _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
                                         pair_marginals, state_trans, backoff, state_pairs)
-    tr, shift, terms = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff,
-                                      False)
-    if _dense_is_cheaper(tr, len(states), seq_ptr):
-        return _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
-                                        pair_marginals, state_trans, backoff, state_pairs)
+    tr, shift, terms = grouped
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
         graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
     if not pair_marginals:
@@ -362,6 +386,17 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
 #: reports of 460-810 tokens: 16 times, and grouped is faster).
 DENSE_BACKOFF_RATIO = 8
 DENSE_BACKOFF_BLOCK = 16
+
+
+def _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff):
+    """The grouped tables ``(tables, shift, terms)`` of back-off transitions, or None
+    where the dense form takes them: the grouped form would cancel
+    (:func:`backoff_cancels`) or the dense one is cheaper (:func:`_dense_is_cheaper`)."""
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    if backoff_cancels(graph, pair, edge_offset, backoff):
+        return None
+    grouped = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, False)
+    return None if _dense_is_cheaper(grouped[0], len(states), seq_ptr) else grouped
 
 
 def _dense_is_cheaper(tr, S, seq_ptr):

@@ -16,8 +16,8 @@ with backward Viterbi values as its heuristic
 (:func:`skfcrf._kernels._nbest.kbest_astar`) gives the exact ``k`` best
 labellings.  The per-token state scores ``(T, S)`` are gathered here with
 numpy; transitions between states are one ``S x S`` matrix when the in-chain
-templates are tied, else one per token.  :func:`state_log_partition` gives
-``log Z`` over the same states by the forward pass alone.
+templates are tied, else one per token.  (``log Z`` over the same states by the
+forward pass alone: :func:`skfcrf._kernels.joint.joint_log_partition`.)
 
 Max-marginals (:func:`state_max_marginals`): forward and backward Viterbi
 over the same chain of states (:func:`skfcrf._kernels._nbest.max_marginals`) give,
@@ -45,7 +45,7 @@ from skfcrf._kernels.graph import COUPLING, IN_CHAIN, following_tokens, pair_lay
 from skfcrf._kernels.joint import joint_marginals, state_index, state_transition_scores
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
-           "state_log_partition", "state_max_marginals", "conditional_max_marginals",
+           "state_max_marginals", "conditional_max_marginals",
            "logdomain_state_marginals", "state_index", "state_path_scores", "state_steps",
            "following_tokens", "rescue_sequence", "sub_batch", "MAX_UNTIED_TRANSITION_ENTRIES"]
 
@@ -300,44 +300,6 @@ def conditional_max_marginals(graph, seq_ptr, unary, pair, labels):
             lo, hi = int(graph.label_offset[c]), int(graph.label_offset[c + 1])
             out[rows, lo:hi] = mm + rest
     return out
-
-
-def state_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1,
-                        chunk_entries=1 << 22, state_trans=None):
-    """``log Z`` per sequence over the joint ``states`` (tied in-chain templates only).
-
-    The forward recursion of :func:`skfcrf._kernels._nbest.state_log_partition` on
-    state scores gathered for about ``chunk_entries`` token-state pairs at a
-    time.  Same value as :func:`skfcrf._kernels.joint.joint_marginals`'s ``log_z``
-    up to rounding.
-    """
-    states = np.ascontiguousarray(states, dtype=np.int32)
-    seq_ptr = np.asarray(seq_ptr, np.int64)
-    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
-    if not all(graph.edge_tied[e] for e in _inchain_edges(graph)):
-        raise ValueError("state_log_partition needs tied in-chain templates")
-    trans = _tied_transitions(graph, states, pair, edge_offset, state_trans)[0]
-    finite = np.isfinite(trans)
-    shift = float(trans[finite].max()) if finite.any() else 0.0
-    with np.errstate(under="ignore"):
-        E = np.where(finite, np.exp(np.where(finite, trans - shift, 0.0)), 0.0)
-    E = np.ascontiguousarray(E)
-    n_seq = len(seq_ptr) - 1
-    log_z = np.zeros(n_seq)
-    per_chunk = max(1, chunk_entries // max(1, len(states)))
-    s0 = 0
-    while s0 < n_seq:
-        s1 = s0 + 1                       # at least one sequence per chunk
-        while s1 < n_seq and seq_ptr[s1 + 1] - seq_ptr[s0] <= per_chunk:
-            s1 += 1
-        rows = np.arange(seq_ptr[s0], seq_ptr[s1])
-        phi = np.ascontiguousarray(_state_scores(graph, states, unary, pair, edge_offset, rows))
-        out = np.zeros(s1 - s0)
-        _kernel().state_log_partition(phi, np.ascontiguousarray(seq_ptr[s0:s1 + 1] - seq_ptr[s0]),
-                                      E, shift, out, max(1, int(n_threads)))
-        log_z[s0:s1] = out
-        s0 = s1
-    return log_z
 
 
 def _logdomain_forward_backward(graph, states, unary, pair, rows, state_trans=None):

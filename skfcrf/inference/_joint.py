@@ -5,7 +5,7 @@ seen in training; a labelling using another combination has probability 0
 (:meth:`JointStateInference.outside`) -- unless given labels need it (see
 *Extended state spaces* below).  Forward-backward and Viterbi run over
 them with the sparse transition products of :mod:`skfcrf._kernels.joint`; the
-forward pass alone gives ``log Z`` (:func:`skfcrf._kernels.states.state_log_partition`,
+forward pass alone gives ``log Z`` (:func:`skfcrf._kernels.joint.joint_log_partition`,
 half the work of forward-backward).  Optional joint-state transition weights
 ``state_trans`` ``(S, S)`` add to the in-chain transitions
 (:meth:`JointStateInference.extra_scores` is their share of a labelling's score).
@@ -65,6 +65,7 @@ from skfcrf._blas import single_blas_thread
 from skfcrf._kernels.graph import IN_CHAIN, pair_layout
 from skfcrf._kernels.joint import (
     MAX_JOINT_STATES,
+    joint_log_partition,
     joint_map,
     joint_marginals,
     nonfinite_sequences,
@@ -76,7 +77,6 @@ from skfcrf._kernels.states import (
     _state_scores,
     logdomain_state_marginals,
     rescue_sequence,
-    state_log_partition,
     state_max_marginals,
     state_nbest,
     state_path_scores,
@@ -282,9 +282,10 @@ class JointStateInference(InferenceMethod):
 
     def _forward(self, seq_ptr, unary, pair):
         tokens = self._tokenwise(seq_ptr)
-        log_z = state_log_partition(self.graph, self.joint_states,
+        log_z = joint_log_partition(self.graph, self.joint_states,
                                     seq_ptr if tokens is None else tokens[0], unary, pair,
-                                    self.n_threads, state_trans=self.state_trans)
+                                    self.n_threads, state_trans=self.state_trans,
+                                    backoff=self.backoff)
         return log_z if tokens is None else np.add.reduceat(log_z, tokens[1])
 
     def map(self, seq_ptr, unary, pair):
