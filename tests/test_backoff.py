@@ -9,7 +9,12 @@ from scipy.special import logsumexp
 
 from skfcrf import FactorialCRF
 from skfcrf._kernels.graph import IN_CHAIN, pair_layout
-from skfcrf._kernels.joint import backoff_cancels, joint_map, joint_marginals
+from skfcrf._kernels.joint import (
+    backoff_cancels,
+    joint_log_partition,
+    joint_map,
+    joint_marginals,
+)
 from skfcrf.model._layout import build_graph
 
 from _helpers import assert_central_differences, synthetic
@@ -82,6 +87,9 @@ def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, se
                                                  pair_marginals=True, state_trans=st,
                                                  backoff=backoff)
     np.testing.assert_allclose(log_z, log_z0, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(joint_log_partition(graph, states, seq_ptr, unary, pair,
+                                                   state_trans=st, backoff=backoff),
+                               log_z0, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(node, node0, atol=1e-9)
     for e in range(graph.n_edges):
         block, block0 = pmarg[eo[e]:eo[e + 1]], pmarg0[eo[e]:eo[e + 1]]
@@ -349,7 +357,13 @@ def test_many_short_sequences_take_the_dense_kernel(monkeypatch):
     out = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
                           state_trans=st, backoff=backoff, state_pairs=True)
     assert calls
+    log_z = joint_log_partition(graph, states, seq_ptr, unary, pair, state_trans=st,
+                                backoff=backoff)
+    assert len(calls) == 1                  # the forward pass builds its dense tables itself
     monkeypatch.setattr(joint, "DENSE_BACKOFF_BLOCK", 10 ** 6)        # grouped
+    np.testing.assert_allclose(joint_log_partition(graph, states, seq_ptr, unary, pair,
+                                                   state_trans=st, backoff=backoff),
+                               log_z, rtol=1e-10)
     ref = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
                           state_trans=st, backoff=backoff, state_pairs=True)
     assert len(calls) == 1
