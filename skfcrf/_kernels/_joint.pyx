@@ -517,6 +517,20 @@ cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t n, const double* alp
     dgemm(&tn, &tt, &m, &m, &k, &a1, <double*> w, &m, <double*> alpha, &m, &a1, counts, &m)
 
 
+cdef void _single_transition_counts(Py_ssize_t S, Py_ssize_t n, const float* alpha,
+                                    const float* w, float* scratch,
+                                    double* counts) noexcept nogil:
+    """:func:`_dense_transition_counts` in single precision: the ``n`` rows' sum into
+    ``S x S`` ``scratch``, then added to ``counts``."""
+    cdef char tn = b"N", tt = b"T"
+    cdef int m = <int> S, k = <int> n
+    cdef float a1 = 1.0, b0 = 0.0
+    cdef Py_ssize_t i
+    sgemm(&tn, &tt, &m, &m, &k, &a1, <float*> w, &m, <float*> alpha, &m, &b0, scratch, &m)
+    for i in range(S * S):
+        counts[i] += scratch[i]
+
+
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
     """``phi[s]``: the score of every state at global token ``g``."""
     cdef Py_ssize_t s, c, k, C = tb.C
@@ -784,9 +798,6 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     cdef double* tmp = f.tmp
     cdef double* log_z = f.log_z
     cdef float* a32
-    cdef char tn = b"N", tt = b"T"
-    cdef int mm = <int> S, kk = <int> ((T_max - 1) * B)
-    cdef float f1 = 1.0, f0 = 0.0
     for b in range(B):
         log_z[b] = 0.0
         for t in range(_length(seq_ptr, seqs, b), T_max):      # past the end: no mass
@@ -898,12 +909,11 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
         return True
     # rows past a sequence's end are zero in alpha and w, so one product over all
     # of the block's rows pairs each alpha_{t-1} with its sequence's w_t
-    if not single:
+    if single:
+        _single_transition_counts(S, (T_max - 1) * B, f.alpha32, f.w32 + BS, f.counts32,
+                                  counts)
+    else:
         _dense_transition_counts(S, (T_max - 1) * B, alpha, psi + BS, counts)
-        return True
-    sgemm(&tn, &tt, &mm, &mm, &kk, &f1, f.w32 + BS, &mm, f.alpha32, &mm, &f0, f.counts32, &mm)
-    for s in range(S * S):
-        counts[s] += f.counts32[s]
     return True
 
 
