@@ -15,7 +15,8 @@ pseudolikelihood, as target 2).
 
 ``--objective`` replaces the workload's objective (e.g. ``independent``,
 ``chainwise``, ``likelihood``: the likelihood over the joint label states on
-the dictations).
+the dictations).  The independent chains are evaluated with their coupling
+weights at zero, as their solver does.
 """
 import argparse
 import json
@@ -71,10 +72,14 @@ try:
 except ImportError:                      # a revision before the objective objects
     batch, theta0, seeds, _ = est._prepare_fit(X, y)
     evaluate = lambda theta: est._loss_grad(theta, batch, seeds, args["n_jobs"])
+    uncoupled = None
 else:
     objective, theta0, _ = training_problem(est, X, y)
     evaluate = objective.data_loss_gradient
+    uncoupled = getattr(objective, "_coupling", None)
 theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+if uncoupled is not None:
+    theta[uncoupled] = 0.0          # the independent chains' weights: couplings at zero
 evaluate(theta)                                               # warm-up
 times = []
 for _ in range(args["repeat"]):

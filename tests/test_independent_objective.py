@@ -80,6 +80,43 @@ def test_some_blocks_alone_equal_the_full_evaluation(n_chains, support, forbid, 
         assert not some_grad[off].any()
 
 
+@pytest.mark.parametrize("support", SUPPORTS)
+@pytest.mark.parametrize("partial", [False, True])
+def test_couplings_left_out_of_the_kernel_change_no_bit(support, partial):
+    # at zero coupling weights the couplings add 0.0 to every unary: the kernel leaves
+    # them out (couplings=False) and every loss and gradient entry keeps its bits
+    X, y = synthetic(n_seq=10, n_chains=3, length=(1, 7))
+    if partial:
+        y = [[tuple(None if (i + c) % 3 == 0 and s % 2 else lab for c, lab in enumerate(tok))
+              for i, tok in enumerate(seq)] for s, seq in enumerate(y)]
+    kw = dict(unary_features=support[0], transition_features=support[1],
+              coupling_features=support[2], sigma=2.0, coupling="all",
+              forbidden_transitions=None if partial else "unseen", state_transitions=False)
+    indep, theta0, _ = training_problem(FactorialCRF(objective="independent", **kw), X, y)
+    assert indep._couplings is False
+    theta = np.random.default_rng(2).normal(scale=0.7, size=theta0.shape)
+    skipped = indep.loss_gradient(theta), indep.block_losses_gradient(theta)
+    indep._couplings = True
+    computed = indep.loss_gradient(theta), indep.block_losses_gradient(theta)
+    for got, ref in zip(skipped, computed):
+        assert got[0] == ref[0] if np.ndim(got[0]) == 0 else np.array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_forbidden_couplings_stay_in_the_independent_objective():
+    # a forbidden label combination removes labels of one chain given the other's, even
+    # at zero coupling weights: the kernel keeps the couplings then
+    X, y = synthetic(n_seq=10, n_chains=2)
+    y = [[(c, "hi" if c == "c0" else h) for c, h in seq] for seq in y]   # never (c0, lo)
+    kw = dict(sigma=2.0, state_transitions=False)
+    free, theta0, _ = training_problem(FactorialCRF(objective="independent", **kw), X, y)
+    forbid, _, _ = training_problem(FactorialCRF(
+        objective="independent", forbidden_couplings={(0, 1): [("c0", "lo")]}, **kw), X, y)
+    assert free._couplings is False and forbid._couplings is True
+    theta = np.random.default_rng(3).normal(scale=0.7, size=theta0.shape)
+    assert forbid.loss_gradient(theta)[0] < free.loss_gradient(theta)[0]
+
+
 def test_block_costs_follow_the_work():
     # one evaluation's estimated work per chain: positive, and the chain with three
     # labels and more feature-table entries costs more than the two-label one

@@ -77,6 +77,7 @@ cdef struct Model:
     const unsigned char* allowed
     int has_allowed
     const unsigned char* chain_on   # NULL, or per chain whether its term is computed
+    int couplings_on                # 0: the couplings are left out (their weights zero)
     Dense dense                     # the feature table's dense rows at theta (has_dense)
     int has_dense
 
@@ -144,9 +145,10 @@ cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nog
 
 cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
                                Py_ssize_t* stride, Py_ssize_t* base) noexcept nogil:
-    """Whether coupling ``e`` touches chain ``c``; then chain c's label ``l`` with the
-    other chain's gold label at token ``g`` is assignment ``l * stride + base``."""
-    if m.p.e_kind[e] != 1:
+    """Whether coupling ``e`` touches chain ``c`` (and the couplings are on); then chain
+    c's label ``l`` with the other chain's gold label at token ``g`` is assignment
+    ``l * stride + base``."""
+    if m.p.e_kind[e] != 1 or not m.couplings_on:
         return 0
     if m.p.e_a[e] == c:
         stride[0], base[0] = m.p.n_labels[m.p.e_b[e]], m.gold[g * m.p.n_chains + m.p.e_b[e]]
@@ -520,7 +522,7 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
 
 def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                         const double[::1] theta, int n_threads=1, allowed=None, chain_on=None,
-                        dense=None):
+                        dense=None, bint couplings=True):
     """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
 
     ``tables`` is the model (:class:`~skfcrf._kernels._contract.ParameterTables`;
@@ -532,6 +534,10 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     chains where it is non-zero get their term; the others' losses stay zero
     and add no gradient.  ``dense``: the feature table's dense rows
     (:func:`~skfcrf._kernels._contract.dense_rows` of ``tables``), or None.
+    ``couplings=False`` leaves the couplings out of every chain's unaries and
+    gradient: the results of coupling weights at zero with none of their
+    assignments forbidden, on every weight but the couplings' (whose gradient is
+    then zero), without their work (the independent chains' objective).
     """
     cdef Model m
     cdef const int[::1] dense_of
@@ -581,6 +587,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
         m.allowed = &allowed_view[0, 0] if n else NULL
     else:
         m.allowed = NULL
+    m.couplings_on = 1 if couplings else 0
     m.chain_on = NULL
     if chain_on is not None:
         chain_on_view = chain_on

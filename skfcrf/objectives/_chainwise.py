@@ -7,6 +7,7 @@ import numpy as np
 from skfcrf._blas import single_blas_thread
 from skfcrf._kernels._chainwise import chainwise_objective
 from skfcrf._kernels._contract import dense_rows
+from skfcrf._kernels.graph import COUPLING
 from skfcrf.model._inspection import weight_mask
 from skfcrf.objectives._base import Objective
 from skfcrf.solvers import BlockObjective
@@ -68,11 +69,13 @@ class ChainTerms:
         self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col, self.occurrences)
         self._table_cache = None
 
-    def losses_gradient(self, theta, n_threads, chains=None):
+    def losses_gradient(self, theta, n_threads, chains=None, couplings=True):
         """Per chain its loss summed over the batch (``(n_chains,)``) and the gradient
         of their sum; ``chains`` (bool per chain, optional): only these chains' terms,
         the others' losses zero, at the feature-table work of their entries alone
-        (:meth:`_table_of`)."""
+        (:meth:`_table_of`).  ``couplings=False``: the couplings are left out, as if
+        their weights were zero, and their gradient is zero (only right when none of
+        their assignments is forbidden: :attr:`couplings_forbid`)."""
         b, layout = self.batch, self.layout
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         tables, dense, chain_on = self.tables, self.dense, None
@@ -86,13 +89,21 @@ class ChainTerms:
         # would only oversubscribe the cores
         with single_blas_thread():
             losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
-                                               self.allowed, chain_on, dense)
+                                               self.allowed, chain_on, dense, couplings)
         if reduced:
             full = np.zeros(layout.n_params)
             full[entries] = grad[:len(entries)]
             full[layout.n_table:] = grad[len(entries):]
             grad = full
         return losses.sum(axis=0), grad
+
+    @property
+    def couplings_forbid(self):
+        """Whether some coupling assignment is forbidden (then a chain's labels depend
+        on the others' even with the coupling weights at zero)."""
+        graph = self.layout.graph
+        return any(np.any(mask) for e, mask in self.forbidden.items()
+                   if graph.edge_kind[e] == COUPLING)
 
     def _table_of(self, chains):
         """``(entries, tables, dense)``: the feature-table entries of ``chains`` (bool
@@ -228,6 +239,19 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
                           | weight_mask(self.layout, "state_transition", None))
         self.blocks = [np.flatnonzero(weight_mask(self.layout, None, c) & ~self._coupling)
                        for c in range(self.layout.graph.n_chains)]
+        # couplings at zero add nothing to a chain's unaries unless they forbid: the
+        # kernel then leaves them out (x1.11 per evaluation on 300 dictations)
+        self._couplings = self.terms.couplings_forbid
+
+    def _chain_losses_gradient(self, theta, chains=None):
+        # the data terms of the uncoupled model at any weights (the kernel computes the
+        # forbidding couplings at zero weights)
+        if self._couplings:
+            theta = np.where(self._coupling, 0.0, theta)
+        losses, grad = self.terms.losses_gradient(theta, self.n_threads, chains,
+                                                  couplings=self._couplings)
+        grad[self._coupling] = 0.0
+        return losses, grad
 
     def loss_gradient(self, theta):
         theta = np.array(theta, dtype=np.float64)
