@@ -185,3 +185,90 @@ def test_forbidden_transitions_keep_the_loss_a_likelihood():
     assert np.abs(est.coef_).max() < 50
     objective, _, _ = training_problem(est, F[:7], y[:7])
     assert np.all(np.isfinite(objective.loss_gradient(est.coef_)[1]))
+
+
+def _cycling_chains(n_seq, seed, n_labels=16):
+    """Two chains: a 3-label class per token and ``n_labels`` labels that mostly step
+    to the next one (few of the n_labels^2 transitions are seen: "unseen" forbids the
+    rest, leaving a sparse transition matrix)."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        T = int(rng.integers(1, 12))
+        state = int(rng.integers(n_labels))
+        seq_x, seq_y = [], []
+        for _ in range(T):
+            state = (state + (1 if rng.random() < 0.8 else 0)) % n_labels
+            cls = int(rng.integers(3))
+            seq_x.append({f"w{state}": 1.0, f"c{cls}": 1.0, f"n{int(rng.integers(5))}": 0.5})
+            seq_y.append((f"k{cls}", f"s{state}"))
+        X.append(seq_x)
+        y.append(seq_y)
+    return X, y
+
+
+@pytest.mark.parametrize("objective", ["chainwise", "independent"])
+@pytest.mark.parametrize("scale", [0.5, 30.0])
+@pytest.mark.parametrize("variant", ["plain", "partial", "joint_states"])
+def test_sparse_transitions_change_no_bit(monkeypatch, objective, scale, variant):
+    # a chain whose allowed transitions are few is multiplied as a sparse matrix; every
+    # output is summed in the dense products' order, so loss and gradient keep their
+    # bits -- with large weights too (the log-domain fallback), partial labels, and
+    # labels restricted to the seen combinations
+    from skfcrf._kernels import _chainwise
+    X, y = _cycling_chains(25, seed=int(scale))
+    if variant == "partial":
+        if objective == "chainwise":
+            pytest.skip("the chain-wise objective needs every label")
+        y = [[(None, s) if (i + k) % 4 == 0 else (c, s) for i, (c, s) in enumerate(seq)]
+             for k, seq in enumerate(y)]
+    forbid = "unseen"
+    if variant == "partial":            # "unseen" needs every label: chain 1's, listed
+        seen = {(a[1], b[1]) for seq in y for a, b in zip(seq, seq[1:])}
+        labels = sorted({t[1] for seq in y for t in seq})
+        forbid = [None, [(a, b) for a in labels for b in labels if (a, b) not in seen]]
+    est = FactorialCRF(objective=objective, sigma=2.0, state_transitions=False,
+                       forbidden_transitions=forbid, n_jobs=2)
+    obj, theta0, _ = training_problem(est, X, y)
+    if variant == "joint_states":
+        obj = type(obj)(obj.batch, joint_states=np.unique(obj.batch.gold, axis=0),
+                        sigma=2.0, forbidden=obj.forbidden, n_threads=2)
+    theta = np.random.default_rng(7).normal(scale=scale, size=theta0.shape)
+    results = {}
+    for threshold in (-1.0, 1.0):       # no chain sparse / every chain sparse
+        monkeypatch.setattr(_chainwise, "SPARSE_TRANSITIONS", threshold)
+        results[threshold] = obj.loss_gradient(theta)
+    assert np.isfinite(results[1.0][0])
+    assert results[1.0][0] == results[-1.0][0]
+    np.testing.assert_array_equal(results[1.0][1], results[-1.0][1])
+
+
+def test_sparse_transitions_are_taken_where_few():
+    # the 16-label chain's seen transitions are under 15% of its pairs, the 3-label
+    # chain's are not: only the first is multiplied as a sparse matrix
+    from skfcrf._kernels._chainwise import _sparse_transitions
+    X, y = _cycling_chains(40, seed=1)
+    est = FactorialCRF(objective="independent", forbidden_transitions="unseen",
+                       state_transitions=False)
+    obj, theta0, _ = training_problem(est, X, y)
+    tables = obj.terms.tables
+    _, tied_exp, _ = tables.chain_transitions(theta0)
+    on, ptr_off, off, row_ptr, col, val, col_ptr, row, cval = _sparse_transitions(
+        tables, tied_exp)
+    assert list(on) == [0, 1]
+    L, o = tables.n_labels[1], tables.chain_tied[1]
+    E = np.asarray(tied_exp[o:o + L * L]).reshape(L, L)
+    nnz = int((E != 0).sum())
+    assert nnz <= 0.15 * L * L
+    ptr = row_ptr[ptr_off[1]:ptr_off[1] + L + 1]
+    rebuilt = np.zeros((L, L))
+    for i in range(L):
+        rebuilt[i, col[off[1] + ptr[i]:off[1] + ptr[i + 1]]] = val[off[1] + ptr[i]:
+                                                                  off[1] + ptr[i + 1]]
+    np.testing.assert_array_equal(rebuilt, E)
+    cptr = col_ptr[ptr_off[1]:ptr_off[1] + L + 1]
+    rebuilt[:] = 0.0
+    for j in range(L):
+        rebuilt[row[off[1] + cptr[j]:off[1] + cptr[j + 1]], j] = cval[off[1] + cptr[j]:
+                                                                     off[1] + cptr[j + 1]]
+    np.testing.assert_array_equal(rebuilt, E)

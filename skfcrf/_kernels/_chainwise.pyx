@@ -25,6 +25,16 @@ edge tables (``E`` edge templates, from the tables)
     templates (``-inf`` where forbidden; zeros without tied templates) and
     ``exp(W_c - w_c)``, both at ``chain_tied[c]``; ``tied_shift[c] = w_c``
     (:meth:`~skfcrf._kernels._contract.ParameterTables.chain_transitions` of ``theta``).
+sparse tied transitions
+    A chain whose ``tied_exp`` is mostly zeros (forbidden transitions: at most
+    :data:`SPARSE_TRANSITIONS` of its entries nonzero, e.g. 7% for the
+    dictations' 72 section labels) has them by row (``sp_row_ptr`` at
+    ``sp_ptr_off[c]``, ``sp_col`` / ``sp_val`` at ``sp_off[c]``, row-major order)
+    and by column (``sp_col_ptr``, ``sp_row``, ``sp_cval``, column-major order);
+    ``sp_on[c]`` says whether it has.  Its forward and backward products and
+    transition counts then take the nonzero entries only, each output summed in
+    the dense products' order from 0.0 (the skipped terms are +0.0), so the
+    results are the same bits, at the cost of the nonzero entries.
 ``allowed``
     Optional ``(N, Ltot)`` uint8: chain ``c`` may take label ``l`` at token
     ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
@@ -63,6 +73,11 @@ from ._contract import DENSE_WIDTH, sequence_blocks, summed_rows
 #: :func:`skfcrf._kernels._contract.sequence_blocks`).
 CHAINWISE_BLOCKS = 8
 
+#: A chain's tied transitions are multiplied as a sparse matrix when at most this
+#: fraction of them is nonzero: the dense products stream about five entries per
+#: cycle in vector registers, the sparse ones about one (module docstring).
+SPARSE_TRANSITIONS = 0.15
+
 
 cdef struct Model:
     ParameterView p                 # the model (sizes, per chain, per edge, feature table)
@@ -80,6 +95,16 @@ cdef struct Model:
     int couplings_on                # 0: the couplings are left out (their weights zero)
     Dense dense                     # the feature table's dense rows at theta (has_dense)
     int has_dense
+    # per chain its tied transitions as sparse matrices, where sp_on[c] (module docstring)
+    const unsigned char* sp_on
+    const int* sp_ptr_off
+    const long long* sp_off
+    const int* sp_row_ptr
+    const int* sp_col
+    const double* sp_val
+    const int* sp_col_ptr
+    const int* sp_row
+    const double* sp_cval
 
 
 cdef struct Scratch:
@@ -305,6 +330,7 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     """-log p(y_c | y_-c, x) of one sequence; adds its score and tied-weight gradients."""
     cdef Py_ssize_t L = m.p.n_labels[c], C = m.p.n_chains
     cdef int untied = m.p.chain_untied_ptr[c + 1] > m.p.chain_untied_ptr[c]
+    cdef int sparse = not untied and m.sp_on[c]
     cdef const double* E = m.tied_exp + m.p.chain_tied[c]
     cdef const double* ET = m.tied_expT + m.p.chain_tied[c]
     cdef Py_ssize_t t, l, lp, k, e, q, y, yp
@@ -330,7 +356,11 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                 E = s.trans
             else:
                 shift = m.tied_shift[c]
-            matvec(s.alpha + (t - 1) * L, <int> L, E, <int> L, s.tmp, 0)
+            if sparse:
+                _sparse_products(m.sp_col_ptr + m.sp_ptr_off[c], m.sp_row + m.sp_off[c],
+                                 m.sp_cval + m.sp_off[c], s.alpha + (t - 1) * L, L, s.tmp)
+            else:
+                matvec(s.alpha + (t - 1) * L, <int> L, E, <int> L, s.tmp, 0)
             log_z += shift
             y, yp = m.gold[(g0 + t) * C + c], m.gold[(g0 + t - 1) * C + c]
             gold_score += (s.trans_log[yp * L + y] if untied
@@ -383,6 +413,9 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
         _weights(s.psi + t * L, s.beta + t * L, 1.0 / s.norm[t], L, s.w + t * L)
         if untied:
             _mat_vec(E, s.w + t * L, L, s.beta + (t - 1) * L)
+        elif sparse:
+            _sparse_products(m.sp_row_ptr + m.sp_ptr_off[c], m.sp_col + m.sp_off[c],
+                             m.sp_val + m.sp_off[c], s.w + t * L, L, s.beta + (t - 1) * L)
         else:
             matvec(s.w + t * L, <int> L, ET, <int> L, s.beta + (t - 1) * L, 0)
         for l in range(L):
@@ -411,7 +444,9 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             _add_tied_gold(m, c, yp * L + y, grad)
         t = t - 1
     if not untied:
-        if T > 1:
+        if T > 1 and sparse:
+            _sparse_counts(m, c, s.alpha, s.w, T, L, s.counts)
+        elif T > 1:
             gemm_tn_acc(s.alpha, s.w + L, T - 1, <int> L, <int> L, s.counts)
         for k in range(L * L):
             s.counts[k] *= E[k]
@@ -422,6 +457,38 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
             s.tmp[l] = s.alpha[t * L + l] * s.beta[t * L + l]
         _add_token_gradient(m, s, c, g0, t, grad)
     return log_z - gold_score
+
+
+cdef inline void _sparse_products(const int* ptr, const int* index, const double* val,
+                                  const double* x, Py_ssize_t L, double* out) noexcept nogil:
+    """``out[q] = sum_p x[index[p]] * val[p]`` over ``p`` in ``ptr[q] .. ptr[q + 1]``: by
+    column, ``x`` times the matrix; by row, the matrix times ``x``."""
+    cdef Py_ssize_t q, p
+    cdef double acc
+    for q in range(L):
+        acc = 0.0
+        for p in range(ptr[q], ptr[q + 1]):
+            acc = acc + x[index[p]] * val[p]
+        out[q] = acc
+
+
+cdef void _sparse_counts(const Model* m, Py_ssize_t c, const double* alpha, const double* w,
+                         Py_ssize_t T, Py_ssize_t L, double* counts) noexcept nogil:
+    """``counts[i, j] += sum_t alpha[t-1, i] * w[t, j]`` (t = 1 .. T-1) at chain c's
+    nonzero transitions only, summed over t in ascending order."""
+    cdef const int* row_ptr = m.sp_row_ptr + m.sp_ptr_off[c]
+    cdef const int* col = m.sp_col + m.sp_off[c]
+    cdef Py_ssize_t t, i, p
+    cdef double a
+    cdef const double* at
+    cdef const double* wt
+    for t in range(1, T):
+        at = alpha + (t - 1) * L
+        wt = w + t * L
+        for i in range(L):
+            a = at[i]
+            for p in range(row_ptr[i], row_ptr[i + 1]):
+                counts[i * L + col[p]] += a * wt[col[p]]
 
 
 cdef inline void _mat_vec(const double* M, double* x, Py_ssize_t L,
@@ -520,6 +587,40 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     return loss
 
 
+def _sparse_transitions(ParameterTables tables, tied_exp):
+    """The sparse forms of the chains' tied transitions ``tied_exp`` (module docstring):
+    ``(sp_on, sp_ptr_off, sp_off, sp_row_ptr, sp_col, sp_val, sp_col_ptr, sp_row,
+    sp_cval)``, each array at least one entry long."""
+    n_chains = tables.n_chains
+    on = np.zeros(n_chains, np.uint8)
+    ptr_off = np.zeros(n_chains, np.int32)
+    off = np.zeros(n_chains, np.int64)
+    rows, cols = [np.zeros(1, np.int32)], [np.zeros(1, np.int32)]
+    by_row, by_col = [np.zeros(1, np.int32)], [np.zeros(1, np.int32)]
+    val, cval = [np.zeros(1)], [np.zeros(1)]
+    n_ptr, n_nz = 1, 1
+    for ch in range(n_chains):
+        o, nl = tables.chain_tied[ch], tables.n_labels[ch]
+        E = np.asarray(tied_exp[o:o + nl * nl]).reshape(nl, nl)
+        nonzero = E != 0.0
+        if nonzero.sum() > SPARSE_TRANSITIONS * nl * nl:
+            continue
+        on[ch], ptr_off[ch], off[ch] = 1, n_ptr, n_nz
+        i, j = np.nonzero(nonzero)                  # row-major order
+        jc, ic = np.nonzero(nonzero.T)              # column-major order
+        rows.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))]).astype(np.int32))
+        cols.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=0))]).astype(np.int32))
+        by_row.append(j.astype(np.int32))
+        by_col.append(ic.astype(np.int32))
+        val.append(E[i, j])
+        cval.append(E[ic, jc])
+        n_ptr += nl + 1
+        n_nz += len(i)
+    return (on, ptr_off, off, np.concatenate(rows), np.concatenate(by_row),
+            np.concatenate(val), np.concatenate(cols), np.concatenate(by_col),
+            np.concatenate(cval))
+
+
 def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                         const double[::1] theta, int n_threads=1, allowed=None, chain_on=None,
                         dense=None, bint couplings=True):
@@ -559,6 +660,16 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     for ch in range(tables.n_chains):
         o, nl = tables.chain_tied[ch], tables.n_labels[ch]
         tied_expT_arr[o:o + nl * nl] = tied_exp_arr[o:o + nl * nl].reshape(nl, nl).T.ravel()
+    sparse = _sparse_transitions(tables, tied_exp_arr)
+    cdef const unsigned char[::1] sp_on = sparse[0]
+    cdef const int[::1] sp_ptr_off = sparse[1]
+    cdef const long long[::1] sp_off = sparse[2]
+    cdef const int[::1] sp_row_ptr = sparse[3]
+    cdef const int[::1] sp_col = sparse[4]
+    cdef const double[::1] sp_val = sparse[5]
+    cdef const int[::1] sp_col_ptr = sparse[6]
+    cdef const int[::1] sp_row = sparse[7]
+    cdef const double[::1] sp_cval = sparse[8]
     cdef const double[::1] tied_expT = tied_expT_arr
     cdef const double[::1] tied_log = tied_log_arr
     cdef const double[::1] tied_exp = tied_exp_arr
@@ -579,6 +690,9 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     m.p = tables.view()
     m.tied_shift, m.tied_log, m.tied_exp = &tied_shift[0], &tied_log[0], &tied_exp[0]
     m.tied_expT = &tied_expT[0]
+    m.sp_on, m.sp_ptr_off, m.sp_off = &sp_on[0], &sp_ptr_off[0], &sp_off[0]
+    m.sp_row_ptr, m.sp_col, m.sp_val = &sp_row_ptr[0], &sp_col[0], &sp_val[0]
+    m.sp_col_ptr, m.sp_row, m.sp_cval = &sp_col_ptr[0], &sp_row[0], &sp_cval[0]
     m.theta = &theta[0]
     m.gold = &gold[0, 0] if n else NULL
     m.has_allowed = allowed is not None
