@@ -294,7 +294,11 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
         non-zero, 1.8 per score-matrix cell, 0.12 per product term) are timings
         of the kernel on the dictation benchmark, where the estimated ratios to
         the costliest chain (.27 and .65) came within 15% of the measured ones
-        (.23 and .72).
+        (.23 and .72).  It counts dense products even for a chain the kernel
+        multiplies as a sparse matrix (mostly forbidden transitions,
+        :data:`skfcrf._kernels._chainwise.SPARSE_TRANSITIONS`), which then costs
+        less than estimated: the iteration budgets, and so the fits, stay what
+        they were before that kernel.
         """
         layout, obs = self.layout, self.batch.obs
         nnz = np.bincount(obs.direct[1], minlength=layout.n_features).astype(np.float64)
