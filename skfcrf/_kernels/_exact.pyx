@@ -423,7 +423,9 @@ def product_marginals(ProductSpace space, const long long[::1] seq_ptr,
         tid = threadid()
         c = carver(base + tid * per)
         f = _carve_fb(&c, Tmax, S, C, msz)
-        for s in prange(n_seq, schedule="dynamic"):
+        # round-robin, not on demand: each thread's tied sums have the same terms in
+        # the same order in every run
+        for s in prange(n_seq, schedule="static", chunksize=1):
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0
             if T == 0:

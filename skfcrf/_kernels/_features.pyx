@@ -78,7 +78,9 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
     cdef double[:, ::1] acc = acc_arr
     cdef Py_ssize_t s, g0
     with nogil, parallel(num_threads=n_threads):
-        for s in prange(n_seq, schedule="dynamic"):
+        # sequences dealt round-robin, not on demand: each thread's sum then has the
+        # same terms in the same order in every run (the same bits for a thread count)
+        for s in prange(n_seq, schedule="static", chunksize=1):
             g0 = seq_ptr[s]
             sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0,
                               seq_ptr[s + 1] - g0, width, &dscore[g0, 0],

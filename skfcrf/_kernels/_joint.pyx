@@ -1023,7 +1023,9 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
         f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single)
-        for k in prange(n_blocks, schedule="dynamic", chunksize=1):
+        # blocks dealt round-robin (longest first), not on demand: each thread's
+        # counts then add the same terms in the same order in every run
+        for k in prange(n_blocks, schedule="static", chunksize=1):
             B = block_ptr[k + 1] - block_ptr[k]
             if not _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
                              &counts[threadid(), 0] if want_counts else NULL, single,

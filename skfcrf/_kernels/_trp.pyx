@@ -798,7 +798,9 @@ cdef _run(TrpLayout layout, const long long[::1] seq_ptr, const double[:, ::1] u
     cdef double[:, ::1] tacc = tacc_arr
     tp.maxprod = maxprod
     with nogil:
-        for s in prange(n_seq, schedule="dynamic", num_threads=n_threads):
+        # round-robin, not on demand: each thread's tied sums have the same terms in
+        # the same order in every run
+        for s in prange(n_seq, schedule="static", chunksize=1, num_threads=n_threads):
             tid = threadid()
             g0 = seq_ptr[s]
             T = seq_ptr[s + 1] - g0

@@ -284,10 +284,12 @@ class FactorialCRF(BaseEstimator):
         oLBFGS step-size decay constant.
     n_jobs : int, default=None
         Threads for the loss/gradient and inference kernels (``None``: 1,
-        ``-1``: all cores).  With ``objective="pseudolikelihood"`` the fit is
+        ``-1``: all cores).  With ``objective="pseudolikelihood"``,
+        ``"chainwise"`` or ``"independent"`` (without fine-tuning) the fit is
         the same bit for bit for every ``n_jobs`` and every run (gradients are
-        summed per fixed block of sequences); with ``"likelihood"`` it differs
-        between thread counts by rounding only.
+        summed per fixed block of sequences); with the likelihood (or the
+        fine-tuning stage) it is the same in every run with a given
+        ``n_jobs`` and differs between thread counts by rounding only.
     random_state : int, RandomState or None, default=None
         Seeds TRP's spanning trees and oLBFGS's batch order.  Prediction with
         ``None`` uses seed 0, so predictions are repeatable.
