@@ -183,7 +183,7 @@ def test_c2_is_sigma_of_factorial_crf():
     y = [["DT", "NN", "VB"], ["DT", "NN", "VB"], ["DT", "NN"]]
     c2 = 0.3
     crf = CRF(c2=c2, all_possible_states=True, all_possible_transitions=True,
-              epsilon=1e-10, delta=1e-14, period=2).fit(X, y)
+              epsilon=1e-10, delta=1e-12, period=2).fit(X, y)
     assert crf.training_log_.message.startswith("converged")
     sigma = 1 / math.sqrt(2 * c2)
     assert crf.crf_.sigma == pytest.approx(sigma)
