@@ -272,3 +272,30 @@ def test_lbfgs_stops_at_max_fun():
                                                              ConvergenceMonitor())
     assert ours.n == 12 and not result.converged and "max_fun=12" in result.message
     assert rosen(result.coef) < rosen(np.full(4, -1.2))
+
+
+def test_olbfgs_constants_are_solver_options():
+    # issue 29: oLBFGS's constants besides eta0, tau and batch_size reach the solver
+    X, y = sequences()
+    fit = dict(solver="olbfgs", max_iter=3, batch_size=2, random_state=0, finetune_iter=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        default = FactorialCRF(**fit).fit(X, y).coef_
+        same = FactorialCRF(**fit, solver_options={"c": 1.0, "lam": 1.0}).fit(X, y).coef_
+        scaled = FactorialCRF(**fit, solver_options={"epsilon": 0.5, "c": 2.0}).fit(X, y).coef_
+    np.testing.assert_array_equal(same, default)
+    assert not np.allclose(scaled, default)
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"c": 0.0}, "c must be a positive"),
+    ({"epsilon": -1.0}, "epsilon must be a positive"),
+    ({"divergence": np.nan}, "divergence must be a positive"),
+    ({"lam": -0.5}, "lam must be a number >= 0"),
+    ({"gamma": 1.0}, r"\['gamma'\] are not options of solver='olbfgs'"),
+    ({"batch_size": 4}, r"\['batch_size'\]"),
+])
+def test_bad_olbfgs_options_raise(options, named):
+    X, y = sequences()
+    with pytest.raises(ValueError, match=named):
+        FactorialCRF(solver="olbfgs", max_iter=2, solver_options=options).fit(X, y)

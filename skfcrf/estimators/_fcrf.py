@@ -155,13 +155,18 @@ class FactorialCRF(BaseEstimator):
         mean loss per sequence falls below ``tol``.  Their constants:
         ``solver_options``.
     solver_options : dict, default=None
-        Constants of the online trainers, by their solver class's parameter
-        names: ``"sgd"``: ``period``, ``calibration_rate``,
-        ``calibration_samples``, ``calibration_candidates``,
-        ``calibration_max_trials``; ``"passive_aggressive"``: ``pa_type``
-        (0, 1, 2), ``c``, ``error_sensitive``, ``averaging``; ``"arow"``:
-        ``variance``, ``gamma``.  ``None``: CRFsuite's defaults.  Any other key,
-        or options for another solver, raise ``ValueError``.
+        Constants of the online solvers, by their solver class's parameter
+        names: ``"olbfgs"``: ``c`` (step scaling), ``lam`` (trust-region
+        term), ``epsilon`` (first step's scale), ``divergence`` (the rise of
+        the epoch loss that stops training as diverged;
+        :class:`~skfcrf.solvers.OnlineLBFGS`); ``"sgd"``: ``period``,
+        ``calibration_rate``, ``calibration_samples``,
+        ``calibration_candidates``, ``calibration_max_trials``;
+        ``"passive_aggressive"``: ``pa_type`` (0, 1, 2), ``c``,
+        ``error_sensitive``, ``averaging``; ``"arow"``: ``variance``,
+        ``gamma``.  ``None``: the solver's defaults (CRFsuite's for the four
+        sequence trainers).  Any other key, or options for another solver,
+        raise ``ValueError``.
     max_iter : int, default=100
         L-BFGS iterations, or epochs (passes over the data) for ``"olbfgs"``,
         of the ``objective``.  With ``objective="independent"`` and
@@ -565,13 +570,13 @@ class FactorialCRF(BaseEstimator):
         """ValueError for an online trainer with an objective other than the likelihood,
         or for ``solver_options`` the solver does not have."""
         options = self.solver_options or {}
-        if self.solver not in SEQUENCE_SOLVERS:
+        if self.solver not in SEQUENCE_SOLVERS and self.solver != "olbfgs":
             if options:
                 raise ValueError(f"solver_options={options!r}: solver={self.solver!r} has no "
-                                 "options (they are for 'sgd', 'perceptron', "
+                                 "options (they are for 'olbfgs', 'sgd', 'perceptron', "
                                  "'passive_aggressive' and 'arow')")
             return
-        if self.objective != "likelihood":
+        if self.solver != "olbfgs" and self.objective != "likelihood":
             raise ValueError(
                 f"solver={self.solver!r} trains the whole model one sequence at a time on its "
                 f"exact decoding or likelihood: set objective='likelihood' (now "
@@ -1008,7 +1013,7 @@ class FactorialCRF(BaseEstimator):
         if self.solver == "olbfgs":
             return OnlineLBFGS(memory=self.lbfgs_memory, max_iter=self.max_iter, tol=self.tol,
                                batch_size=self.batch_size, eta0=self.eta0, tau=self.tau,
-                               random_state=rng)
+                               random_state=rng, **(self.solver_options or {}))
         if self.solver in SEQUENCE_SOLVERS:
             options = dict(self.solver_options or {}, max_iter=self.max_iter,
                            random_state=rng)
@@ -1402,9 +1407,10 @@ def _listed(seqs):
 
 
 def _solver_option_names(solver):
-    """The ``solver_options`` keys of an online trainer: its class's parameters but
-    those the estimator sets from its own (``max_iter``, ``tol``, ...)."""
-    set_by_estimator = {"l2", "max_iter", "tol", "delta", "eta0", "random_state"}
+    """The ``solver_options`` keys of an online solver: its class's parameters but
+    those the estimator sets from its own (``max_iter``, ``tol``, ``batch_size``, ...)."""
+    set_by_estimator = {"l2", "max_iter", "tol", "delta", "eta0", "random_state", "memory",
+                        "batch_size", "tau"}
     params = inspect.signature(SOLVERS[solver]).parameters
     return tuple(p for p in params if p not in set_by_estimator)
 

@@ -53,6 +53,11 @@ class OnlineLBFGS:
 
     def __init__(self, memory=3, max_iter=100, tol=1e-5, batch_size=32, eta0=0.1, tau=1000.0,
                  c=1.0, lam=1.0, epsilon=1e-2, divergence=0.5, random_state=None):
+        for name, value in (("c", c), ("epsilon", epsilon), ("divergence", divergence)):
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"OnlineLBFGS's {name} must be a positive number, got {value!r}")
+        if not (np.isfinite(lam) and lam >= 0):
+            raise ValueError(f"OnlineLBFGS's lam must be a number >= 0, got {lam!r}")
         self.memory = memory
         self.max_iter = max_iter
         self.tol = tol
