@@ -1,5 +1,5 @@
 """Inference and pseudolikelihood results pinned (see kernel_reference.py): integers
-bit for bit, floats to within a few units in the last place.
+bit for bit, floats to within 1e-14 (relative, and absolute near zero).
 
 The floats were pinned bit for bit until numpy 2.4.6 / scipy 1.17.1 (2026-11-27) moved
 some of them by 1-4 ulps (relative 8e-16 at most) with the same kernels: exactness across
