@@ -483,6 +483,14 @@ def test_train_model_options_reach_the_estimator(trained, tmp_path):
     assert ft == {0: [("DT", "VBD")], 1: [("B-VP", "I-NP"), ("O", "I-NP")]}
     fc = {tuple(k): [tuple(x) for x in v] for k, v in dict(p["forbidden_couplings"]).items()}
     assert fc == {(0, 1): [("DT", "B-VP")]}
+    # coupling weights on one observation group (a prefix of the toy model's names)
+    prefix = str(FactorialCRF.load(trained[1]).observation_names_[0]).split("=")[0] + "="
+    res = run("train", d / "train.txt", "--model", tmp_path / "g.model", "--label-columns", 2,
+              "--coupling-features", "supported", "--coupling-observations", prefix,
+              "--max-iter", 5, "-q")
+    assert res.returncode == 0, res.stderr
+    assert FactorialCRF.load(tmp_path / "g.model").get_params()["coupling_observations"] \
+        == [prefix]
     # oLBFGS settings
     res = run("train", d / "train.txt", "--model", tmp_path / "o.model", "--label-columns", 2,
               "--solver", "olbfgs", "--batch-size", 4, "--eta0", "0.05", "--tau", "50",

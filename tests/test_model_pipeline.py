@@ -52,7 +52,7 @@ def _model_of_parts(crf, X, y):
                                                  seq_ptr[a:b + 1] - seq_ptr[a], gold[rows],
                                                  **wanted))
     return build_model(crf, crf.graph_, crf.n_features_in_, crf.classes_,
-                       StructureStatistics.merge(parts))
+                       StructureStatistics.merge(parts), observation_names=crf.observation_names_)
 
 
 @pytest.mark.parametrize("params, labels", [
@@ -61,6 +61,7 @@ def _model_of_parts(crf, X, y):
           inference="trp", forbidden_transitions="unseen"), "chunked"),
     (dict(forbidden_couplings={(0, 1): [("c2", "hi")]}, state_transitions=True), "no c2/hi"),
     (dict(), "partial"),                                    # auto: none with missing labels
+    (dict(coupling_features="supported", coupling_observations="odd="), "chunked"),
 ])
 def test_merged_statistics_of_parts_build_the_whole_sets_model(params, labels):
     X, y = synthetic(n_seq=20, n_chains=2, seed=6)

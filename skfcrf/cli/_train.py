@@ -219,6 +219,9 @@ def add_model_options(t):
     m.add_argument("--coupling-features", choices=SUPPORT_MODES, default="default",
                    help="feature support of the between-chain coupling template "
                    "(default: %(default)s)")
+    m.add_argument("--coupling-observations", nargs="+", default=None, metavar="PREFIX",
+                   help="with --coupling-features supported|all: only observations whose "
+                   "names start with one of these prefixes get coupling weights")
     m.add_argument("--coupling", type=coupling_spec, default="adjacent", metavar="SPEC",
                    help="coupled chain pairs: adjacent, all, none, or pairs such as 0-1,0-2 "
                    "(default: %(default)s)")
@@ -305,8 +308,9 @@ def open_fraction(text):
 
 def model_params(args):
     """FactorialCRF keyword arguments from the model and solver options."""
-    keys = ("objective", "finetune_iter", "state_transition_iter", "unary_features", "transition_features",
-            "coupling_features", "coupling", "inference", "bp_max_iter", "bp_tol", "solver",
+    keys = ("objective", "finetune_iter", "state_transition_iter", "unary_features",
+            "transition_features", "coupling_features", "coupling_observations", "coupling",
+            "inference", "bp_max_iter", "bp_tol", "solver",
             "max_iter", "tol", "lbfgs_memory", "batch_size", "eta0", "tau", "early_stopping",
             "validation_fraction", "n_iter_no_change", "validation_interval",
             "validation_scoring", "max_memory")

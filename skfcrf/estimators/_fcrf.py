@@ -204,6 +204,17 @@ class FactorialCRF(BaseEstimator):
         must then be ``"auto"`` or None and ``state_transitions`` not True.
     coupling : {"adjacent", "all", "none"} or list of (int, int), default="adjacent"
         Which chain pairs are coupled at every token.
+    coupling_observations : str or list of str, default=None
+        With ``coupling_features="supported"`` or ``"all"``: the observations
+        that get coupling weights, as name prefixes (an observation whose name
+        starts with one of them; e.g. ``"lower__"`` for the observations of
+        the ``lower`` transformer of a
+        :func:`~skfcrf.transformers.make_sequence_union`).  None: every
+        observation.  Coupling weights on all observations multiply the
+        weights by the coupling's label pairs; a small group keeps the
+        observation-dependent couplings affordable.  Needs named observations;
+        ``ValueError`` with ``coupling_features="default"`` or when no kept
+        observation matches.
     inference : {"auto", "joint", "trp", "exact"}, default="auto"
         Inference for decoding and marginals.  ``"joint"``: exact Viterbi /
         forward-backward over the label combinations seen in training
@@ -456,6 +467,7 @@ class FactorialCRF(BaseEstimator):
         "transition_features": [StrOptions(set(TRANSITION_MODES))],
         "coupling_features": [StrOptions(set(SUPPORT_MODES))],
         "coupling": [StrOptions({"adjacent", "all", "none"}), list, tuple],
+        "coupling_observations": [None, str, list, tuple],
         "inference": [StrOptions({"auto", *METHODS})],
         "bp_max_iter": [_POSITIVE_INT],
         "bp_tol": [_POSITIVE_REAL],
@@ -486,7 +498,8 @@ class FactorialCRF(BaseEstimator):
     def __init__(self, *, sigma=10.0, objective="independent", solver="lbfgs", max_iter=100,
                  tol=1e-5, lbfgs_memory=3, min_instance_freq=1, unary_features="supported",
                  transition_features="default", coupling_features="default", coupling="adjacent",
-                 inference="auto", bp_max_iter=1000, bp_tol=1e-6, forbidden_transitions="auto",
+                 coupling_observations=None, inference="auto", bp_max_iter=1000, bp_tol=1e-6,
+                 forbidden_transitions="auto",
                  forbidden_couplings=None, batch_size=32, eta0=0.1, tau=1000.0, n_jobs=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
@@ -508,6 +521,7 @@ class FactorialCRF(BaseEstimator):
         self.transition_features = transition_features
         self.coupling_features = coupling_features
         self.coupling = coupling
+        self.coupling_observations = coupling_observations
         self.inference = inference
         self.bp_max_iter = bp_max_iter
         self.bp_tol = bp_tol
@@ -968,7 +982,8 @@ class FactorialCRF(BaseEstimator):
         if warm:
             self._close_backoff()
         model = build_model(self, self.graph_, self.n_features_in_, self.classes_, stats,
-                            previous=self if warm else None)
+                            previous=self if warm else None,
+                            observation_names=self.observation_names_)
         self.layout_, self.joint_states_, self.forbidden_ = (
             model.layout, model.joint_states, model.forbidden)
         self._backoff = model.backoff

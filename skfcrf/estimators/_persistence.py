@@ -433,7 +433,12 @@ def _estimator_from_header(cls, header, version):
     _require(not unknown, f"params has unknown parameters {', '.join(unknown)}")
     params = dict(params)
     _require(all(v is None or isinstance(v, (str, int, float)) for k, v in params.items()
-                 if k not in ("coupling", "solver_options")), "params must be plain values")
+                 if k not in ("coupling", "solver_options", "coupling_observations")),
+             "params must be plain values")
+    groups = params.get("coupling_observations")
+    _require(groups is None or isinstance(groups, str) or (
+        isinstance(groups, list) and all(isinstance(g, str) for g in groups)),
+        "params coupling_observations must be null, a string or a list of strings")
     options = params.get("solver_options")
     _require(options is None or (isinstance(options, dict) and all(
         isinstance(v, (str, int, float)) for v in options.values())),

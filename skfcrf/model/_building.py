@@ -42,7 +42,7 @@ from skfcrf.model._memory import check_fit_memory, column_counts, estimate_fit_m
 from skfcrf.model._partial import expand_given_states, given_combinations
 
 __all__ = ["StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
-           "check_memory", "forbidden_assignments", "uses_state_transitions",
+           "check_memory", "coupling_columns", "forbidden_assignments", "uses_state_transitions",
            "select_sequences"]
 
 #: What :func:`build_model` returns: the parameter layout, the joint label states,
@@ -180,7 +180,7 @@ def _trains_joint(params):
     return params.objective == "likelihood" or params.finetune_iter > 0
 
 
-def check_memory(params, graph, n_features, stats):
+def check_memory(params, graph, n_features, stats, coupling_columns=None):
     """The memory guard: ``MemoryError`` when the estimated peak memory of the fit
     (:func:`~skfcrf.model._memory.estimate_fit_memory`; the weights, and the
     largest batch's arrays) exceeds ``params.max_memory`` or the memory available."""
@@ -189,7 +189,44 @@ def check_memory(params, graph, n_features, stats):
         graph, stats.n_tokens, n_features, stats.nnz, unary_features=u,
         transition_features=t, coupling_features=c, objective=params.objective,
         lbfgs_memory=params.lbfgs_memory, column_counts=stats.column_counts,
-        n_sequences=stats.n_sequences), params.max_memory, params.verbose)
+        n_sequences=stats.n_sequences, coupling_columns=coupling_columns),
+        params.max_memory, params.verbose)
+
+
+def coupling_columns(params, observation_names):
+    """The ``coupling_observations`` parameter as a boolean mask over the model's
+    observations (None: every observation), or ``ValueError``.
+
+    A group is a name prefix: an observation belongs to the coupling templates'
+    observations when its name starts with one of the given prefixes (e.g.
+    ``"pos_window__"`` for every observation of one transformer of a
+    :func:`~skfcrf.transformers.make_sequence_union`).
+    """
+    groups = params.coupling_observations
+    if groups is None:
+        return None
+    groups = (groups,) if isinstance(groups, str) else tuple(groups)
+    if not groups or not all(isinstance(g, str) and g for g in groups):
+        raise ValueError("coupling_observations must be a non-empty name prefix or a "
+                         f"non-empty list of them, got {params.coupling_observations!r}")
+    if params.coupling_features == "default":
+        raise ValueError(
+            "coupling_observations chooses the observations of the coupling templates' "
+            "weights, and coupling_features='default' gives them none: use "
+            "coupling_features='supported' or 'all'")
+    if observation_names is None:
+        raise ValueError("coupling_observations needs named observations (dicts or lists "
+                         "of names); this model was fitted on matrices")
+    mask = np.fromiter((str(n).startswith(groups) for n in observation_names), dtype=bool,
+                       count=len(observation_names))
+    if not mask.any():
+        prefixes = sorted({str(n).split("__", 1)[0] + "__" for n in observation_names
+                           if "__" in str(n)})[:10]
+        raise ValueError(
+            f"coupling_observations={params.coupling_observations!r} matches no "
+            "observation the model kept"
+            + (f"; the observations' group prefixes include {prefixes}" if prefixes else ""))
+    return mask
 
 
 def forbidden_assignments(params, graph, classes, stats, method, previous=None):
@@ -244,22 +281,27 @@ def uses_state_transitions(params, n_chains, method, partial):
     return bool(params.state_transitions)
 
 
-def build_model(params, graph, n_features, classes, stats, previous=None):
+def build_model(params, graph, n_features, classes, stats, previous=None,
+                observation_names=None):
     """The model of settings ``params`` over ``graph`` from merged statistics ``stats``.
 
     Checks the memory (before the feature table is allocated), then builds the
     parameter layout, the joint label states, the forbidden assignments and the
     joint-state transition weights.  ``previous``: the fitted estimator a warm
     start continues; its layout is kept, its joint states and forbidden
-    assignments are merged with those of ``stats``.
+    assignments are merged with those of ``stats``.  ``observation_names``: the
+    kept observations' names (None for matrix input), for
+    ``params.coupling_observations`` (:func:`coupling_columns`).
 
     Returns
     -------
     Model
     """
     if previous is None:
-        check_memory(params, graph, n_features, stats)
-        keys = [ParameterLayout.all_keys(graph, n_features, *_modes(params)), stats.keys]
+        columns = coupling_columns(params, observation_names)
+        check_memory(params, graph, n_features, stats, columns)
+        keys = [ParameterLayout.all_keys(graph, n_features, *_modes(params), columns),
+                ParameterLayout.restrict_coupling_keys(graph, n_features, stats.keys, columns)]
         layout = ParameterLayout.from_keys(graph, n_features, unique_int(np.concatenate(keys)))
         joint_states = stats.joint_states(graph.n_labels)
     else:

@@ -274,21 +274,50 @@ class ParameterLayout:
 
     @classmethod
     def all_keys(cls, graph, n_features, unary_features, transition_features,
-                 coupling_features):
+                 coupling_features, coupling_columns=None):
         """Sorted keys of the ``"all"`` templates' entries: every (observation,
-        assignment) pair of ``n_features`` observations."""
+        assignment) pair of ``n_features`` observations -- for the coupling
+        templates only the observations ``coupling_columns`` (a boolean mask;
+        None: all)."""
         modes = (unary_features, transition_features, coupling_features)
         layout0 = cls._empty(graph, n_features)
         width = np.int64(layout0.score_width)
-        columns = [graph.label_offset[c] + np.arange(graph.n_labels[c])
-                   for c in range(graph.n_chains) if unary_features == "all"]
-        columns += [layout0.edge_col[e] + np.arange(graph.edge_size(e))
-                    for e in range(graph.n_edges)
-                    if not graph.edge_tied[e] and cls._edge_mode(graph, e, modes) == "all"]
-        if not columns:
-            return np.zeros(0, dtype=np.int64)
-        columns = np.sort(np.concatenate(columns).astype(np.int64))   # each < width
-        return (np.arange(n_features, dtype=np.int64)[:, None] * width + columns).ravel()
+        every = np.ones(n_features, dtype=bool)
+        groups = {}   # observation mask (by identity) -> its template columns
+        for c in range(graph.n_chains):
+            if unary_features == "all":
+                groups.setdefault(id(every), (every, []))[1].append(
+                    graph.label_offset[c] + np.arange(graph.n_labels[c]))
+        for e in range(graph.n_edges):
+            if graph.edge_tied[e] or cls._edge_mode(graph, e, modes) != "all":
+                continue
+            rows = every
+            if graph.edge_kind[e] == COUPLING and coupling_columns is not None:
+                rows = coupling_columns
+            groups.setdefault(id(rows), (rows, []))[1].append(
+                layout0.edge_col[e] + np.arange(graph.edge_size(e)))
+        keys = [(np.flatnonzero(rows).astype(np.int64)[:, None] * width
+                 + np.sort(np.concatenate(columns)).astype(np.int64)).ravel()   # each < width
+                for rows, columns in groups.values()]
+        if len(keys) > 1:
+            return unique_int(np.concatenate(keys))
+        return keys[0] if keys else np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def restrict_coupling_keys(cls, graph, n_features, keys, coupling_columns):
+        """``keys`` (:meth:`support_keys`) without the coupling templates' entries of
+        the observations outside ``coupling_columns`` (a boolean mask over the
+        ``n_features`` observations; None: ``keys`` unchanged)."""
+        if coupling_columns is None or keys is None:
+            return keys
+        layout0 = cls._empty(graph, n_features)
+        width = np.int64(layout0.score_width)
+        coupling = np.zeros(width, dtype=bool)
+        for e in range(graph.n_edges):
+            if graph.edge_kind[e] == COUPLING and not graph.edge_tied[e]:
+                coupling[layout0.edge_col[e]:layout0.edge_col[e] + graph.edge_size(e)] = True
+        keep = ~coupling[keys % width] | np.asarray(coupling_columns, dtype=bool)[keys // width]
+        return keys[keep]
 
     @staticmethod
     def _edge_mode(graph, e, modes):

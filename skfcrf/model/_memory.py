@@ -55,9 +55,17 @@ def _supported(nnz, n_features, size, column_counts):
 
 
 def _template_weights(graph, n_features, nnz, unary_features, transition_features,
-                      coupling_features, column_counts=None):
-    """(name, number of weights) per template, from the support modes."""
+                      coupling_features, column_counts=None, coupling_columns=None):
+    """(name, number of weights) per template, from the support modes (the coupling
+    templates' observations restricted to the mask ``coupling_columns``, if given)."""
     out = []
+    coupling_counts = column_counts
+    n_coupling = n_features
+    if coupling_columns is not None:
+        coupling_columns = np.asarray(coupling_columns, dtype=bool)
+        n_coupling = int(coupling_columns.sum())
+        if column_counts is not None:
+            coupling_counts = np.asarray(column_counts)[coupling_columns]
     for c in range(graph.n_chains):
         L = int(graph.n_labels[c])
         n = {"all": n_features * L,
@@ -70,25 +78,29 @@ def _template_weights(graph, n_features, nnz, unary_features, transition_feature
                        else (coupling_features, "coupling_features"))
         name = (f"in-chain template of chain {graph.edge_a[e]}" if inchain else
                 f"coupling template of chains ({graph.edge_a[e]}, {graph.edge_b[e]})")
-        n = {"all": n_features * size,
-             "supported": _supported(nnz, n_features, size, column_counts)}.get(mode, 0)
+        nf, counts = (n_features, column_counts) if inchain else (n_coupling, coupling_counts)
+        n = {"all": nf * size,
+             "supported": _supported(nnz, nf, size, counts)}.get(mode, 0)
         out.append((f"{name} ({param}={mode!r})", n + size))
     return out
 
 
 def estimate_fit_memory(graph, n_tokens, n_features, nnz, *, unary_features,
                         transition_features, coupling_features, objective, lbfgs_memory,
-                        column_counts=None, n_sequences=None):
+                        column_counts=None, n_sequences=None, coupling_columns=None):
     """Estimated peak bytes of a fit by component (see the module docstring).
 
     ``column_counts`` (stored entries per observation column, :func:`column_counts`)
     tightens the bound on ``"supported"`` weights; ``n_sequences`` bounds the
-    number of gradient blocks.  Returns a dict of bytes per component plus
+    number of gradient blocks; ``coupling_columns`` (boolean mask, the
+    ``coupling_observations`` parameter) the observations of the coupling
+    templates.  Returns a dict of bytes per component plus
     ``n_weights``, ``dominant_template`` and ``feature_table_build`` (the set-up
     phase's peak, reported but not added: it ends before training starts).
     """
     templates = _template_weights(graph, n_features, nnz, unary_features,
-                                  transition_features, coupling_features, column_counts)
+                                  transition_features, coupling_features, column_counts,
+                                  coupling_columns)
     n_weights = sum(n for _, n in templates)
     width = graph.total_labels + sum(
         graph.edge_size(e) for e in range(graph.n_edges) if not graph.edge_tied[e])
