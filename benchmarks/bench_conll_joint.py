@@ -11,11 +11,20 @@ load; prints times, ratios and F1.
         [--fcrf-objective chainwise|pseudolikelihood|likelihood]
         [--coupling-features default|supported]
         [--refine-likelihood N]
+        [--variant JSON [--variant JSON ...]]
+
+``--variant``: fit one FCRF per given JSON object of ``FactorialCRF`` parameters
+(over the options above), after the one cascade, in the same process; e.g.
+``--variant '{}' --variant '{"coupling_features": "supported",
+"coupling_observations": "ngramwindow-2__lower@0="}'`` compares the default
+couplings with observation-dependent ones restricted to the current lowercased
+word.
 
 Issue 6's target 2 is the pseudolikelihood run; issue 2 asks only for the F1,
 which ``--fcrf-objective likelihood`` (TRP sum-product marginals) improves.
 """
 import argparse
+import json
 import math
 import warnings
 
@@ -45,6 +54,8 @@ def main():
     ap.add_argument("--coupling-features", default="default", choices=["default", "supported", "all"])
     ap.add_argument("--refine-likelihood", type=int, default=0, metavar="N",
                     help="afterwards, continue the FCRF with N iterations of likelihood training (TRP)")
+    ap.add_argument("--variant", action="append", type=json.loads, default=None,
+                    metavar="JSON", help="FactorialCRF parameters of one FCRF fit (repeatable)")
     args = ap.parse_args()
 
     X_train, y_train = load("train")
@@ -69,34 +80,38 @@ def main():
     pos_acc_cascade = np.mean([a == b for s, t in zip(pred_pos, pos_test) for a, b in zip(s, t)])
     f1_cascade = chunk_f1(chunk_test, pred_chunk_cascade)
 
-    # joint FCRF
-    objective = {"objective": args.fcrf_objective} if args.fcrf_objective else {}
-    fcrf = FactorialCRF(**objective, sigma=args.sigma, max_iter=args.fcrf_iterations,
-                        lbfgs_memory=6, tol=1e-12, n_jobs=args.n_jobs,
-                        coupling_features=args.coupling_features)
-    y_joint = [list(zip(p, c)) for p, c in zip(pos_train, chunk_train)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        with Timer() as t_fcrf:
-            fcrf.fit(W_train, y_joint)
-    with Timer() as t_fcrf_pred:
-        decoded = fcrf.decode(W_test)
-    pred = [d.labels for d in decoded]
-    converged = np.mean([d.converged for d in decoded])
-    mean_iter = np.mean([d.n_iter for d in decoded])
-    pos_acc = np.mean([a == b for s, t in zip(pred, pos_test) for a, b in zip(s[:, 0], t)])
-    f1 = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
-
     print(f"{'':22s} {'train s':>8s} {'predict s':>10s} {'POS acc':>8s} {'chunk F1':>9s}")
     print(f"{'CRFsuite cascade':22s} {t_tag.seconds + t_chunk.seconds:8.1f} {t_cascade_pred.seconds:10.2f} "
           f"{pos_acc_cascade:8.4f} {f1_cascade:9.4f}   "
-          f"(tagger {t_tag.seconds:.1f} s + chunker {t_chunk.seconds:.1f} s)")
-    name = f"skfcrf 2-chain {fcrf.objective}"
-    print(f"{name:22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
-          f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations, TRP converged "
-          f"{converged:.3f}, mean {mean_iter:.1f} trees)")
-    print(f"ratio skfcrf/cascade training time: {t_fcrf.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
-          f"chunk F1 difference {f1 - f1_cascade:+.4f}")
+          f"(tagger {t_tag.seconds:.1f} s + chunker {t_chunk.seconds:.1f} s)", flush=True)
+
+    # joint FCRF
+    y_joint = [list(zip(p, c)) for p, c in zip(pos_train, chunk_train)]
+    for variant in args.variant or [{}]:
+        params = dict(sigma=args.sigma, max_iter=args.fcrf_iterations, lbfgs_memory=6, tol=1e-12,
+                      n_jobs=args.n_jobs, coupling_features=args.coupling_features)
+        if args.fcrf_objective:
+            params["objective"] = args.fcrf_objective
+        fcrf = FactorialCRF(**{**params, **variant})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with Timer() as t_fcrf:
+                fcrf.fit(W_train, y_joint)
+        with Timer() as t_fcrf_pred:
+            decoded = fcrf.decode(W_test)
+        pred = [d.labels for d in decoded]
+        converged = np.mean([d.converged for d in decoded])
+        mean_iter = np.mean([d.n_iter for d in decoded])
+        pos_acc = np.mean([a == b for s, t in zip(pred, pos_test) for a, b in zip(s[:, 0], t)])
+        f1 = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
+        name = f"skfcrf 2-chain {fcrf.objective}"
+        print(f"{name:22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
+              f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations, TRP converged "
+              f"{converged:.3f}, mean {mean_iter:.1f} trees; {fcrf.layout_.n_params} weights"
+              + (f"; {json.dumps(variant)}" if variant else "") + ")")
+        print(f"ratio skfcrf/cascade training time: "
+              f"{t_fcrf.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
+              f"chunk F1 difference {f1 - f1_cascade:+.4f}", flush=True)
     if args.refine_likelihood:
         fcrf.set_params(objective="likelihood", max_iter=args.refine_likelihood, warm_start=True)
         with warnings.catch_warnings():
