@@ -6,6 +6,12 @@ A and B, in one process.  Prints medians and the ratio.
 
     python benchmarks/ab_kernel.py pseudolikelihood --rev b0c27e5 --workload conll2 --repeat 5
     python benchmarks/ab_kernel.py joint --rev 7de5f1b --n-reports 300 --repeat 5
+    python benchmarks/ab_kernel.py joint --rev 7de5f1b --model /tmp/seed.npz --n-jobs 2
+
+``joint --model MODEL``: instead of the random model, the potentials of a model saved
+by ``bench_dictations_seed.py --save MODEL`` on the seed-scale test reports (the
+default model's sparse joint-state transitions; decoding's Viterbi and ``log Z``, and
+the training stage's marginals).
 
 ``objective`` times the fused training objective (``pseudolikelihood_objective``
 of the same module: feature products, pseudolikelihood and gradient mapping)
@@ -198,6 +204,35 @@ def old_joint_wrapper(rev):
     return module
 
 
+def ab_joint_model(args):
+    """A/B of exact joint-state inference on a saved seed-scale model's potentials of the
+    669 seed-scale test reports."""
+    import skfcrf._kernels.joint as new
+    from skfcrf import FactorialCRF
+    from skfcrf.datasets import make_dictations
+
+    from _dictations import standard_features
+    modules = {"old": old_joint_wrapper(args.rev), "new": new}
+    X, _ = make_dictations(2007, style="rcg", random_state=1)
+    F = standard_features().fit(X[:1338]).transform(X[1338:])
+    crf = FactorialCRF.load(args.model).set_params(n_jobs=args.n_jobs)
+    seq_ptr, unary, pair, method = crf._inference_inputs(F)
+    current = {}
+
+    def swap(label):
+        current["m"] = modules[label]
+
+    args_ = (method.graph, method.joint_states, seq_ptr, unary, pair, args.n_jobs)
+    kw = dict(state_trans=method.state_trans, backoff=method.backoff)
+    print(f"{args.model} on the 669 seed-scale test reports, n_jobs={args.n_jobs}, "
+          f"old = {args.rev}")
+    ab("joint_map", swap, lambda: current["m"].joint_map(*args_, **kw), args.repeat)
+    ab("joint_log_partition", swap,
+       lambda: current["m"].joint_log_partition(*args_, **kw), args.repeat)
+    ab("joint_marginals (pair marginals)", swap, lambda: current["m"].joint_marginals(
+        *args_, pair_marginals=True, **kw), args.repeat)
+
+
 def ab_joint(args):
     """A/B of exact joint-state inference (wrapper and kernel of ``--rev`` against the
     working tree's) on the dictation FCRF's potentials, with random joint-state
@@ -229,13 +264,15 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--n-reports", type=int, default=300, help="dictation reports (joint)")
+    ap.add_argument("--model", default=None,
+                    help="joint: a model saved by bench_dictations_seed.py --save")
     args = ap.parse_args()
     from threadpoolctl import threadpool_limits
     threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
     if args.kernel == "objective":
         return ab_objective(args)
     if args.kernel == "joint":
-        return ab_joint(args)
+        return ab_joint_model(args) if args.model else ab_joint(args)
     old = build_old(args.kernel, args.rev)
     new = importlib.import_module(f"skfcrf._kernels._{args.kernel}")
     work = (conll2_workload if args.workload == "conll2" else dictations_workload)(args.n_jobs)

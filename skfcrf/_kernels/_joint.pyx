@@ -111,6 +111,8 @@ cdef struct Tables:
     const int* cpl_tied
     const int* unary_index      # S x C: label_offset[c] + states[s, c]
     const int* cpl_index        # K x S: states[s, a_k] * L_b + states[s, b_k]
+    const double* tied_phi      # S: tied couplings' scores per state (NULL: none tied)
+    int any_untied              # whether a coupling has per-token potentials
 
 
 cdef struct Tree:
@@ -264,9 +266,20 @@ cdef class JointTables:
         tr.up = _tree(self.up_ptr, self.up_row, self.up_idx, self.up_w)
         return tr
 
-    cdef Tables tables(self, const double[:, ::1] unary, const double[::1] pair):
-        """The state and coupling tables over this call's potentials."""
+    cdef Tables tables(self, const double[:, ::1] unary, const double[::1] pair,
+                       double[::1] tied_phi):
+        """The state and coupling tables over this call's potentials.
+
+        ``tied_phi`` (``S``, the caller's, alive as long as the tables) receives
+        the sum of the tied couplings' scores per state: they are the same at
+        every token, so :func:`_state_scores` adds the one sum instead of each
+        coupling's gathered potential.
+        """
         cdef Tables tb
+        cdef Py_ssize_t k, s
+        cdef const double* P
+        cdef const int* ci
+        cdef int any_tied = 0
         tb.S, tb.C, tb.K = self.states.shape[0], self.states.shape[1], self.cpl_a.shape[0]
         tb.ldu = unary.shape[1]
         tb.states = &self.states[0, 0]
@@ -281,6 +294,21 @@ cdef class JointTables:
         tb.cpl_tied = first_or_null(self.cpl_tied)
         tb.unary_index = &self.unary_index[0, 0]
         tb.cpl_index = &self.cpl_index[0, 0] if tb.K else NULL
+        if tied_phi.shape[0] != tb.S:
+            raise ValueError("tied_phi must have one entry per state")
+        tb.any_untied = 0
+        for s in range(tb.S):
+            tied_phi[s] = 0.0
+        for k in range(tb.K):
+            if not tb.cpl_tied[k]:
+                tb.any_untied = 1
+                continue
+            any_tied = 1
+            P = tb.pair + tb.cpl_off[k]
+            ci = tb.cpl_index + k * tb.S
+            for s in range(tb.S):
+                tied_phi[s] += P[ci[s]]
+        tb.tied_phi = &tied_phi[0] if any_tied else NULL
         return tb
 
 
@@ -532,7 +560,8 @@ cdef void _single_transition_counts(Py_ssize_t S, Py_ssize_t n, const float* alp
 
 
 cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
-    """``phi[s]``: the score of every state at global token ``g``."""
+    """``phi[s]``: the score of every state at global token ``g`` (the tied couplings'
+    share precomputed, :meth:`JointTables.tables`)."""
     cdef Py_ssize_t s, c, k, C = tb.C
     cdef const int* ui
     cdef const int* ci
@@ -541,11 +570,15 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept no
     cdef double v
     for s in range(tb.S):
         ui = tb.unary_index + s * C
-        v = 0.0
+        v = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
         for c in range(C):
             v += u[ui[c]]
         phi[s] = v
+    if not tb.any_untied:
+        return
     for k in range(tb.K):
+        if tb.cpl_tied[k]:
+            continue
         P = _coupling_matrix(tb, k, g)
         ci = tb.cpl_index + k * tb.S
         for s in range(tb.S):
@@ -687,7 +720,8 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     module docstring) in ``jt``.  A sequence with no allowed labelling gets
     score ``-inf`` (and state 0's labels).  Empty sequences get score 0.
     """
-    cdef Tables tb = jt.tables(unary, pair)
+    cdef double[::1] tied_phi = np.empty(jt.states.shape[0])
+    cdef Tables tb = jt.tables(unary, pair, tied_phi)
     cdef Trans tr = jt.trans()
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t S = tb.S, C = tb.C, sq, T, t, c, t_max = 1
@@ -994,7 +1028,8 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     lockstep blocks (:func:`lockstep_blocks`).  ``forward_only``: ``log Z`` alone, by
     the forward pass (``node``, ``pmarg``, ``tied_acc`` and ``counts`` untouched).
     """
-    cdef Tables tb = jt.tables(unary, pair)
+    cdef double[::1] tied_phi = np.empty(jt.states.shape[0])
+    cdef Tables tb = jt.tables(unary, pair, tied_phi)
     cdef Trans tr = jt.trans()
     cdef double shift = jt.shift
     cdef int want_counts = counts is not None
