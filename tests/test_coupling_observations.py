@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from _helpers import check_gradient, short_fit, synthetic
 from skfcrf import FactorialCRF
 from skfcrf._kernels.graph import COUPLING
 from skfcrf.estimators import training_problem
 from skfcrf.model._memory import estimate_fit_memory
+
+from _helpers import check_gradient, short_fit, synthetic
 
 
 def _entries(est):
