@@ -72,6 +72,13 @@ def unique_int(values):
     return values[keep]
 
 
+def _pair_keys(rows, columns, width):
+    """Sorted keys ``row * width + column`` of every row with every column of the
+    arrays ``columns`` (each column below ``width``)."""
+    return (np.asarray(rows, dtype=np.int64)[:, None] * width
+            + np.sort(np.concatenate(columns)).astype(np.int64)).ravel()
+
+
 def build_graph(n_labels, couplings, transition_features, coupling_features):
     """The graph of an FCRF: one in-chain edge per chain (none with
     ``transition_features="none"``), one edge per coupled pair."""
@@ -282,23 +289,19 @@ class ParameterLayout:
         modes = (unary_features, transition_features, coupling_features)
         layout0 = cls._empty(graph, n_features)
         width = np.int64(layout0.score_width)
-        every = np.ones(n_features, dtype=bool)
-        groups = {}   # observation mask (by identity) -> its template columns
-        for c in range(graph.n_chains):
-            if unary_features == "all":
-                groups.setdefault(id(every), (every, []))[1].append(
-                    graph.label_offset[c] + np.arange(graph.n_labels[c]))
+        columns = [graph.label_offset[c] + np.arange(graph.n_labels[c])
+                   for c in range(graph.n_chains) if unary_features == "all"]
+        restricted = []        # the coupling templates' columns, with coupling_columns
         for e in range(graph.n_edges):
-            if graph.edge_tied[e] or cls._edge_mode(graph, e, modes) != "all":
-                continue
-            rows = every
-            if graph.edge_kind[e] == COUPLING and coupling_columns is not None:
-                rows = coupling_columns
-            groups.setdefault(id(rows), (rows, []))[1].append(
-                layout0.edge_col[e] + np.arange(graph.edge_size(e)))
-        keys = [(np.flatnonzero(rows).astype(np.int64)[:, None] * width
-                 + np.sort(np.concatenate(columns)).astype(np.int64)).ravel()   # each < width
-                for rows, columns in groups.values()]
+            if not graph.edge_tied[e] and cls._edge_mode(graph, e, modes) == "all":
+                own = layout0.edge_col[e] + np.arange(graph.edge_size(e))
+                use = coupling_columns is not None and graph.edge_kind[e] == COUPLING
+                (restricted if use else columns).append(own)
+        keys = []
+        if columns:
+            keys.append(_pair_keys(np.arange(n_features), columns, width))
+        if restricted:
+            keys.append(_pair_keys(np.flatnonzero(coupling_columns), restricted, width))
         if len(keys) > 1:
             return unique_int(np.concatenate(keys))
         return keys[0] if keys else np.zeros(0, dtype=np.int64)
