@@ -1,13 +1,12 @@
-"""Build the Sphinx documentation with warnings as errors (as CI does)."""
+"""The documentation: the Sphinx build with warnings as errors (as CI does), the README's
+and the index page's examples, and the defaults docs/cli.rst and the help texts state.
+The tutorials are run by ``test_tutorials.py``."""
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
+from _snippets import DOCS, ROOT, python_blocks, readme_python_blocks, run_snippets
 
 missing = [m for m in ("sphinx", "numpydoc") if importlib.util.find_spec(m) is None]
 
@@ -31,49 +30,6 @@ def test_docs_build_without_warnings(tmp_path):
         assert (tmp_path / "html" / page).is_file(), page
 
 
-REAL_REPORTS = ROOT.parent / "shared" / "data" / "mtsamples-urology"
-
-
-def python_blocks(rst):
-    """The ``.. code-block:: python`` blocks of an .rst page, dedented."""
-    import textwrap
-
-    blocks, lines, inside = [], rst.splitlines(), False
-    for line in lines + [""]:
-        if line.strip() == ".. code-block:: python":
-            inside, block = True, []
-            continue
-        if inside:
-            if line and not line.startswith(" "):
-                blocks.append(textwrap.dedent("\n".join(block)))
-                inside = False
-            else:
-                block.append(line)
-    if inside:
-        blocks.append(textwrap.dedent("\n".join(block)))
-    return blocks
-
-
-def readme_python_blocks(markdown):
-    """The fenced Python blocks of the README."""
-    import re
-
-    return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
-
-
-def run_snippets(blocks, name, tmp_path, monkeypatch, replace=()):
-    """Run code blocks in order as one script in an empty directory, as a user would:
-    every warning is an error (the suite's setting); returns the script's namespace."""
-    code = "\n".join(blocks)
-    for old, new in replace:
-        assert old in code, f"{name}: {old!r} not found"
-        code = code.replace(old, new)
-    monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__snippets__"}
-    exec(compile(code, name, "exec"), namespace)
-    return namespace
-
-
 def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     """The README's Python example, without an error or a warning (its last lines once
     raised NotFittedError: a fitted feature union failed check_is_fitted)."""
@@ -89,61 +45,6 @@ def test_index_example_runs(tmp_path, monkeypatch):
     assert len(blocks) == 1
     namespace = run_snippets(blocks, "docs/index.rst", tmp_path, monkeypatch)
     assert len(namespace["y_pred"]) == 6
-
-
-#: Blocks that cannot run here, by a string they contain, and why.
-NEEDS_A_CLUSTER = 'Client("tcp://scheduler:8786")'   # model_selection: a Dask scheduler
-
-
-def _conll2000_dir():
-    import os
-
-    train = Path(os.environ.get("SKFCRF_CONLL2000_TRAIN",
-                                ROOT.parent / "shared" / "data" / "conll2000" / "train.txt"))
-    return train.parent if (train.parent / "test.txt").is_file() else None
-
-
-TUTORIALS = ["dictations", "model_selection", "partial_annotation", "conll2000"]
-
-
-def test_every_tutorial_with_code_is_run():
-    pages = {p.stem for p in (DOCS / "tutorials").glob("*.rst")
-             if python_blocks(p.read_text(encoding="utf-8"))}
-    assert pages == set(TUTORIALS) | {"real_reports"}
-
-
-@pytest.mark.parametrize("page", TUTORIALS)
-def test_tutorial_runs(page, tmp_path, monkeypatch):
-    """Every ``.. code-block:: python`` of a tutorial, in order, as one script: no error,
-    no warning.  The tutorials keep their own data sizes modest for this."""
-    blocks = python_blocks((DOCS / "tutorials" / f"{page}.rst").read_text(encoding="utf-8"))
-    replace = ()
-    if page == "model_selection":
-        assert sum(NEEDS_A_CLUSTER in b for b in blocks) == 1
-        blocks = [b for b in blocks if NEEDS_A_CLUSTER not in b]   # needs a Dask scheduler
-    if page == "conll2000":
-        data = _conll2000_dir()
-        if data is None:
-            pytest.skip("the CoNLL-2000 tutorial needs conll2000/train.txt and test.txt "
-                        "(set SKFCRF_CONLL2000_TRAIN to the training file)")
-        replace = [("conll2000/", f"{data}/")]
-    namespace = run_snippets(blocks, f"docs/tutorials/{page}.rst", tmp_path, monkeypatch, replace)
-    assert namespace.get("X") or namespace.get("X_train")
-
-
-@pytest.mark.skipif(not REAL_REPORTS.is_dir(), reason="shared/data/mtsamples-urology not found")
-def test_real_reports_tutorial_runs(tmp_path, monkeypatch, capsys):
-    """The real-reports tutorial, run as a user would (the reports from shared/): no error,
-    no warning (every warning is an error in the suite)."""
-    code = "\n".join(python_blocks((DOCS / "tutorials" / "real_reports.rst").read_text(encoding="utf-8")))
-    code = code.replace('REPORTS = "shared/data/mtsamples-urology"', f"REPORTS = {str(REAL_REPORTS)!r}")
-    monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(compile(code, "real_reports.rst", "exec"), namespace)
-    out = capsys.readouterr().out
-    assert "PREOPERATIVE   BeginHeading   BeginNone        BeginDiagnosis" in out
-    assert len(namespace["X"]) == 136 and namespace["y_pred"]
-    assert ":\n" in out  # the rendered report's headings
 
 
 # ----------------------------------------------------------------------------- CLI defaults
