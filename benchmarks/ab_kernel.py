@@ -13,6 +13,12 @@ by ``bench_dictations_seed.py --save MODEL`` on the seed-scale test reports (the
 default model's sparse joint-state transitions; decoding's Viterbi and ``log Z``, and
 the training stage's marginals).
 
+``chainwise`` times the chain-wise kernel (``chainwise_objective``) inside the
+independent chains' objective object (the default fit's first stage) on
+``--n-reports`` dictations, swapping the old function in for A:
+
+    python benchmarks/ab_kernel.py chainwise --rev 8ee3812 --n-reports 600 --n-jobs 2
+
 ``objective`` times the fused training objective (``pseudolikelihood_objective``
 of the same module: feature products, pseudolikelihood and gradient mapping)
 through the ``PseudoLikelihood`` objective object, swapping the old function in for A.
@@ -193,6 +199,30 @@ def ab(name, swap, call, repeat):
         print(f"  {kind}: old median {mo:.4f} s, new median {mn:.4f} s, old/new x{mo / mn:.3f}")
 
 
+def ab_chainwise(args):
+    """A/B of the chain-wise kernel inside :class:`~skfcrf.objectives.IndependentChains`
+    (random weights) on the dictation FCRF."""
+    import skfcrf.objectives._chainwise as module
+    from skfcrf import FactorialCRF
+    from skfcrf.datasets import make_dictations
+    from skfcrf.estimators import training_problem
+
+    from _dictations import standard_features
+    fns = {"old": build_old("chainwise", args.rev).chainwise_objective,
+           "new": module.chainwise_objective}
+    X, y = make_dictations(n_reports=args.n_reports, style="rcg", random_state=0)
+    est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)
+    objective, theta0, _ = training_problem(est, standard_features().fit_transform(X), y)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
+
+    def swap(label):
+        module.chainwise_objective = fns[label]
+
+    print(f"dictations {args.n_reports}, n_jobs={args.n_jobs}, old = {args.rev}")
+    ab("IndependentChains.data_loss_gradient", swap,
+       lambda: objective.data_loss_gradient(theta), args.repeat)
+
+
 def old_joint_wrapper(rev):
     """``rev``'s ``skfcrf._kernels.joint`` (the Python wrapper) over ``rev``'s compiled kernel."""
     src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_kernels/joint.py"],
@@ -258,12 +288,13 @@ def ab_joint(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=["pseudolikelihood", "objective", "joint"])
+    ap.add_argument("kernel", choices=["pseudolikelihood", "objective", "joint", "chainwise"])
     ap.add_argument("--rev", required=True)
     ap.add_argument("--workload", default="conll2", choices=["conll2", "dictations"])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-jobs", type=int, default=1)
-    ap.add_argument("--n-reports", type=int, default=300, help="dictation reports (joint)")
+    ap.add_argument("--n-reports", type=int, default=300,
+                    help="dictation reports (joint, chainwise)")
     ap.add_argument("--model", default=None,
                     help="joint: a model saved by bench_dictations_seed.py --save")
     args = ap.parse_args()
@@ -271,6 +302,9 @@ def main():
     threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
     if args.kernel == "objective":
         return ab_objective(args)
+    if args.kernel == "chainwise":
+        sys.path.insert(0, os.path.dirname(__file__))
+        return ab_chainwise(args)
     if args.kernel == "joint":
         return ab_joint_model(args) if args.model else ab_joint(args)
     old = build_old(args.kernel, args.rev)
