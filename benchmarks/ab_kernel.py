@@ -13,9 +13,9 @@ by ``bench_dictations_seed.py --save MODEL`` on the seed-scale test reports (the
 default model's sparse joint-state transitions; decoding's Viterbi and ``log Z``, and
 the training stage's marginals).
 
-``chainwise`` times the chain-wise kernel (``chainwise_objective``) inside the
-independent chains' objective object (the default fit's first stage) on
-``--n-reports`` dictations, swapping the old function in for A:
+``chainwise`` times the chain-wise kernel (``chainwise_objective``) inside an
+objective object on ``--n-reports`` dictations (``--objective independent``, the
+default fit's first stage, or ``chainwise``), swapping the old function in for A:
 
     python benchmarks/ab_kernel.py chainwise --rev 8ee3812 --n-reports 600 --n-jobs 2
 
@@ -200,8 +200,9 @@ def ab(name, swap, call, repeat):
 
 
 def ab_chainwise(args):
-    """A/B of the chain-wise kernel inside :class:`~skfcrf.objectives.IndependentChains`
-    (random weights) on the dictation FCRF."""
+    """A/B of the chain-wise kernel inside the ``--objective`` object
+    (:class:`~skfcrf.objectives.IndependentChains` or the chain-wise objective; random
+    weights) on the dictation FCRF."""
     import skfcrf.objectives._chainwise as module
     from skfcrf import FactorialCRF
     from skfcrf.datasets import make_dictations
@@ -211,7 +212,7 @@ def ab_chainwise(args):
     fns = {"old": build_old("chainwise", args.rev).chainwise_objective,
            "new": module.chainwise_objective}
     X, y = make_dictations(n_reports=args.n_reports, style="rcg", random_state=0)
-    est = FactorialCRF(min_instance_freq=2, n_jobs=args.n_jobs)
+    est = FactorialCRF(objective=args.objective, min_instance_freq=2, n_jobs=args.n_jobs)
     objective, theta0, _ = training_problem(est, standard_features().fit_transform(X), y)
     theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
 
@@ -219,7 +220,7 @@ def ab_chainwise(args):
         module.chainwise_objective = fns[label]
 
     print(f"dictations {args.n_reports}, n_jobs={args.n_jobs}, old = {args.rev}")
-    ab("IndependentChains.data_loss_gradient", swap,
+    ab(f"{type(objective).__name__}.data_loss_gradient", swap,
        lambda: objective.data_loss_gradient(theta), args.repeat)
 
 
@@ -295,6 +296,8 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--n-reports", type=int, default=300,
                     help="dictation reports (joint, chainwise)")
+    ap.add_argument("--objective", default="independent", choices=["independent", "chainwise"],
+                    help="chainwise: the objective the kernel runs in")
     ap.add_argument("--model", default=None,
                     help="joint: a model saved by bench_dictations_seed.py --save")
     args = ap.parse_args()

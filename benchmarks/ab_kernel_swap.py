@@ -1,12 +1,12 @@
-"""A/B timing of the inference and chain-wise kernels: ``--rev``'s against the working tree's.
+"""A/B timing of the TRP and n-best kernels: ``--rev``'s against the working tree's.
 
 The old kernel is compiled by :func:`ab_kernel.build_old` and swapped in for A; both run
 alternately in one process on the same inputs (the dictation FCRF's potentials with
 random weights, one thread, BLAS on one thread); prints wall and CPU medians and
-whether the results are bit-identical.  Modes: ``trp`` (TRP marginals and MAP),
-``nbest`` (state n-best, max-marginals, the k-best kernels) and ``chainwise`` (the
-fused chain-wise objective).  The pseudolikelihood objective and the joint-state
-kernels (whose wrapper changes with them) are timed by ``ab_kernel.py``.
+whether the results are bit-identical.  Modes: ``trp`` (TRP marginals and MAP) and
+``nbest`` (state n-best, max-marginals, the k-best kernels).  The pseudolikelihood
+objective, the chain-wise kernel and the joint-state kernels (whose wrapper changes with
+them) are timed by ``ab_kernel.py``.
 
     python benchmarks/ab_kernel_swap.py trp a6d2966 5
 """
@@ -60,22 +60,6 @@ def main():
         kw = dict(method="trp", max_iter=40, n_threads=1)
         ab("trp marginals", swap, lambda: marginals(graph, sp, unary, pair, **kw), repeat)
         ab("trp map_assign", swap, lambda: map_assign(graph, sp, unary, pair, **kw), repeat)
-    elif mode == "chainwise":
-        import skfcrf.objectives as obj
-        from skfcrf import FactorialCRF
-        from skfcrf.datasets import make_dictations
-        from skfcrf.estimators import training_problem
-
-        from _dictations import standard_features
-        X, y = make_dictations(n_reports=300, style="rcg", random_state=0)
-        F = standard_features().fit_transform(X)
-        est = FactorialCRF(objective="chainwise", min_instance_freq=2, n_jobs=1)
-        objective, theta0, _ = training_problem(est, F, y)
-        theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
-        fns = {"old": build_old("chainwise", rev).chainwise_objective,
-               "new": obj.chainwise_objective}
-        ab("chainwise data_loss_gradient", lambda label: setattr(obj, "chainwise_objective", fns[label]),
-           lambda: objective.data_loss_gradient(theta), repeat)
 
 
 if __name__ == "__main__":
