@@ -1,7 +1,8 @@
 """Fixtures shared by the test modules.
 
-Plain helper functions live in ``_helpers.py`` (synthetic tasks, gradient checks) and
-``brute.py`` (brute-force references); test modules never import each other.
+Plain helper functions live in ``_helpers.py`` (synthetic tasks, gradient checks),
+``brute.py`` (brute-force references) and ``_snippets.py`` (running the documentation's
+code); test modules never import each other.
 """
 import os
 from pathlib import Path
