@@ -475,20 +475,38 @@ cdef inline void _sparse_products(const int* ptr, const int* index, const double
 cdef void _sparse_counts(const Model* m, Py_ssize_t c, const double* alpha, const double* w,
                          Py_ssize_t T, Py_ssize_t L, double* counts) noexcept nogil:
     """``counts[i, j] += sum_t alpha[t-1, i] * w[t, j]`` (t = 1 .. T-1) at chain c's
-    nonzero transitions only, summed over t in ascending order."""
+    nonzero transitions only, summed over t in ascending order.  Four tokens per pass
+    over the transitions: each count is read and written once for the four terms (one
+    at a time, every count and index was loaded and the count stored at every token),
+    which are added in the same order."""
     cdef const int* row_ptr = m.sp_row_ptr + m.sp_ptr_off[c]
     cdef const int* col = m.sp_col + m.sp_off[c]
-    cdef Py_ssize_t t, i, p
-    cdef double a
+    cdef Py_ssize_t t = 1, i, p, j
+    cdef double a0, a1, a2, a3, v
     cdef const double* at
     cdef const double* wt
-    for t in range(1, T):
+    while t + 3 < T:
         at = alpha + (t - 1) * L
         wt = w + t * L
         for i in range(L):
-            a = at[i]
+            a0, a1, a2, a3 = at[i], at[L + i], at[2 * L + i], at[3 * L + i]
             for p in range(row_ptr[i], row_ptr[i + 1]):
-                counts[i * L + col[p]] += a * wt[col[p]]
+                j = col[p]
+                v = counts[i * L + j]
+                v = v + a0 * wt[j]
+                v = v + a1 * wt[L + j]
+                v = v + a2 * wt[2 * L + j]
+                v = v + a3 * wt[3 * L + j]
+                counts[i * L + j] = v
+        t = t + 4
+    while t < T:
+        at = alpha + (t - 1) * L
+        wt = w + t * L
+        for i in range(L):
+            a0 = at[i]
+            for p in range(row_ptr[i], row_ptr[i + 1]):
+                counts[i * L + col[p]] += a0 * wt[col[p]]
+        t = t + 1
 
 
 cdef inline void _mat_vec(const double* M, double* x, Py_ssize_t L,
