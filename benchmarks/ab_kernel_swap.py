@@ -24,18 +24,21 @@ import skfcrf._kernels as bp  # noqa: E402
 
 def main():
     mode, rev, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    n_reports = {"trp": 30, "nbest": 100}
+    if mode not in n_reports:
+        sys.exit(f"ab_kernel_swap.py: mode {mode!r} is not one of {sorted(n_reports)} "
+                 "(the chain-wise kernel: ab_kernel.py chainwise)")
     threadpool_limits(1, user_api="blas")
-    graph, seq_ptr, unary, pair, eo, gold = dictations_workload(1, {"trp": 30, "nbest": 100}.get(mode, 300))
+    graph, seq_ptr, unary, pair, eo, gold = dictations_workload(1, n_reports[mode])
     from skfcrf._kernels.joint import joint_states_from_labels
     states = joint_states_from_labels(gold)
-    if mode in ("nbest", "trp"):
-        kname = "_" + mode
-        import importlib
-        mods = {"old": build_old(mode, rev), "new": importlib.import_module(f"skfcrf._kernels.{kname}")}
+    kname = "_" + mode
+    import importlib
+    mods = {"old": build_old(mode, rev), "new": importlib.import_module(f"skfcrf._kernels.{kname}")}
 
-        def swap(label):
-            setattr(bp, kname, mods[label])
-            sys.modules[f"skfcrf._kernels.{kname}"] = mods[label]
+    def swap(label):
+        setattr(bp, kname, mods[label])
+        sys.modules[f"skfcrf._kernels.{kname}"] = mods[label]
     if mode == "nbest":
         from skfcrf._kernels.states import state_max_marginals, state_nbest
         sp = seq_ptr
