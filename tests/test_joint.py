@@ -10,6 +10,7 @@ from scipy.special import logsumexp
 from skfcrf._kernels.batch import map_assign, marginals
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 from skfcrf._kernels.joint import joint_map, joint_marginals, joint_states_from_labels
+from skfcrf._kernels.states import sequence_pair
 
 from brute import full_score
 
@@ -235,10 +236,10 @@ def test_training_statistics_rescued_where_linear_forward_underflows():
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_lockstep_blocks_equal_one_sequence_at_a_time(n_threads):
-    """The dense form runs blocks of sequences in lockstep (matrix-matrix steps); the
-    sparse form one sequence at a time: same marginals, log Z and state pair counts,
-    over more sequences than a block holds, of many lengths (empty ones, and some
-    with no allowed labelling)."""
+    """The dense form runs blocks of sequences in lockstep (matrix-matrix steps), the
+    sparse form blocks of four interleaved lanes: same marginals, log Z and state
+    pair counts, over more sequences than a block holds, of many lengths (empty
+    ones, and some with no allowed labelling)."""
     rng = np.random.default_rng(5)
     lengths = rng.integers(0, 12, size=75)
     graph, seq_ptr, unary, pair, _, product = case_problem(3, 7, lengths, forbid=True)
@@ -257,19 +258,52 @@ def test_lockstep_blocks_equal_one_sequence_at_a_time(n_threads):
     np.testing.assert_allclose(pairs, ref_pairs, atol=1e-10)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_sparse_lanes_equal_each_sequence_alone(n_threads):
+    """The sparse form runs four sequences in interleaved lanes: every sequence's
+    marginals and log Z have the bits of the same sequence run alone (one lane of
+    its block), whatever the sequences beside it -- empty, shorter, or with no
+    allowed labelling -- and the pair marginals (summed over the block) agree."""
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(0, 9, size=23)
+    graph, seq_ptr, unary, pair, _, product = case_problem(3, 7, lengths, forbid=True)
+    for s in np.flatnonzero(lengths > 2)[:3]:        # no allowed label at a middle token
+        unary[seq_ptr[s] + 1, :graph.n_labels[0]] = -np.inf
+    node, pmarg, log_z = joint_marginals(graph, product, seq_ptr, unary, pair, n_threads,
+                                         pair_marginals=True, sparse=True)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    total = np.zeros_like(pmarg)
+    for s, T in enumerate(lengths):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        own = sequence_pair(graph, pair, edge_offset, rows)
+        n1, p1, z1 = joint_marginals(graph, product, np.array([0, T], np.int64), unary[rows],
+                                     own, pair_marginals=True, sparse=True)
+        assert z1[0] == log_z[s] or (np.isneginf(z1[0]) and np.isneginf(log_z[s]))
+        np.testing.assert_array_equal(n1, node[rows])
+        local = pair_layout(graph, T)
+        for e in range(graph.n_edges):
+            start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else
+                                           int(seq_ptr[s]) * graph.edge_size(e))
+            part = p1[local[e]:local[e + 1]]
+            total[start:start + part.size] += part
+    np.testing.assert_allclose(pmarg, total, rtol=1e-12, atol=1e-12)
+
+
 def test_lockstep_blocks_cover_every_sequence_longest_first():
     from skfcrf._kernels._joint import lockstep_blocks
 
     lengths = np.array([3, 0, 40, 7, 7, 1, 12, 5] * 9)
     seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    for dense, max_bytes in [(True, 32 << 20), (True, 4 * 8 * 10 * 60), (False, 32 << 20)]:
-        seqs, ptr, rows = lockstep_blocks(seq_ptr, 10, dense, max_bytes)
+    for dense, max_bytes, lanes in [(True, 32 << 20, False), (True, 4 * 8 * 10 * 60, False),
+                                    (False, 32 << 20, False), (False, 32 << 20, True)]:
+        seqs, ptr, rows = lockstep_blocks(seq_ptr, 10, dense, max_bytes, lanes)
         assert sorted(seqs) == list(range(len(lengths)))
         assert np.all(np.diff(lengths[seqs]) <= 0)
         sizes = np.diff(ptr)
-        assert sizes.min() >= 1 and sizes.max() <= (32 if dense else 1)
+        assert sizes.min() >= 1 and sizes.max() <= (32 if dense else 4 if lanes else 1)
         longest = np.maximum(lengths[seqs[ptr[:-1]]], 1)
-        assert rows == (sizes * longest).max()
+        # a block of lanes takes four rows per token however many sequences it holds
+        assert rows == ((4 if lanes else sizes) * longest).max()
         # the buffers stay within the budget unless one sequence alone needs more
         assert rows * 4 * 8 * 10 <= max(max_bytes, 4 * 8 * 10 * lengths.max())
     assert lockstep_blocks(seq_ptr, 10, True, 4 * 8 * 10 * 60)[1].size > 3

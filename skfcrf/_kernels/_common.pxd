@@ -22,6 +22,19 @@ cdef extern from "_simd.h" nogil:
                             double* C)
     # out[i] = exp(s[i] - shift), vectorised (see _simd.h)
     void exp_shifted "skfcrf_exp_shifted"(const double* s, double shift, double* out, int n)
+    # a CSR matrix's rows times SKFCRF_LANES interleaved vectors, with the transition
+    # counts of the backward step where counts is not NULL (see _simd.h)
+    enum: SKFCRF_LANES
+    void skfcrf_lane_product(const long long* ptr, const int* idx, const double* val,
+                             long nrows, const double* x, const double* a, double* counts,
+                             double* out)
+    void skfcrf_lane_sums(const long long* ptr, const int* idx, long nrows, const double* x,
+                          double* out)
+    void skfcrf_lane_normalize(long S, const double* tmp, const double* phi,
+                               const double* total, const long long* on, double negligible,
+                               double* alpha, double* psi)
+    void skfcrf_lane_scale(long S, const double* psi, const double* beta, const double* norm,
+                           const long long* on, double* out)
 
 
 ctypedef fused item_t:

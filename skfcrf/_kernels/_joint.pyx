@@ -67,10 +67,16 @@ recomputed from the same sums while tracing back, so ties go to the smallest
 state index, deterministically).  :func:`joint_forward_backward` gives the
 per-token state marginals and ``log Z`` by scaled forward-backward, or ``log Z``
 alone by its forward pass (steps over
-``exp(trans - max)``: CSR products when sparse; dense, blocks of sequences of
-similar lengths run in lockstep, so that a token step is one BLAS ``dgemm`` of the
-block's rows by the ``S x S`` matrix, which is then read once per block instead
-of once per sequence -- a ``dgemv`` step is bound by streaming the matrix).
+``exp(trans - max)``).  Sequences of similar lengths run in lockstep blocks.
+Dense: a token step is one BLAS ``dgemm`` of the block's rows by the ``S x S``
+matrix, which is then read once per block instead of once per sequence (a
+``dgemv`` step is bound by streaming the matrix).  Sparse: blocks of
+``SKFCRF_LANES`` (4) sequences whose values are interleaved (state ``s`` of
+sequence ``b`` next to that of sequence ``b + 1``), so that a CSR product reads
+each allowed pair's index and value once for all of them and multiplies them
+as one vector (:func:`_fb_lanes`; one sequence at a time, a CSR step is a
+chain of dependent scalar gathers).  The grouped form steps one sequence at a
+time.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
@@ -79,7 +85,9 @@ from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm
 import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
-from ._common cimport exp_shifted, first_or_null, longest_sequence, maxplus
+from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
+                       skfcrf_lane_normalize, skfcrf_lane_product, skfcrf_lane_scale,
+                       skfcrf_lane_sums)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -113,6 +121,14 @@ cdef struct Tables:
     const int* cpl_index        # K x S: states[s, a_k] * L_b + states[s, b_k]
     const double* tied_phi      # S: tied couplings' scores per state (NULL: none tied)
     int any_untied              # whether a coupling has per-token potentials
+    # the marginals' sums (JointTables.aggregation): row r sums the states
+    # agg_idx[agg_ptr[r] .. agg_ptr[r+1]] into node column agg_e[r] (agg_k[r] == -1)
+    # or into entry agg_e[r] of coupling agg_k[r]
+    Py_ssize_t n_agg
+    const long long* agg_ptr
+    const int* agg_idx
+    const int* agg_k
+    const int* agg_e
 
 
 cdef struct Tree:
@@ -201,6 +217,8 @@ cdef class JointTables:
     cdef const int[::1] member_idx, down_row, down_idx, up_row, up_idx
     cdef const long long[::1] down_ptr, up_ptr
     cdef const double[::1] down_w, up_w
+    cdef const long long[::1] agg_ptr
+    cdef const int[::1] agg_idx, agg_k, agg_e
     cdef double shift
 
     def __init__(self, states, label_offset, couplings, transitions, double shift=0.0,
@@ -211,6 +229,7 @@ cdef class JointTables:
         self.cpl_la, self.cpl_lb = couplings["cpl_la"], couplings["cpl_lb"]
         self.cpl_off, self.cpl_tied = couplings["cpl_off"], couplings["cpl_tied"]
         self.unary_index, self.cpl_index = couplings["unary_index"], couplings["cpl_index"]
+        self.agg_ptr, self.agg_idx, self.agg_k, self.agg_e = self.aggregation()
         self.dense, self.dense_t = transitions["dense"], transitions["dense_t"]
         self.dense32 = transitions.get("dense32", np.zeros(0, np.float32))
         if self.dense32.shape[0] and self.dense32.shape[0] != self.dense.shape[0]:
@@ -238,6 +257,28 @@ cdef class JointTables:
         if self.group.shape[0] and (self.group.shape[1] != S or self.factor.shape[0]
                                     != self.group.shape[0] or self.factor.shape[1] != S):
             raise ValueError("grouped transitions: group and factor must be (K, S)")
+
+    def aggregation(self):
+        """``(ptr, idx, k, e)``: per node column and coupling entry that some state
+        has, a CSR row of those states (ascending), and what the row sums into --
+        node column ``e`` (``k == -1``; columns first, ascending) or entry ``e`` of
+        coupling ``k`` (then by coupling and entry): the sparse form adds a token's
+        state marginals up by these rows (:func:`_fb_lanes`)."""
+        uidx = np.asarray(self.unary_index, np.int64)
+        cidx = np.asarray(self.cpl_index, np.int64)
+        S, C = uidx.shape
+        K = cidx.shape[0]
+        ltot = int(np.asarray(self.label_offset)[C])
+        sizes = np.asarray(self.cpl_la, np.int64) * np.asarray(self.cpl_lb, np.int64)
+        first = ltot + np.concatenate([[0], np.cumsum(sizes)])[:K]
+        code = np.concatenate([uidx.T.ravel(), (cidx + first[:, None]).ravel()])
+        state = np.tile(np.arange(S), C + K)
+        order = np.lexsort((state, code))
+        codes, starts = np.unique(code[order], return_index=True)
+        ptr = np.append(starts, len(order)).astype(np.int64)
+        k = np.searchsorted(first, codes, side="right").astype(np.int32) - 1
+        e = (codes - np.concatenate([[0], first])[k + 1]).astype(np.int32)
+        return ptr, state[order].astype(np.int32), k, e
 
     @property
     def n_groups(self):
@@ -294,6 +335,11 @@ cdef class JointTables:
         tb.cpl_tied = first_or_null(self.cpl_tied)
         tb.unary_index = &self.unary_index[0, 0]
         tb.cpl_index = &self.cpl_index[0, 0] if tb.K else NULL
+        tb.n_agg = self.agg_k.shape[0]
+        tb.agg_ptr = &self.agg_ptr[0]
+        tb.agg_idx = first_or_null(self.agg_idx)
+        tb.agg_k = first_or_null(self.agg_k)
+        tb.agg_e = first_or_null(self.agg_e)
         if tied_phi.shape[0] != tb.S:
             raise ValueError("tied_phi must have one entry per state")
         tb.any_untied = 0
@@ -506,37 +552,27 @@ cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
                    bint transpose, const double* a_prev, double* counts, double* xg,
                    double* yg, double* ag) noexcept nogil:
     """``out = E^T x`` (``transpose``: ``out[j] = sum_i x[i] E[i, j]``, the forward
-    step) or ``out = E x`` (``out[i] = sum_j E[i, j] x[j]``, the backward step).
+    step) or ``out = E x`` (``out[i] = sum_j E[i, j] x[j]``, the backward step), in
+    the dense or the grouped form (the sparse form's steps are :func:`_fb_lanes`').
 
-    Sparse backward step with ``counts``: also adds ``a_prev[i] * x[j]`` to the
-    count of every allowed pair ``(i, j)`` (``out`` order), in the same pass (the
-    grouped form: :func:`_grouped_product`, whose scratch ``xg``, ``yg``, ``ag`` are).
+    Grouped backward step with ``counts``: also adds the expected count of every
+    pair of groups in the same pass (:func:`_grouped_product`, whose scratch ``xg``,
+    ``yg``, ``ag`` are).
     """
     cdef char tn = b"N" if transpose else b"T"      # row-major E is E^T for BLAS
     cdef int n = <int> S, one = 1
     cdef double a1 = 1.0, b0 = 0.0
-    cdef Py_ssize_t i
-    cdef const long long* ptr = tr.in_ptr if transpose else tr.out_ptr
-    cdef const int* idx = tr.in_idx if transpose else tr.out_idx
-    cdef const double* val = tr.in_val if transpose else tr.out_val
     if tr.dense != NULL:
         dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
         return
-    if tr.n_terms:
-        _grouped_product(tr, S, x, out, transpose, a_prev, counts, xg, yg, ag)
-        return
-    for i in range(S):
-        if counts != NULL and a_prev[i] != 0.0:
-            out[i] = _row_dot(val, idx, x, ptr[i], ptr[i + 1], a_prev[i], counts)
-        else:
-            out[i] = _row_dot(val, idx, x, ptr[i], ptr[i + 1], 0.0, NULL)
+    _grouped_product(tr, S, x, out, transpose, a_prev, counts, xg, yg, ag)
 
 
 cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t n, const double* alpha,
                                    const double* w, double* counts) noexcept nogil:
     """Add ``sum_r alpha[r] (x) w[r]`` over ``n`` rows of ``S`` (``alpha`` the rows
     ``alpha_{t-1}``, ``w`` the rows ``w_t``) to ``S x S`` row-major ``counts`` (the
-    sparse form accumulates them in :func:`_product`)."""
+    grouped form accumulates them in :func:`_product`, the sparse one in :func:`_fb_lanes`)."""
     cdef char tn = b"N", tt = b"T"
     cdef int m = <int> S, k = <int> n
     cdef double a1 = 1.0
@@ -686,13 +722,19 @@ cdef struct FBWork:
     double* xg          # G (grouped form)
     double* yg          # G
     double* ag          # G
+    double* lane_counts  # nnz x SKFCRF_LANES (sparse form: the lanes' transition counts)
+    double* lane_m      # S x SKFCRF_LANES (sparse form: a token's scores, then marginals)
+    double* lane_sums   # n_agg x SKFCRF_LANES (sparse form: their sums, Tables.agg_*)
 
 
 cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
-                      Py_ssize_t G, bint single) noexcept nogil:
+                      Py_ssize_t G, bint single, Py_ssize_t nnz,
+                      Py_ssize_t n_agg) noexcept nogil:
     """One thread's forward-backward buffers, taken one after another from ``c``:
-    ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep), and with
-    ``single`` the single-precision operands."""
+    ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep), with
+    ``single`` the single-precision operands, and the sparse form's lane buffers
+    for ``nnz`` allowed pairs and ``n_agg`` marginal sums (0, 0: not the sparse
+    form)."""
     cdef FBWork f
     cdef Py_ssize_t r32 = rows if single else 0, b32 = B if single else 0
     f.alpha = take_doubles(c, rows * S)
@@ -708,6 +750,9 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
     f.w32 = take_floats(c, r32 * S)
     f.out32 = take_floats(c, b32 * S)
     f.counts32 = take_floats(c, S * S if single else 0)
+    f.lane_counts = take_doubles(c, nnz * SKFCRF_LANES)
+    f.lane_m = take_doubles(c, S * SKFCRF_LANES if nnz or n_agg else 0)
+    f.lane_sums = take_doubles(c, n_agg * SKFCRF_LANES)
     return f
 
 
@@ -796,16 +841,16 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
                     bint single, bint forward_only) noexcept nogil:
     """Scaled forward-backward of ``B`` sequences in lockstep (``seqs``, longest
-    first); ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed
-    labelling).
+    first), dense or grouped form (the sparse form: :func:`_fb_lanes`);
+    ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed labelling).
 
     Every token step multiplies the block's ``alpha`` (or ``w``) rows by the
     transition matrix at once: in the dense form one matrix-matrix product, which
     reads the ``S x S`` matrix once for the block instead of once per sequence.
     With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
-    ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per allowed pair in the sparse
-    form): times ``E`` elementwise these are the expected state transition
-    counts.  ``psi`` is overwritten by ``w``.
+    ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per pair of groups in the
+    grouped form): times ``E`` elementwise these are the expected state
+    transition counts.  ``psi`` is overwritten by ``w``.
 
     ``forward_only``: ``log Z`` alone (no backward pass, no counts).
 
@@ -951,6 +996,164 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     return True
 
 
+cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
+                    const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
+                    bint forward_only, double* node, Py_ssize_t ldn, double* pmarg,
+                    double* tied_acc, const long long* tied_off) noexcept nogil:
+    """:func:`_fb_block` of the sparse form: ``B`` (at most ``SKFCRF_LANES``) sequences
+    in lockstep, longest first, their rows interleaved -- state ``s`` of lane ``b`` at
+    token ``t`` is at ``(t * S + s) * SKFCRF_LANES + b`` of ``alpha``, ``beta`` and
+    ``psi`` -- so that one sparse product (``skfcrf_lane_product``) steps every lane,
+    reading each allowed pair once.  Lanes past their sequence's end, and past ``B``,
+    hold zeros.  Every lane's ``alpha``, ``beta`` and ``log Z`` have the bits of
+    :func:`_fb_block` on its sequence alone (the product sums each lane as
+    ``_row_dot`` does; the rest is the same per-lane arithmetic).  The transition
+    counts are summed per lane over the block (``f.lane_counts``), then added to
+    ``counts``.  Unless ``forward_only``, the backward pass adds every token's
+    marginals up as it goes (:func:`_lane_aggregate`; the arguments after
+    ``forward_only`` are :func:`_aggregate`'s).
+    """
+    cdef Py_ssize_t S = tb.S, t, s, b, k, T_max = _length(seq_ptr, seqs, 0)
+    cdef Py_ssize_t nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
+    cdef Py_ssize_t nnz = tr.out_ptr[S]
+    cdef Py_ssize_t T[SKFCRF_LANES]
+    cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
+    cdef double scale[SKFCRF_LANES]
+    cdef double m, m_all, total, r
+    cdef double* alpha = f.alpha
+    cdef double* beta = f.beta
+    cdef double* psi = f.psi
+    cdef double* norm = f.norm
+    cdef double* tmp = f.tmp                       # S x lanes: a product's result, or w_t
+    cdef double* phi = f.tmp + row_len             # S: one lane's state scores
+    cdef double* phis = f.lane_m                   # S x lanes: the lanes' exp-shifted scores
+    cdef double* log_z = f.log_z
+    cdef double* lc = f.lane_counts
+    for b in range(nl):
+        T[b] = _length(seq_ptr, seqs, b) if b < B else 0
+        log_z[b] = 0.0 if b < B else -INFINITY
+    # every token's alpha and psi of every lane are written (zero where a lane does
+    # not run: past its end, or with no allowed labelling)
+    for t in range(T_max):
+        if t == 0:
+            for s in range(row_len):
+                tmp[s] = 1.0
+        else:
+            skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, S,
+                                alpha + (t - 1) * row_len, NULL, NULL, tmp)
+        for b in range(nl):
+            on[b] = 0
+            scale[b] = 1.0
+            if t >= T[b] or log_z[b] == -INFINITY:  # no mass either way
+                continue
+            if t > 0:
+                log_z[b] += shift
+            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+            m = -INFINITY
+            m_all = -INFINITY
+            for s in range(S):
+                if tmp[s * nl + b] > 0.0 and phi[s] > m:
+                    m = phi[s]
+                if phi[s] > m_all:
+                    m_all = phi[s]
+            if m != -INFINITY:
+                exp_shifted(phi, m, phi, <int> S)
+            total = 0.0
+            for s in range(S):
+                r = tmp[s * nl + b]
+                if r > 0.0 and m != -INFINITY:
+                    r = r * phi[s]
+                    tmp[s * nl + b] = r
+                    total += r
+                    phis[s * nl + b] = phi[s]
+                else:
+                    phis[s * nl + b] = 0.0      # unreachable: no mass either way
+            if not (total > 0):
+                log_z[b] = -INFINITY
+                continue
+            log_z[b] += m + log(total)
+            norm[t * nl + b] = total
+            on[b] = -1
+            scale[b] = total
+        # alpha = tmp / total and psi = the scores, zero below NEGLIGIBLE of the
+        # token's mass (as in _fb_block) and in the lanes not running
+        skfcrf_lane_normalize(S, tmp, phis, scale, on, NEGLIGIBLE, alpha + t * row_len,
+                              psi + t * row_len)
+    if forward_only:
+        return
+    if counts != NULL:
+        for k in range(nnz * nl):
+            lc[k] = 0.0
+    if T_max == 0:
+        return
+    for b in range(nl):
+        if T[b] == T_max:
+            for s in range(S):
+                beta[((T_max - 1) * S + s) * nl + b] = 1.0
+    _lane_aggregate(tb, T_max - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn, pmarg,
+                    tied_acc, tied_off)
+    t = T_max - 1
+    while t >= 1:
+        for b in range(nl):
+            on[b] = -1 if t < T[b] and log_z[b] != -INFINITY else 0
+            scale[b] = norm[t * nl + b] if on[b] else 1.0
+        skfcrf_lane_scale(S, psi + t * row_len, beta + t * row_len, scale, on, tmp)
+        skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, S, tmp,
+                            alpha + (t - 1) * row_len, lc if counts != NULL else NULL,
+                            beta + (t - 1) * row_len)
+        for b in range(nl):
+            if T[b] == t:               # the lane's last token is t - 1
+                for s in range(S):
+                    beta[((t - 1) * S + s) * nl + b] = 1.0
+        _lane_aggregate(tb, t - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn,
+                        pmarg, tied_acc, tied_off)
+        t = t - 1
+    if counts != NULL:
+        for k in range(nnz):
+            for b in range(nl):
+                counts[k] += lc[k * nl + b]
+
+
+cdef void _lane_aggregate(const Tables* tb, Py_ssize_t t, Py_ssize_t B, const Py_ssize_t* T,
+                          const double* log_z, const long long* seq_ptr, const long long* seqs,
+                          const double* alpha, const double* beta, const FBWork* f,
+                          double* node, Py_ssize_t ldn, double* pmarg, double* tied_acc,
+                          const long long* tied_off) noexcept nogil:
+    """:func:`_aggregate` of token ``t`` of :func:`_fb_lanes`'s lanes (those running at
+    ``t`` with an allowed labelling): the state marginals ``alpha * beta`` of all
+    lanes, their sums per node column and coupling entry (``Tables.agg_*``, each
+    summed over its states in ascending order, as :func:`_aggregate` adds them,
+    so the node marginals keep their bits), then each sum into ``node``, the
+    untied coupling marginals or the tied coupling counts."""
+    cdef Py_ssize_t S = tb.S, i, r, b, g, row_len = S * SKFCRF_LANES
+    cdef int k
+    cdef bint on[SKFCRF_LANES]
+    cdef Py_ssize_t at[SKFCRF_LANES]
+    cdef double* m = f.lane_m
+    cdef double* sums = f.lane_sums
+    cdef const double* a = alpha + t * row_len
+    cdef const double* be = beta + t * row_len
+    for b in range(SKFCRF_LANES):
+        on[b] = b < B and t < T[b] and log_z[b] != -INFINITY
+        at[b] = seq_ptr[seqs[b]] + t if on[b] else 0
+    for i in range(row_len):
+        m[i] = a[i] * be[i]
+    skfcrf_lane_sums(tb.agg_ptr, tb.agg_idx, tb.n_agg, m, sums)
+    for r in range(tb.n_agg):
+        k = tb.agg_k[r]
+        for b in range(SKFCRF_LANES):
+            if not on[b]:
+                continue
+            g = at[b]
+            if k < 0:
+                node[g * ldn + tb.agg_e[r]] += sums[r * SKFCRF_LANES + b]
+            elif tb.cpl_tied[k]:
+                tied_acc[tied_off[k] + tb.agg_e[r]] += sums[r * SKFCRF_LANES + b]
+            else:
+                pmarg[tb.cpl_off[k] + g * tb.cpl_la[k] * tb.cpl_lb[k]
+                      + tb.agg_e[r]] += sums[r * SKFCRF_LANES + b]
+
+
 cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double* alpha,
                      const double* beta, Py_ssize_t lda, double* node, Py_ssize_t ldn,
                      double* pmarg, double* tied_acc,
@@ -982,7 +1185,7 @@ cdef void _aggregate(const Tables* tb, Py_ssize_t g0, Py_ssize_t T, const double
 
 
 def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
-                    Py_ssize_t max_bytes=LOCKSTEP_BYTES):
+                    Py_ssize_t max_bytes=LOCKSTEP_BYTES, bint lanes=False):
     """The blocks of sequences :func:`joint_forward_backward` runs in lockstep.
 
     Returns ``(seqs, block_ptr, rows)``: the sequences longest first, block ``k``
@@ -990,8 +1193,9 @@ def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
     (block size times its longest sequence) of any block.  Dense transitions
     take blocks of up to ``LOCKSTEP`` (32) sequences of similar lengths, as many
     as ``max_bytes`` of buffers per thread allow (at least one; by default
-    ``LOCKSTEP_BYTES``, 32 MB); the sparse and grouped forms step one sequence
-    at a time.
+    ``LOCKSTEP_BYTES``, 32 MB); ``lanes`` (the sparse form, :func:`_fb_lanes`)
+    blocks of ``SKFCRF_LANES`` (4) sequences, each taking that many rows per token
+    however many it holds; the grouped form steps one sequence at a time.
     """
     lengths = np.diff(np.asarray(seq_ptr))
     seqs = np.argsort(-lengths, kind="stable").astype(np.int64)
@@ -1000,10 +1204,11 @@ def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
     ptr, rows, i, n = [0], 1, 0, len(seqs)
     while i < n:
         longest = max(int(lengths[seqs[i]]), 1)
-        size = min(LOCKSTEP, cap // longest, n - i) if dense else 1
+        size = (min(LOCKSTEP, cap // longest, n - i) if dense
+                else min(SKFCRF_LANES, n - i) if lanes else 1)
         i += size
         ptr.append(i)
-        rows = max(rows, size * longest)
+        rows = max(rows, (SKFCRF_LANES if lanes else size) * longest)
     return seqs, np.asarray(ptr, np.int64), rows
 
 
@@ -1045,23 +1250,33 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef const long long* toff = &jt.tied_off[0]
     cdef Py_ssize_t G = jt.n_groups
     cdef bint single = tr.dense != NULL and tr.dense32 != NULL
-    seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL)
+    cdef bint lanes = tr.dense == NULL and tr.n_terms == 0      # the sparse form
+    cdef Py_ssize_t nnz = tr.out_ptr[S] if lanes else 0
+    cdef Py_ssize_t n_agg = tb.n_agg if lanes else 0
+    seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL, lanes=lanes)
     cdef const long long[::1] seqs = seqs_arr
     cdef const long long[::1] block_ptr = ptr_arr
     n_blocks = block_ptr.shape[0] - 1
     n_threads = max(1, n_threads)
     cv = carver(NULL)
-    _carve_fb(&cv, rows, LOCKSTEP, S, G, single)
+    _carve_fb(&cv, rows, LOCKSTEP, S, G, single, nnz, n_agg)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single)
+        f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single, nnz, n_agg)
         # blocks dealt round-robin (longest first), not on demand: each thread's
         # counts then add the same terms in the same order in every run
         for k in prange(n_blocks, schedule="static", chunksize=1):
             B = block_ptr[k + 1] - block_ptr[k]
+            if lanes:               # marginals added up by the lanes' backward pass
+                _fb_lanes(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
+                          &counts[threadid(), 0] if want_counts else NULL, forward_only,
+                          node_p, ldn, pm, &tied_acc[threadid(), 0], toff)
+                for b in range(B):
+                    log_z[seqs[block_ptr[k] + b]] = f.log_z[b]
+                continue
             if not _fb_block(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
                              &counts[threadid(), 0] if want_counts else NULL, single,
                              forward_only):

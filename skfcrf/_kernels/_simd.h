@@ -37,6 +37,17 @@
  *    keeps 8 in four SSE2 registers (GCC does not vectorise the scalar max
  *    pattern on its own), or is scalar without SSE2.  Every version takes the
  *    maxima in the same order, so all give identical results.
+ *
+ * 5. skfcrf_lane_product: a sparse matrix (CSR rows) times SKFCRF_LANES vectors at
+ *    once, their entries interleaved (entry s of vector b at s * SKFCRF_LANES + b):
+ *    the joint kernel's sparse forward-backward of several sequences in lockstep.
+ *    Each allowed pair's index and value are read once for all the vectors, and the
+ *    lanes' sums are one vector operation.  Every lane is summed exactly as the
+ *    kernel's one-vector row product (_joint.pyx's _row_dot: four partial sums over
+ *    the entries k, k+1, k+2, k+3, the rest into the first, then (v0 + v1) +
+ *    (v2 + v3)), so a lane's result has the bits of the one-vector product.
+ *    skfcrf_lane_sums: the same rows' plain sums (every value 1), each in ascending
+ *    order from 0.0: the state marginals' sums per label and per coupling entry.
  */
 #ifndef SKFCRF_SIMD_H
 #define SKFCRF_SIMD_H
@@ -468,5 +479,204 @@ static inline void skfcrf_matmax(const double *x, int nin, const double *P, int 
 {
     skfcrf_matmax_at(skfcrf_vector_level(), x, nin, P, nout, out, plus);
 }
+
+/* ---- sparse products of several sequences in lockstep (_joint.pyx) ---- */
+
+#define SKFCRF_LANES 4
+
+#if defined(__GNUC__)
+/* The lanes of one state as one vector (GCC's vector extensions: the AVX2 clone does
+   each operation in one instruction, the baseline in two SSE2 ones). */
+typedef double skfcrf_v4d __attribute__((vector_size(32)));
+typedef long long skfcrf_v4i __attribute__((vector_size(32)));
+#define SKFCRF_LD4(p) ({ skfcrf_v4d v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define SKFCRF_ST4(p, v) do { skfcrf_v4d w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+
+/* One row of skfcrf_lane_product: counts[k] += a where a != 0 (a * x masked, so that a
+   zero a with an infinite x adds nothing, as the one-vector product skips such rows). */
+static inline __attribute__((always_inline)) void skfcrf_lane_row(
+    const int *idx, const double *val, long long k, long long hi, const double *x,
+    const double *a, double *counts, double *out, const int with_counts)
+{
+    skfcrf_v4d v0 = {0.0, 0.0, 0.0, 0.0}, v1 = v0, v2 = v0, v3 = v0, ai = v0;
+    skfcrf_v4i keep = {0, 0, 0, 0};
+    if (with_counts) {
+        ai = SKFCRF_LD4(a);
+        keep = ai != v0;
+    }
+    for (; k + 4 <= hi; k += 4) {
+        const skfcrf_v4d x0 = SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        const skfcrf_v4d x1 = SKFCRF_LD4(x + (size_t)idx[k + 1] * SKFCRF_LANES);
+        const skfcrf_v4d x2 = SKFCRF_LD4(x + (size_t)idx[k + 2] * SKFCRF_LANES);
+        const skfcrf_v4d x3 = SKFCRF_LD4(x + (size_t)idx[k + 3] * SKFCRF_LANES);
+        v0 += val[k] * x0;
+        v1 += val[k + 1] * x1;
+        v2 += val[k + 2] * x2;
+        v3 += val[k + 3] * x3;
+        if (with_counts) {
+            double *c = counts + (size_t)k * SKFCRF_LANES;
+            SKFCRF_ST4(c, SKFCRF_LD4(c) + (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep));
+            SKFCRF_ST4(c + 4, SKFCRF_LD4(c + 4) + (skfcrf_v4d)((skfcrf_v4i)(ai * x1) & keep));
+            SKFCRF_ST4(c + 8, SKFCRF_LD4(c + 8) + (skfcrf_v4d)((skfcrf_v4i)(ai * x2) & keep));
+            SKFCRF_ST4(c + 12, SKFCRF_LD4(c + 12) + (skfcrf_v4d)((skfcrf_v4i)(ai * x3) & keep));
+        }
+    }
+    for (; k < hi; k++) {
+        const skfcrf_v4d x0 = SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        v0 += val[k] * x0;
+        if (with_counts) {
+            double *c = counts + (size_t)k * SKFCRF_LANES;
+            SKFCRF_ST4(c, SKFCRF_LD4(c) + (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep));
+        }
+    }
+    SKFCRF_ST4(out, (v0 + v1) + (v2 + v3));
+}
+
+/* out[i, b] = sum_k val[k] * x[idx[k], b] over row i's entries k (ptr[i] .. ptr[i+1]),
+   for every lane b (rows i = 0 .. nrows-1; x, out interleaved, see 5. above).  With
+   `counts` (or NULL), also counts[k, b] += a[i, b] * x[idx[k], b] where a[i, b] != 0
+   (the expected transition counts of the backward step; counts interleaved too). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_product(
+    const long long *ptr, const int *idx, const double *val, long nrows, const double *x,
+    const double *a, double *counts, double *out)
+{
+    long i;
+    if (counts) {
+        for (i = 0; i < nrows; i++)
+            skfcrf_lane_row(idx, val, ptr[i], ptr[i + 1], x, a + i * SKFCRF_LANES, counts,
+                            out + i * SKFCRF_LANES, 1);
+    } else {
+        for (i = 0; i < nrows; i++)
+            skfcrf_lane_row(idx, val, ptr[i], ptr[i + 1], x, NULL, NULL,
+                            out + i * SKFCRF_LANES, 0);
+    }
+}
+
+/* out[j, b] = sum_k x[idx[k], b] over row j's entries k in ascending order from 0.0, for
+   every lane b (rows j = 0 .. nrows-1; x, out interleaved). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
+    const long long *ptr, const int *idx, long nrows, const double *x, double *out)
+{
+    long j;
+    long long k;
+    for (j = 0; j < nrows; j++) {
+        skfcrf_v4d v = {0.0, 0.0, 0.0, 0.0};
+        for (k = ptr[j]; k < ptr[j + 1]; k++)
+            v += SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        SKFCRF_ST4(out + j * SKFCRF_LANES, v);
+    }
+}
+
+/* The lanes' elementwise steps of the forward-backward, where a lane is `on` (-1) or
+   off (0): alpha[s, b] = tmp[s, b] / total[b] and psi[s, b] = phi[s, b] where alpha is
+   at least `negligible`, else both zero (off lanes: zero). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_normalize(
+    long S, const double *tmp, const double *phi, const double *total, const long long *on,
+    double negligible, double *alpha, double *psi)
+{
+    long s;
+    skfcrf_v4d tot, least = {negligible, negligible, negligible, negligible};
+    skfcrf_v4i lanes;
+    memcpy(&tot, total, sizeof tot);
+    memcpy(&lanes, on, sizeof lanes);
+    for (s = 0; s < S; s++) {
+        const skfcrf_v4d v = SKFCRF_LD4(tmp + s * SKFCRF_LANES) / tot;
+        const skfcrf_v4i keep = lanes & (v >= least);
+        SKFCRF_ST4(alpha + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & keep));
+        SKFCRF_ST4(psi + s * SKFCRF_LANES,
+                   (skfcrf_v4d)((skfcrf_v4i)SKFCRF_LD4(phi + s * SKFCRF_LANES) & keep));
+    }
+}
+
+/* out[s, b] = psi[s, b] * beta[s, b] / norm[b] where lane b is `on`, else 0. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_scale(
+    long S, const double *psi, const double *beta, const double *norm, const long long *on,
+    double *out)
+{
+    long s;
+    skfcrf_v4d nrm;
+    skfcrf_v4i lanes;
+    memcpy(&nrm, norm, sizeof nrm);
+    memcpy(&lanes, on, sizeof lanes);
+    for (s = 0; s < S; s++) {
+        const skfcrf_v4d v = SKFCRF_LD4(psi + s * SKFCRF_LANES)
+                             * SKFCRF_LD4(beta + s * SKFCRF_LANES) / nrm;
+        SKFCRF_ST4(out + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & lanes));
+    }
+}
+
+#else  /* the same in plain C */
+
+static void skfcrf_lane_product(const long long *ptr, const int *idx, const double *val,
+                                long nrows, const double *x, const double *a, double *counts,
+                                double *out)
+{
+    long i;
+    int b;
+    for (i = 0; i < nrows; i++) {
+        double v[4][SKFCRF_LANES] = {{0.0}};
+        long long k = ptr[i], hi = ptr[i + 1], q;
+        for (; k + 4 <= hi; k += 4)
+            for (q = 0; q < 4; q++)
+                for (b = 0; b < SKFCRF_LANES; b++) {
+                    const double xb = x[(size_t)idx[k + q] * SKFCRF_LANES + b];
+                    v[q][b] += val[k + q] * xb;
+                    if (counts && a[i * SKFCRF_LANES + b] != 0.0)
+                        counts[(size_t)(k + q) * SKFCRF_LANES + b] += a[i * SKFCRF_LANES + b] * xb;
+                }
+        for (; k < hi; k++)
+            for (b = 0; b < SKFCRF_LANES; b++) {
+                const double xb = x[(size_t)idx[k] * SKFCRF_LANES + b];
+                v[0][b] += val[k] * xb;
+                if (counts && a[i * SKFCRF_LANES + b] != 0.0)
+                    counts[(size_t)k * SKFCRF_LANES + b] += a[i * SKFCRF_LANES + b] * xb;
+            }
+        for (b = 0; b < SKFCRF_LANES; b++)
+            out[i * SKFCRF_LANES + b] = (v[0][b] + v[1][b]) + (v[2][b] + v[3][b]);
+    }
+}
+
+static void skfcrf_lane_sums(const long long *ptr, const int *idx, long nrows, const double *x,
+                             double *out)
+{
+    long j;
+    long long k;
+    int b;
+    for (j = 0; j < nrows; j++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            double v = 0.0;
+            for (k = ptr[j]; k < ptr[j + 1]; k++)
+                v += x[(size_t)idx[k] * SKFCRF_LANES + b];
+            out[j * SKFCRF_LANES + b] = v;
+        }
+}
+
+static void skfcrf_lane_normalize(long S, const double *tmp, const double *phi,
+                                  const double *total, const long long *on, double negligible,
+                                  double *alpha, double *psi)
+{
+    long s;
+    int b;
+    for (s = 0; s < S; s++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            const double v = tmp[s * SKFCRF_LANES + b] / total[b];
+            const int keep = on[b] && v >= negligible;
+            alpha[s * SKFCRF_LANES + b] = keep ? v : 0.0;
+            psi[s * SKFCRF_LANES + b] = keep ? phi[s * SKFCRF_LANES + b] : 0.0;
+        }
+}
+
+static void skfcrf_lane_scale(long S, const double *psi, const double *beta, const double *norm,
+                              const long long *on, double *out)
+{
+    long s;
+    int b;
+    for (s = 0; s < S; s++)
+        for (b = 0; b < SKFCRF_LANES; b++)
+            out[s * SKFCRF_LANES + b] = on[b] ? psi[s * SKFCRF_LANES + b]
+                * beta[s * SKFCRF_LANES + b] / norm[b] : 0.0;
+}
+
+#endif
 
 #endif
