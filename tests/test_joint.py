@@ -289,6 +289,29 @@ def test_sparse_lanes_equal_each_sequence_alone(n_threads):
     np.testing.assert_allclose(pmarg, total, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_marginals_into_out_overwrite_whatever_it_held(sparse):
+    """``out`` receives the node marginals, every entry written: an array full of
+    NaN (empty sequences, ones with no allowed labelling) gives what a new one
+    does; an array of the wrong shape, type or layout is refused."""
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 7, size=13)
+    graph, seq_ptr, unary, pair, _, product = case_problem(3, 2, lengths, forbid=True)
+    unary[seq_ptr[np.flatnonzero(lengths > 1)[0]] + 1, :graph.n_labels[0]] = -np.inf
+    ref = joint_marginals(graph, product, seq_ptr, unary, pair, pair_marginals=True,
+                          sparse=sparse)
+    out = np.full(ref[0].shape, np.nan)
+    got = joint_marginals(graph, product, seq_ptr, unary, pair, pair_marginals=True,
+                          sparse=sparse, out=out)
+    assert got[0] is out
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+    for bad in (np.zeros((ref[0].shape[0] + 1, ref[0].shape[1])),
+                np.zeros(ref[0].shape, np.float32), np.zeros(ref[0].shape[::-1]).T):
+        with pytest.raises(ValueError, match="out must be"):
+            joint_marginals(graph, product, seq_ptr, unary, pair, sparse=sparse, out=bad)
+
+
 def test_lockstep_blocks_cover_every_sequence_longest_first():
     from skfcrf._kernels._joint import lockstep_blocks
 

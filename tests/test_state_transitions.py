@@ -160,6 +160,24 @@ def test_partial_labels_gradient_with_state_transitions():
                                range(est.layout_.bias_state - 5, est.layout_.n_params))
 
 
+def test_likelihood_keeps_one_marginals_array_between_evaluations():
+    """The likelihood over the joint states hands the inference the same node
+    marginals array at every evaluation (not a new ``(N, Ltot)`` one, which the
+    operating system clears each time); what it held before changes nothing."""
+    X, y = synthetic(n_seq=6, n_chains=2, length=(1, 5), noise=0.3)
+    objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)
+    a, b = np.random.default_rng(1).normal(scale=0.5, size=(2,) + theta0.shape)
+    first = objective.data_loss_gradient(a)
+    kept = objective._node
+    assert kept is not None and kept.shape == (objective.batch.seq_ptr[-1],
+                                               objective.layout.graph.total_labels)
+    objective.data_loss_gradient(b)
+    again = objective.data_loss_gradient(a)
+    assert objective._node is kept
+    assert first[0] == again[0]
+    np.testing.assert_array_equal(first[1], again[1])
+
+
 def test_other_objectives_leave_state_transitions_alone():
     """The independent chains and the pseudolikelihoods neither use nor move V: the loss
     does not depend on it and the gradient there is zero (plus the prior's for PL)."""

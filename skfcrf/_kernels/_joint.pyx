@@ -80,6 +80,7 @@ time.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
+from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm
 
 import numpy as np
@@ -1124,7 +1125,9 @@ cdef void _lane_aggregate(const Tables* tb, Py_ssize_t t, Py_ssize_t B, const Py
     lanes, their sums per node column and coupling entry (``Tables.agg_*``, each
     summed over its states in ascending order, as :func:`_aggregate` adds them,
     so the node marginals keep their bits), then each sum into ``node``, the
-    untied coupling marginals or the tied coupling counts."""
+    untied coupling marginals or the tied coupling counts.  The token's ``node``
+    row is cleared first in every lane that has the token (also without an
+    allowed labelling: zero marginals)."""
     cdef Py_ssize_t S = tb.S, i, r, b, g, row_len = S * SKFCRF_LANES
     cdef int k
     cdef bint on[SKFCRF_LANES]
@@ -1136,6 +1139,8 @@ cdef void _lane_aggregate(const Tables* tb, Py_ssize_t t, Py_ssize_t B, const Py
     for b in range(SKFCRF_LANES):
         on[b] = b < B and t < T[b] and log_z[b] != -INFINITY
         at[b] = seq_ptr[seqs[b]] + t if on[b] else 0
+        if b < B and t < T[b]:
+            memset(node + (seq_ptr[seqs[b]] + t) * ldn, 0, ldn * sizeof(double))
     for i in range(row_len):
         m[i] = a[i] * be[i]
     skfcrf_lane_sums(tb.agg_ptr, tb.agg_idx, tb.n_agg, m, sums)
@@ -1221,12 +1226,12 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
 
     ``jt``'s transition values are ``exp(trans - shift)`` (0 where forbidden),
     row-major ``S * S`` (``dense``), or the CSR tables hold those values for the
-    allowed pairs (sparse form, module docstring).  Adds the
-    per-chain label marginals to ``node`` ``(N, Ltot)`` (zero on entry), the
-    untied coupling templates' per-token marginals to ``pmarg`` (pair layout),
-    and thread ``k``'s tied coupling counts to ``tied_acc[k]`` (template ``j`` at
-    ``jt``'s ``tied_off[j]``).  A sequence with no allowed labelling gets
-    ``log Z = -inf`` and contributes nothing.  With ``counts`` (not None),
+    allowed pairs (sparse form, module docstring).  Writes the per-chain label
+    marginals to ``node`` ``(N, Ltot)`` (whatever it held: every row is cleared
+    first), adds the untied coupling templates' per-token marginals to ``pmarg``
+    (pair layout), and thread ``k``'s tied coupling counts to ``tied_acc[k]``
+    (template ``j`` at ``jt``'s ``tied_off[j]``).  A sequence with no allowed
+    labelling gets ``log Z = -inf``, zero marginals, and adds nothing.  With ``counts`` (not None),
     thread ``k`` adds its sequences' ``sum_t alpha_{t-1} (x) w_t`` to
     ``counts[k]`` (``n_threads x S*S``, or ``n_threads x nnz`` in the sparse
     form, in the ``out`` CSR's order; see :func:`_fb_block`).  Sequences run in
@@ -1286,6 +1291,9 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
             for b in range(B):
                 sq = seqs[block_ptr[k] + b]
                 log_z[sq] = f.log_z[b]
+                if not forward_only:
+                    memset(node_p + seq_ptr[sq] * ldn, 0,
+                           (seq_ptr[sq + 1] - seq_ptr[sq]) * ldn * sizeof(double))
                 if f.log_z[b] != -INFINITY and not forward_only:
                     _aggregate(&tb, seq_ptr[sq], seq_ptr[sq + 1] - seq_ptr[sq],
                                f.alpha + b * S, f.beta + b * S, B * S, node_p, ldn, pm,

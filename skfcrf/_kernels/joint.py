@@ -231,7 +231,7 @@ def _onehot(states, columns, n_columns):
 
 
 def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_marginals=False,
-                    sparse=None, state_trans=None, state_pairs=False, backoff=None):
+                    sparse=None, state_trans=None, state_pairs=False, backoff=None, out=None):
     """Exact per-chain label marginals and ``log Z`` over the joint states.
 
     ``state_trans`` and ``backoff`` as for :func:`joint_map`.  With
@@ -241,7 +241,10 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
     the in-chain blocks of ``pair_marg`` hold the expected counts of the pairs
     that are not back-off pairs (zero at those), and a fourth output gives per
     back-off chain the expected number of back-off transitions into every label
-    (:func:`backoff_expectations`).
+    (:func:`backoff_expectations`).  ``out``: a float64 C-contiguous ``(N, Ltot)``
+    array to write ``node`` into (every entry is written), so that a caller who
+    computes marginals again and again can keep one array instead of having a new
+    one cleared by the operating system each time; None allocates one.
 
     Returns
     -------
@@ -259,11 +262,13 @@ def joint_marginals(graph, states, seq_ptr, unary, pair, n_threads=1, pair_margi
                                                             state_trans, not backoff)
     if backoff:
         return _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
-                                  pair_marginals, state_trans, backoff, loff, t, state_pairs)
+                                  pair_marginals, state_trans, backoff, loff, t, state_pairs,
+                                  out)
     S = states.shape[0]
     tr, shift, trans_exp = _exp_tables(trans, sparse)
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
-        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
+        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift,
+        out=out)
     if not pair_marginals:
         return node, log_z
     if tr["sparse"]:                                             # state transition counts
@@ -316,17 +321,27 @@ def _exp_tables(trans, sparse):
 
 
 def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t,
-                      tr, shift, forward_only=False):
+                      tr, shift, forward_only=False, out=None):
     """Run the forward-backward kernel over transition tables ``tr`` (any form):
     ``node, pmarg, log_z, counts, edge_offset`` (``forward_only``: only ``log_z`` is
     filled), ``pmarg`` with the coupling
     marginals (the in-chain blocks are the caller's to fill) and ``counts`` the
     kernel's pair accumulators summed over threads (None without
-    ``pair_marginals``)."""
+    ``pair_marginals``); ``node`` is ``out`` when given (:func:`joint_marginals`)."""
     n = unary.shape[0]
     n_threads = max(1, int(n_threads))
     edge_offset = pair_layout(graph, n)
-    node = np.zeros((0 if forward_only else n, graph.total_labels))
+    if forward_only:
+        node = np.zeros((0, graph.total_labels))
+    elif out is None:
+        node = np.empty((n, graph.total_labels))        # the kernel writes every row
+    else:
+        node = out
+        if (not isinstance(node, np.ndarray) or node.dtype != np.float64
+                or node.shape != (n, graph.total_labels) or not node.flags.c_contiguous
+                or not node.flags.writeable):
+            raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
+                             f"({n}, {graph.total_labels})")
     pmarg = np.zeros(1 if forward_only else max(int(edge_offset[-1]), 1))
     tied_sizes = [int(la) * int(lb) if tied else 0 for la, lb, tied in
                   zip(t["cpl_la"], t["cpl_lb"], t["cpl_tied"])]
@@ -352,7 +367,7 @@ def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_margi
 
 
 def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
-                       state_trans, backoff, loff, t, state_pairs=False):
+                       state_trans, backoff, loff, t, state_pairs=False, out=None):
     """:func:`joint_marginals` with back-off transitions (grouped kernel, or the dense
     one where :func:`_dense_is_cheaper` or the grouped form would cancel); with
     ``state_pairs`` a fifth output: the expected state pair counts ``(S, S)`` of
@@ -360,10 +375,11 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
     grouped = _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff)
     if grouped is None:
         return _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads,
-                                        pair_marginals, state_trans, backoff, state_pairs)
+                                        pair_marginals, state_trans, backoff, state_pairs, out)
     tr, shift, terms = grouped
     node, pmarg, log_z, counts, edge_offset = _forward_backward(
-        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift)
+        graph, states, seq_ptr, unary, pair, n_threads, pair_marginals, loff, t, tr, shift,
+        out=out)
     if not pair_marginals:
         return node, log_z
     pair_counts, unseen = backoff_expectations(graph, states, seq_ptr, node, terms, counts,
@@ -432,16 +448,16 @@ def backoff_cancels(graph, pair, edge_offset, backoff):
 
 
 def _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
-                             state_trans, backoff, state_pairs):
+                             state_trans, backoff, state_pairs, out=None):
     """:func:`_backoff_marginals` by the dense kernel (the pair potentials hold the
     back-off weights at the back-off pairs): exact whatever the weights, ``S**2`` work
     per step."""
     if not pair_marginals:
         return joint_marginals(graph, states, seq_ptr, unary, pair, n_threads, sparse=False,
-                               state_trans=state_trans)
+                               state_trans=state_trans, out=out)
     node, pmarg, log_z, expected = joint_marginals(
         graph, states, seq_ptr, unary, pair, n_threads, pair_marginals=True, sparse=False,
-        state_trans=state_trans, state_pairs=True)
+        state_trans=state_trans, state_pairs=True, out=out)
     edge_offset = pair_layout(graph, unary.shape[0])
     unseen = {}
     allowed = np.ones(expected.shape, bool)
@@ -624,7 +640,9 @@ def nonfinite_sequences(node, seq_ptr):
     pass overflowed (a state whose forward mass is tiny next to another's can need a
     backward value beyond the double range; seen on a dictation report whose label
     scores spread over thousands of nats).  The log-domain pass redoes them."""
-    bad = ~np.isfinite(node).all(axis=1)
+    # a row's sum is finite exactly when its marginals (each at most 1) are: no
+    # (N, Ltot) temporary
+    bad = ~np.isfinite(node.sum(axis=1))
     if not bad.any():
         return np.zeros(0, np.int64)
     seq_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))

@@ -46,7 +46,7 @@ class BatchKernelMethod(InferenceMethod):
         log_z[keep] = lz
         return node, log_z, status, n_iter
 
-    def training_marginals(self, seq_ptr, unary, pair, lower=None):
+    def training_marginals(self, seq_ptr, unary, pair, lower=None, out=None):
         node, pmarg, log_z, converged, n_iter = kernels.marginals(
             self.graph, seq_ptr, unary, pair, method=self._kernel, max_iter=self.max_iter,
             tol=self.tol, seeds=self.seeds, n_threads=self.n_threads)

@@ -229,6 +229,7 @@ class JointStateInference(InferenceMethod):
 
     name = "joint"
     over_joint_states = True
+    writes_out = True
 
     @staticmethod
     def applies(graph, joint_states):
@@ -322,13 +323,13 @@ class JointStateInference(InferenceMethod):
         return state_max_marginals(self.graph, self.joint_states, seq_ptr, unary, pair,
                                    self.state_trans)
 
-    def training_marginals(self, seq_ptr, unary, pair, lower=None):
+    def training_marginals(self, seq_ptr, unary, pair, lower=None, out=None):
         tokens = self._tokenwise(seq_ptr)
         with single_blas_thread():
             node, pmarg, log_z, state_counts = joint_marginals(
                 self.graph, self.joint_states, seq_ptr if tokens is None else tokens[0],
                 unary, pair, self.n_threads, pair_marginals=True,
-                state_trans=self.state_trans, state_pairs=True)
+                state_trans=self.state_trans, state_pairs=True, out=out)
         if tokens is not None:
             log_z = np.add.reduceat(log_z, tokens[1])
         redo = nonfinite_sequences(node, seq_ptr)

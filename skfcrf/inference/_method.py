@@ -160,13 +160,15 @@ class InferenceMethod:
     value), ``exact`` (results are exact; status ``"exact"``),
     ``over_joint_states`` (it runs over the label combinations seen in
     training -- extended per sequence by those given labels need -- and the
-    model may weight transitions between them).  A method is registered in
-    :data:`skfcrf.inference.METHODS`.
+    model may weight transitions between them), ``writes_out``
+    (:meth:`training_marginals` writes the node marginals into a given ``out``).
+    A method is registered in :data:`skfcrf.inference.METHODS`.
     """
 
     name = None
     exact = True
     over_joint_states = False
+    writes_out = False
 
     def __init__(self, graph, *, n_threads=1, max_iter=1000, tol=1e-6, seeds=None,
                  joint_states=None, state_trans=None, backoff=None):
@@ -225,7 +227,7 @@ class InferenceMethod:
         """``(N, Ltot)``: per token and label the best score of a labelling through it."""
         raise NotImplementedError
 
-    def training_marginals(self, seq_ptr, unary, pair, lower=None):
+    def training_marginals(self, seq_ptr, unary, pair, lower=None, out=None):
         """What the likelihood's gradient needs.
 
         Returns ``node, pair_marginals, log_z, state_counts, converged, n_iter``:
@@ -235,7 +237,10 @@ class InferenceMethod:
         per-sequence convergence and iterations of iterative methods.
         ``lower`` (optional) is a callable returning per sequence a known
         lower bound on ``log Z`` (the gold labelling's score), which methods
-        that can underflow call to detect it.
+        that can underflow call to detect it.  ``out`` (optional): an ``(N,
+        Ltot)`` float64 array a method may write ``node`` into and return
+        instead of a new one (a caller that computes marginals at every
+        iteration keeps one array; methods that cannot, ignore it).
         """
         raise NotImplementedError
 

@@ -49,6 +49,7 @@ class Likelihood(Objective):
         self.bp_tol = bp_tol
         self._converged = []
         self._n_iter = []
+        self._node = None
         self._fused = (ChainTerms(batch, self.forbidden)
                        if self.layout.graph.n_chains == 1 and batch.known is None
                        and not self.clamp else None)
@@ -79,9 +80,12 @@ class Likelihood(Objective):
         b = self.batch
         method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
         gold_path = method.extra_scores(b.seq_ptr, b.gold)
+        if method.writes_out and self._node is None:
+            self._node = np.empty(unary.shape)
         # the gold labelling's score is a lower bound on log Z
         node, pmarg, log_z, state_counts, converged, n_iter = method.training_marginals(
-            b.seq_ptr, unary, pair, lower=lambda: stats.sequence_scores(unary, pair) + gold_path)
+            b.seq_ptr, unary, pair, lower=lambda: stats.sequence_scores(unary, pair) + gold_path,
+            out=self._node if method.writes_out else None)
         return node, pmarg, log_z, state_counts, gold_path, converged, n_iter
 
     def _state_loss_gradient(self, gold_path, state_counts):
