@@ -71,6 +71,28 @@ CASES = [((3, 2), "default", False, False), ((2, 3, 2), "all", False, True),
          ((2, 3, 2, 2), "default", False, True), ((2, 2, 3, 2), "all", True, False)]
 
 
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES[:4])
+def test_grouped_lanes_equal_each_sequence_alone(n_labels, couplings, below, state_trans):
+    """The grouped form runs four sequences in interleaved lanes: every sequence's
+    marginals and log Z have the bits of the same sequence run alone, whatever
+    the sequences beside it (empty and shorter ones)."""
+    from skfcrf._kernels.states import sequence_pair
+
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 6, size=11)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), lengths, couplings, below, state_trans)
+    node, log_z = joint_marginals(graph, states, seq_ptr, unary, pair, 2, state_trans=st,
+                                  backoff=backoff)
+    for s, T in enumerate(lengths):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        n1, z1 = joint_marginals(graph, states, np.array([0, T], np.int64), unary[rows],
+                                 sequence_pair(graph, pair, eo, rows), state_trans=st,
+                                 backoff=backoff)
+        assert z1[0] == log_z[s]
+        np.testing.assert_array_equal(n1, node[rows])
+
+
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 @pytest.mark.parametrize("seed", range(4))
 def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, seed):

@@ -30,6 +30,8 @@ cdef extern from "_simd.h" nogil:
                              double* out)
     void skfcrf_lane_sums(const long long* ptr, const int* idx, long nrows, const double* x,
                           double* out)
+    void skfcrf_lane_tree_sum(long n_rows, const long long* ptr, const int* row,
+                              const int* idx, const double* w, double* v)
     void skfcrf_lane_normalize(long S, const double* tmp, const double* phi,
                                const double* total, const long long* on, double negligible,
                                double* alpha, double* psi)

@@ -70,13 +70,12 @@ alone by its forward pass (steps over
 ``exp(trans - max)``).  Sequences of similar lengths run in lockstep blocks.
 Dense: a token step is one BLAS ``dgemm`` of the block's rows by the ``S x S``
 matrix, which is then read once per block instead of once per sequence (a
-``dgemv`` step is bound by streaming the matrix).  Sparse: blocks of
-``SKFCRF_LANES`` (4) sequences whose values are interleaved (state ``s`` of
+``dgemv`` step is bound by streaming the matrix).  Sparse and grouped: blocks
+of ``SKFCRF_LANES`` (4) sequences whose values are interleaved (state ``s`` of
 sequence ``b`` next to that of sequence ``b + 1``), so that a CSR product reads
 each allowed pair's index and value once for all of them and multiplies them
 as one vector (:func:`_fb_lanes`; one sequence at a time, a CSR step is a
-chain of dependent scalar gathers).  The grouped form steps one sequence at a
-time.
+chain of dependent scalar gathers).
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
@@ -88,7 +87,7 @@ import numpy as np
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
                        skfcrf_lane_normalize, skfcrf_lane_product, skfcrf_lane_scale,
-                       skfcrf_lane_sums)
+                       skfcrf_lane_sums, skfcrf_lane_tree_sum)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -363,8 +362,8 @@ cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
                           double* out) noexcept nogil:
     """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none (the
     ``S`` rows of the ``in`` CSR: states, or the grouped form's groups).  Four
-    interleaved maxima per row, as :func:`_row_dot`'s sums: one running maximum is a
-    latency chain."""
+    interleaved maxima per row (entries ``k, k+1, k+2, k+3``): one running maximum
+    is a latency chain."""
     cdef Py_ssize_t j
     cdef long long k, hi
     cdef double m0, m1, m2, m3, v0, v1, v2, v3
@@ -394,7 +393,8 @@ cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
 
 cdef void _tree_max(const Tree* tree, double* v, bint weighted) noexcept nogil:
     """Every row's group gets the maximum of its value and of its listed groups'
-    (plus the entry's factor when ``weighted``): the max-plus :func:`_tree_sum`."""
+    (plus the entry's factor when ``weighted``): the max-plus form of the projection
+    tree's sums (``skfcrf_lane_tree_sum``)."""
     cdef Py_ssize_t r
     cdef long long k
     cdef double m, x
@@ -458,115 +458,6 @@ cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double 
         k -= 1
     best[0] = m
     return arg
-
-
-cdef inline double _row_dot(const double* val, const int* idx, const double* x,
-                            long long lo, long long hi, double a, double* counts) noexcept nogil:
-    """``sum_k val[k] * x[idx[k]]`` over ``k`` in ``lo .. hi``, in four interleaved partial
-    sums (the additions of one do not wait for the others'; a sparse row is a latency
-    chain otherwise).  With ``counts`` (or NULL) also adds ``a * x[idx[k]]`` to
-    ``counts[k]``."""
-    cdef double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0, x0, x1, x2, x3
-    cdef long long k = lo
-    while k + 4 <= hi:
-        x0, x1, x2, x3 = x[idx[k]], x[idx[k + 1]], x[idx[k + 2]], x[idx[k + 3]]
-        v0 += val[k] * x0
-        v1 += val[k + 1] * x1
-        v2 += val[k + 2] * x2
-        v3 += val[k + 3] * x3
-        if counts != NULL:
-            counts[k] += a * x0
-            counts[k + 1] += a * x1
-            counts[k + 2] += a * x2
-            counts[k + 3] += a * x3
-        k += 4
-    while k < hi:
-        x0 = x[idx[k]]
-        v0 += val[k] * x0
-        if counts != NULL:
-            counts[k] += a * x0
-        k += 1
-    return (v0 + v1) + (v2 + v3)
-
-
-cdef void _tree_sum(const Tree* tree, double* v, bint weighted) noexcept nogil:
-    """Add to every row's group the sum of its listed groups' values (times the
-    entries' factors when ``weighted``), row by row: along ``down`` a child group's
-    sum from its parent groups, along ``up`` a parent's gathered children."""
-    cdef Py_ssize_t r
-    cdef long long k
-    cdef double acc
-    for r in range(tree.n_rows):
-        acc = 0.0
-        if weighted:
-            for k in range(tree.ptr[r], tree.ptr[r + 1]):
-                acc += tree.w[k] * v[tree.idx[k]]
-        else:
-            for k in range(tree.ptr[r], tree.ptr[r + 1]):
-                acc += v[tree.idx[k]]
-        v[tree.row[r]] += acc
-
-
-cdef void _grouped_product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
-                           bint transpose, const double* a_prev, double* counts, double* xg,
-                           double* yg, double* ag) noexcept nogil:
-    """:func:`_product` in the grouped form (``xg``, ``yg``, ``ag``: ``G`` doubles of
-    scratch).  Forward: ``out[s'] = sum_k factor[k, s'] * (V_k^T xg)[group[k, s']]``
-    with ``xg`` the sums of ``x`` over each group; backward: ``out[s] = sum_k (V_k
-    xg)[group[k, s]]`` with ``xg`` the sums of ``factor * x``, and with ``counts``
-    the pair ``(g, h)`` of an ``out`` CSR entry gets ``ag[g] * xg[h]`` (``ag``: the
-    sums of ``a_prev``).  The sums over groups and the gathering go along the
-    projection tree (module docstring)."""
-    cdef Py_ssize_t G = tr.n_groups, s, g
-    cdef const int* full = tr.group + (tr.n_terms - 1) * S
-    for g in range(G):
-        xg[g] = 0.0
-    for s in range(S):
-        xg[full[s]] = x[s]
-    if transpose:
-        _tree_sum(&tr.down, xg, False)
-        for g in range(G):
-            yg[g] = _row_dot(tr.in_val, tr.in_idx, xg, tr.in_ptr[g], tr.in_ptr[g + 1], 0.0,
-                             NULL)
-        _tree_sum(&tr.up, yg, True)
-    else:
-        _tree_sum(&tr.down, xg, True)
-        if counts != NULL:
-            for g in range(G):
-                ag[g] = 0.0
-            for s in range(S):
-                ag[full[s]] = a_prev[s]
-            _tree_sum(&tr.down, ag, False)
-        for g in range(G):
-            if counts != NULL and ag[g] != 0.0:
-                yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
-                                 ag[g], counts)
-            else:
-                yg[g] = _row_dot(tr.out_val, tr.out_idx, xg, tr.out_ptr[g], tr.out_ptr[g + 1],
-                                 0.0, NULL)
-        _tree_sum(&tr.up, yg, False)
-    for s in range(S):
-        out[s] = yg[full[s]]
-
-
-cdef void _product(const Trans* tr, Py_ssize_t S, const double* x, double* out,
-                   bint transpose, const double* a_prev, double* counts, double* xg,
-                   double* yg, double* ag) noexcept nogil:
-    """``out = E^T x`` (``transpose``: ``out[j] = sum_i x[i] E[i, j]``, the forward
-    step) or ``out = E x`` (``out[i] = sum_j E[i, j] x[j]``, the backward step), in
-    the dense or the grouped form (the sparse form's steps are :func:`_fb_lanes`').
-
-    Grouped backward step with ``counts``: also adds the expected count of every
-    pair of groups in the same pass (:func:`_grouped_product`, whose scratch ``xg``,
-    ``yg``, ``ag`` are).
-    """
-    cdef char tn = b"N" if transpose else b"T"      # row-major E is E^T for BLAS
-    cdef int n = <int> S, one = 1
-    cdef double a1 = 1.0, b0 = 0.0
-    if tr.dense != NULL:
-        dgemv(&tn, &n, &n, &a1, <double*> tr.dense, &n, <double*> x, &one, &b0, out, &one)
-        return
-    _grouped_product(tr, S, x, out, transpose, a_prev, counts, xg, yg, ag)
 
 
 cdef void _dense_transition_counts(Py_ssize_t S, Py_ssize_t n, const double* alpha,
@@ -720,12 +611,13 @@ cdef struct FBWork:
     float* w32          # rows x S
     float* out32        # B x S (single precision: a product's result)
     float* counts32     # S x S
-    double* xg          # G (grouped form)
+    # the sparse and grouped forms (_fb_lanes), every row of SKFCRF_LANES interleaved:
+    double* xg          # G rows (grouped form: the group sums)
     double* yg          # G
     double* ag          # G
-    double* lane_counts  # nnz x SKFCRF_LANES (sparse form: the lanes' transition counts)
-    double* lane_m      # S x SKFCRF_LANES (sparse form: a token's scores, then marginals)
-    double* lane_sums   # n_agg x SKFCRF_LANES (sparse form: their sums, Tables.agg_*)
+    double* lane_counts  # nnz rows (the transition counts)
+    double* lane_m      # S rows (a token's scores, then its marginals)
+    double* lane_sums   # n_agg rows (the marginals' sums, Tables.agg_*)
 
 
 cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
@@ -733,9 +625,9 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
                       Py_ssize_t n_agg) noexcept nogil:
     """One thread's forward-backward buffers, taken one after another from ``c``:
     ``rows`` rows of ``S`` per pass (``B`` sequences' tokens in lockstep), with
-    ``single`` the single-precision operands, and the sparse form's lane buffers
-    for ``nnz`` allowed pairs and ``n_agg`` marginal sums (0, 0: not the sparse
-    form)."""
+    ``single`` the single-precision operands, and the lane buffers of the sparse
+    and grouped forms for ``nnz`` allowed pairs and ``n_agg`` marginal sums (0, 0:
+    the dense form)."""
     cdef FBWork f
     cdef Py_ssize_t r32 = rows if single else 0, b32 = B if single else 0
     f.alpha = take_doubles(c, rows * S)
@@ -744,9 +636,9 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
     f.norm = take_doubles(c, rows)
     f.tmp = take_doubles(c, B * S)
     f.log_z = take_doubles(c, B)
-    f.xg = take_doubles(c, G)
-    f.yg = take_doubles(c, G)
-    f.ag = take_doubles(c, G)
+    f.xg = take_doubles(c, G * SKFCRF_LANES)       # lanes: interleaved
+    f.yg = take_doubles(c, G * SKFCRF_LANES)
+    f.ag = take_doubles(c, G * SKFCRF_LANES)
     f.alpha32 = take_floats(c, r32 * S)
     f.w32 = take_floats(c, r32 * S)
     f.out32 = take_floats(c, b32 * S)
@@ -800,23 +692,20 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
 
 
 cdef void _block_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const double* x,
-                         double* out, bint transpose, const double* a_prev, double* counts,
-                         const FBWork* f) noexcept nogil:
-    """:func:`_product` of ``n`` row vectors (``n x S`` row-major ``x`` and ``out``):
-    one matrix-matrix product in the dense form (``out = x E``, or ``x E^T`` for the
-    backward step), row by row in the others."""
+                         double* out, bint transpose) noexcept nogil:
+    """The dense form's step of ``n`` row vectors (``n x S`` row-major ``x`` and
+    ``out``): ``out = x E`` (forward, ``transpose``), or ``x E^T`` (backward), one
+    matrix-matrix product (one matrix-vector product for one row)."""
     cdef char nn = b"N", tt = b"T"
-    cdef int m = <int> S, k = <int> n
+    cdef int m = <int> S, k = <int> n, one = 1
     cdef double a1 = 1.0, b0 = 0.0
-    cdef Py_ssize_t r
-    if tr.dense != NULL and n > 1:
+    if n > 1:
         # column-major, the row-major E is E^T: out^T = E^T x^T (forward), E x^T (backward)
         dgemm(&nn if transpose else &tt, &nn, &m, &k, &m, &a1, <double*> tr.dense, &m,
               <double*> x, &m, &b0, out, &m)
-        return
-    for r in range(n):
-        _product(tr, S, x + r * S, out + r * S, transpose,
-                 a_prev + r * S if a_prev != NULL else NULL, counts, f.xg, f.yg, f.ag)
+    else:
+        dgemv(&nn if transpose else &tt, &m, &m, &a1, <double*> tr.dense, &m, <double*> x,
+              &one, &b0, out, &one)
 
 
 cdef inline Py_ssize_t _length(const long long* seq_ptr, const long long* seqs,
@@ -842,16 +731,15 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
                     bint single, bint forward_only) noexcept nogil:
     """Scaled forward-backward of ``B`` sequences in lockstep (``seqs``, longest
-    first), dense or grouped form (the sparse form: :func:`_fb_lanes`);
+    first) in the dense form (the sparse and grouped forms: :func:`_fb_lanes`);
     ``f.log_z[b]`` gets sequence ``b``'s log Z (``-inf``: no allowed labelling).
 
     Every token step multiplies the block's ``alpha`` (or ``w``) rows by the
-    transition matrix at once: in the dense form one matrix-matrix product, which
-    reads the ``S x S`` matrix once for the block instead of once per sequence.
-    With ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` with
-    ``w_t = psi_t * beta_t / c_t`` (``S x S``, or per pair of groups in the
-    grouped form): times ``E`` elementwise these are the expected state
-    transition counts.  ``psi`` is overwritten by ``w``.
+    transition matrix at once, one matrix-matrix product, which reads the
+    ``S x S`` matrix once for the block instead of once per sequence.  With
+    ``counts`` (or NULL) adds ``sum_t alpha_{t-1} (x) w_t`` (``S x S``) with
+    ``w_t = psi_t * beta_t / c_t``: times ``E`` elementwise these are the
+    expected state transition counts.  ``psi`` is overwritten by ``w``.
 
     ``forward_only``: ``log Z`` alone (no backward pass, no counts).
 
@@ -900,7 +788,7 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
         elif single:
             _single_product(tr, S, n_t, f.alpha32 + (t - 1) * BS, tmp, True, f)
         else:
-            _block_product(tr, S, n_t, alpha + (t - 1) * BS, tmp, True, NULL, NULL, f)
+            _block_product(tr, S, n_t, alpha + (t - 1) * BS, tmp, True)
         for b in range(n_t):
             row = tmp + b * S
             phi = psi + (t * B + b) * S
@@ -980,12 +868,11 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                 f.w32[t * BS + s] = <float> tmp[s]
             _single_product(tr, S, n_t, f.w32 + t * BS, beta + (t - 1) * BS, False, f)
         else:
-            _block_product(tr, S, n_t, tmp, beta + (t - 1) * BS, False, alpha + (t - 1) * BS,
-                           counts, f)
+            _block_product(tr, S, n_t, tmp, beta + (t - 1) * BS, False)
         for s in range(n_t * S):
             psi[t * BS + s] = tmp[s]          # keep w_t for the transition counts
         t = t - 1
-    if counts == NULL or T_max <= 1 or tr.dense == NULL:
+    if counts == NULL or T_max <= 1:
         return True
     # rows past a sequence's end are zero in alpha and w, so one product over all
     # of the block's rows pairs each alpha_{t-1} with its sequence's w_t
@@ -997,26 +884,80 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     return True
 
 
+cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                     bint transpose, const double* a_prev, double* counts,
+                     const FBWork* f) noexcept nogil:
+    """:func:`_product` of :func:`_fb_lanes`' interleaved lanes (``x``, ``out``,
+    ``a_prev``: ``S x SKFCRF_LANES``; ``counts``, or NULL: ``nnz x SKFCRF_LANES``),
+    in the sparse form (a CSR product over the states; with ``counts`` the
+    backward step also adds ``a_prev[i] * x[j]`` to every allowed pair's count,
+    ``out`` CSR order) or the grouped one (``f``'s ``xg``, ``yg``, ``ag``: ``G x
+    SKFCRF_LANES`` of scratch).  Grouped, forward: ``out[s'] = sum_k factor[k, s']
+    * (V_k^T xg)[group[k, s']]`` with ``xg`` the sums of ``x`` over each group;
+    backward: ``out[s] = sum_k (V_k xg)[group[k, s]]`` with ``xg`` the sums of
+    ``factor * x``, and with ``counts`` the pair ``(g, h)`` of an ``out`` CSR
+    entry gets ``ag[g] * xg[h]`` (``ag``: the sums of ``a_prev``).  The sums over
+    groups and the gathering go along the projection tree (module docstring).
+    Every row's sum is four partial sums over its entries ``k, k+1, k+2, k+3``
+    (``skfcrf_lane_product``), the tree's in entry order."""
+    cdef Py_ssize_t G = tr.n_groups, s, b
+    cdef const int* full
+    cdef double* xg = f.xg
+    cdef double* yg = f.yg
+    cdef double* ag = f.ag
+    if not tr.n_terms:
+        if transpose:
+            skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, S, x, NULL, NULL, out)
+        else:
+            skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, S, x, a_prev, counts, out)
+        return
+    full = tr.group + (tr.n_terms - 1) * S
+    memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
+    for s in range(S):
+        for b in range(SKFCRF_LANES):
+            xg[full[s] * SKFCRF_LANES + b] = x[s * SKFCRF_LANES + b]
+    if transpose:
+        skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
+        skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, NULL, NULL, yg)
+        skfcrf_lane_tree_sum(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, tr.up.w, yg)
+    else:
+        skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx,
+                             tr.down.w, xg)
+        if counts != NULL:
+            memset(ag, 0, G * SKFCRF_LANES * sizeof(double))
+            for s in range(S):
+                for b in range(SKFCRF_LANES):
+                    ag[full[s] * SKFCRF_LANES + b] = a_prev[s * SKFCRF_LANES + b]
+            skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL,
+                                 ag)
+        skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, G, xg,
+                            ag if counts != NULL else NULL, counts, yg)
+        skfcrf_lane_tree_sum(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, NULL, yg)
+    for s in range(S):
+        for b in range(SKFCRF_LANES):
+            out[s * SKFCRF_LANES + b] = yg[full[s] * SKFCRF_LANES + b]
+
+
 cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
                     bint forward_only, double* node, Py_ssize_t ldn, double* pmarg,
                     double* tied_acc, const long long* tied_off) noexcept nogil:
-    """:func:`_fb_block` of the sparse form: ``B`` (at most ``SKFCRF_LANES``) sequences
-    in lockstep, longest first, their rows interleaved -- state ``s`` of lane ``b`` at
-    token ``t`` is at ``(t * S + s) * SKFCRF_LANES + b`` of ``alpha``, ``beta`` and
-    ``psi`` -- so that one sparse product (``skfcrf_lane_product``) steps every lane,
-    reading each allowed pair once.  Lanes past their sequence's end, and past ``B``,
-    hold zeros.  Every lane's ``alpha``, ``beta`` and ``log Z`` have the bits of
-    :func:`_fb_block` on its sequence alone (the product sums each lane as
-    ``_row_dot`` does; the rest is the same per-lane arithmetic).  The transition
-    counts are summed per lane over the block (``f.lane_counts``), then added to
-    ``counts``.  Unless ``forward_only``, the backward pass adds every token's
-    marginals up as it goes (:func:`_lane_aggregate`; the arguments after
+    """Scaled forward-backward of ``B`` (at most ``SKFCRF_LANES``) sequences in the
+    sparse or the grouped form, as :func:`_fb_block` in the dense one: in lockstep,
+    longest first, their rows interleaved -- state ``s`` of lane ``b`` at token
+    ``t`` is at ``(t * S + s) * SKFCRF_LANES + b`` of ``alpha``, ``beta`` and ``psi``
+    -- so that one step (:func:`_lane_step`) moves every lane, reading each allowed
+    pair once.  Lanes past their sequence's end, and past ``B``, hold zeros.  The
+    one-sequence code summed each lane's products the same way and did the same
+    per-lane arithmetic, so ``log Z`` and the node marginals have its bits.  The
+    transition counts are summed per lane over the block (``f.lane_counts``), then
+    added to ``counts``.  Unless ``forward_only``, the backward pass adds every
+    token's marginals up as it goes (:func:`_lane_aggregate`; the arguments after
     ``forward_only`` are :func:`_aggregate`'s).
     """
     cdef Py_ssize_t S = tb.S, t, s, b, k, T_max = _length(seq_ptr, seqs, 0)
     cdef Py_ssize_t nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
-    cdef Py_ssize_t nnz = tr.out_ptr[S]
+    cdef Py_ssize_t nnz = tr.out_ptr[tr.n_groups if tr.n_terms else S]
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
     cdef double scale[SKFCRF_LANES]
@@ -1040,8 +981,7 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
             for s in range(row_len):
                 tmp[s] = 1.0
         else:
-            skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, S,
-                                alpha + (t - 1) * row_len, NULL, NULL, tmp)
+            _lane_step(tr, S, alpha + (t - 1) * row_len, tmp, True, NULL, NULL, f)
         for b in range(nl):
             on[b] = 0
             scale[b] = 1.0
@@ -1099,9 +1039,8 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
             on[b] = -1 if t < T[b] and log_z[b] != -INFINITY else 0
             scale[b] = norm[t * nl + b] if on[b] else 1.0
         skfcrf_lane_scale(S, psi + t * row_len, beta + t * row_len, scale, on, tmp)
-        skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, S, tmp,
-                            alpha + (t - 1) * row_len, lc if counts != NULL else NULL,
-                            beta + (t - 1) * row_len)
+        _lane_step(tr, S, tmp, beta + (t - 1) * row_len, False, alpha + (t - 1) * row_len,
+                   lc if counts != NULL else NULL, f)
         for b in range(nl):
             if T[b] == t:               # the lane's last token is t - 1
                 for s in range(S):
@@ -1198,9 +1137,9 @@ def lockstep_blocks(const long long[::1] seq_ptr, Py_ssize_t S, bint dense,
     (block size times its longest sequence) of any block.  Dense transitions
     take blocks of up to ``LOCKSTEP`` (32) sequences of similar lengths, as many
     as ``max_bytes`` of buffers per thread allow (at least one; by default
-    ``LOCKSTEP_BYTES``, 32 MB); ``lanes`` (the sparse form, :func:`_fb_lanes`)
-    blocks of ``SKFCRF_LANES`` (4) sequences, each taking that many rows per token
-    however many it holds; the grouped form steps one sequence at a time.
+    ``LOCKSTEP_BYTES``, 32 MB); ``lanes`` (the sparse and grouped forms,
+    :func:`_fb_lanes`) blocks of ``SKFCRF_LANES`` (4) sequences, each taking that
+    many rows per token however many it holds; otherwise one sequence per block.
     """
     lengths = np.diff(np.asarray(seq_ptr))
     seqs = np.argsort(-lengths, kind="stable").astype(np.int64)
@@ -1255,8 +1194,8 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef const long long* toff = &jt.tied_off[0]
     cdef Py_ssize_t G = jt.n_groups
     cdef bint single = tr.dense != NULL and tr.dense32 != NULL
-    cdef bint lanes = tr.dense == NULL and tr.n_terms == 0      # the sparse form
-    cdef Py_ssize_t nnz = tr.out_ptr[S] if lanes else 0
+    cdef bint lanes = tr.dense == NULL          # the sparse and the grouped forms
+    cdef Py_ssize_t nnz = (tr.out_ptr[tr.n_groups if tr.n_terms else S]) if lanes else 0
     cdef Py_ssize_t n_agg = tb.n_agg if lanes else 0
     seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL, lanes=lanes)
     cdef const long long[::1] seqs = seqs_arr

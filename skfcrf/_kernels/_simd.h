@@ -48,6 +48,9 @@
  *    (v2 + v3)), so a lane's result has the bits of the one-vector product.
  *    skfcrf_lane_sums: the same rows' plain sums (every value 1), each in ascending
  *    order from 0.0: the state marginals' sums per label and per coupling entry.
+ *    skfcrf_lane_tree_sum: the grouped transition form's projection tree, lanes
+ *    interleaved; skfcrf_lane_normalize, skfcrf_lane_scale: the forward-backward's
+ *    elementwise steps over the lanes.
  */
 #ifndef SKFCRF_SIMD_H
 #define SKFCRF_SIMD_H
@@ -567,6 +570,30 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
     }
 }
 
+/* v[row[r], b] += sum_k w[k] * v[idx[k], b] (w NULL: the plain sum) over row r's entries
+   in ascending order from 0.0, rows r = 0 .. n_rows-1 in order (a row may read what an
+   earlier one wrote): the grouped form's projection tree (_joint.pyx's _tree_sum) over
+   interleaved lanes. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_tree_sum(
+    long n_rows, const long long *ptr, const int *row, const int *idx, const double *w,
+    double *v)
+{
+    long r;
+    long long k;
+    for (r = 0; r < n_rows; r++) {
+        skfcrf_v4d acc = {0.0, 0.0, 0.0, 0.0};
+        double *target = v + (size_t)row[r] * SKFCRF_LANES;
+        if (w) {
+            for (k = ptr[r]; k < ptr[r + 1]; k++)
+                acc += w[k] * SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES);
+        } else {
+            for (k = ptr[r]; k < ptr[r + 1]; k++)
+                acc += SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES);
+        }
+        SKFCRF_ST4(target, SKFCRF_LD4(target) + acc);
+    }
+}
+
 /* The lanes' elementwise steps of the forward-backward, where a lane is `on` (-1) or
    off (0): alpha[s, b] = tmp[s, b] / total[b] and psi[s, b] = phi[s, b] where alpha is
    at least `negligible`, else both zero (off lanes: zero). */
@@ -648,6 +675,22 @@ static void skfcrf_lane_sums(const long long *ptr, const int *idx, long nrows, c
             for (k = ptr[j]; k < ptr[j + 1]; k++)
                 v += x[(size_t)idx[k] * SKFCRF_LANES + b];
             out[j * SKFCRF_LANES + b] = v;
+        }
+}
+
+static void skfcrf_lane_tree_sum(long n_rows, const long long *ptr, const int *row,
+                                 const int *idx, const double *w, double *v)
+{
+    long r;
+    long long k;
+    int b;
+    for (r = 0; r < n_rows; r++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            double acc = 0.0;
+            for (k = ptr[r]; k < ptr[r + 1]; k++)
+                acc += (w ? w[k] * v[(size_t)idx[k] * SKFCRF_LANES + b]
+                        : v[(size_t)idx[k] * SKFCRF_LANES + b]);
+            v[(size_t)row[r] * SKFCRF_LANES + b] += acc;
         }
 }
 
