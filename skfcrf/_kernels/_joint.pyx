@@ -727,6 +727,37 @@ cdef void _single_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const flo
         out[i] = f.out32[i]
 
 
+cdef double _weigh_token(const Tables* tb, Py_ssize_t g, double* incoming, Py_ssize_t stride,
+                         double* phi, double* m, double* m_all) noexcept nogil:
+    """The scaled forward step at global token ``g`` after the transition product, for
+    one sequence (of :func:`_fb_block`'s rows or :func:`_fb_lanes`' lanes):
+    ``incoming[s * stride]`` is state ``s``'s incoming mass (1 at the first token).
+    ``phi`` gets the state scores shifted by the best *reachable* state's score
+    ``m`` (so that the token's total cannot underflow however far apart the scores
+    are) and exponentiated, zero where no mass comes in; ``incoming`` is multiplied
+    by them.  Returns the token's total (0 when nothing is reachable); ``m_all`` is
+    the best score of any state."""
+    cdef Py_ssize_t s, S = tb.S
+    cdef double total = 0.0, best = -INFINITY, best_all = -INFINITY
+    _state_scores(tb, g, phi)
+    for s in range(S):
+        if incoming[s * stride] > 0.0 and phi[s] > best:
+            best = phi[s]
+        if phi[s] > best_all:
+            best_all = phi[s]
+    if best != -INFINITY:
+        exp_shifted(phi, best, phi, <int> S)
+    for s in range(S):
+        if incoming[s * stride] > 0.0 and best != -INFINITY:
+            incoming[s * stride] *= phi[s]
+            total += incoming[s * stride]
+        else:
+            phi[s] = 0.0                 # unreachable: no mass either way
+    m[0] = best
+    m_all[0] = best_all
+    return total
+
+
 cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
                     bint single, bint forward_only) noexcept nogil:
@@ -779,9 +810,8 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     for t in range(T_max):
         while _length(seq_ptr, seqs, n_t - 1) <= t:
             n_t -= 1                    # the sequences still running are the first n_t
-        # incoming mass of every state (1 at the first token), then the state scores
-        # shifted by the best *reachable* state's score, so that the token's total
-        # cannot underflow however far apart the scores are
+        # incoming mass of every state (1 at the first token), then weighed by the
+        # token's scores (_weigh_token)
         if t == 0:
             for s in range(n_t * S):
                 tmp[s] = 1.0
@@ -803,23 +833,7 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                 continue
             if t > 0:
                 log_z[b] += shift
-            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
-            m = -INFINITY
-            m_all = -INFINITY
-            for s in range(S):
-                if row[s] > 0.0 and phi[s] > m:
-                    m = phi[s]
-                if phi[s] > m_all:
-                    m_all = phi[s]
-            if m != -INFINITY:
-                exp_shifted(phi, m, phi, <int> S)
-            total = 0.0
-            for s in range(S):
-                if row[s] > 0.0 and m != -INFINITY:
-                    row[s] *= phi[s]
-                    total += row[s]
-                else:
-                    phi[s] = 0.0                 # unreachable: no mass either way
+            total = _weigh_token(tb, seq_ptr[seqs[b]] + t, row, 1, phi, &m, &m_all)
             if not (total > 0) or (single and log(total) + m - m_all < SINGLE_RANGE):
                 if single:
                     return False
@@ -882,6 +896,12 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
     else:
         _dense_transition_counts(S, (T_max - 1) * B, alpha, psi + BS, counts)
     return True
+
+
+cdef inline Py_ssize_t _n_pairs(const Trans* tr, Py_ssize_t S) noexcept nogil:
+    """The entries of the ``out`` CSR: allowed state pairs (sparse form) or pairs of
+    groups (grouped form), as many as the transition counts have."""
+    return tr.out_ptr[tr.n_groups if tr.n_terms else S]
 
 
 cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out,
@@ -957,11 +977,11 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     """
     cdef Py_ssize_t S = tb.S, t, s, b, k, T_max = _length(seq_ptr, seqs, 0)
     cdef Py_ssize_t nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
-    cdef Py_ssize_t nnz = tr.out_ptr[tr.n_groups if tr.n_terms else S]
+    cdef Py_ssize_t nnz = _n_pairs(tr, S)
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
     cdef double scale[SKFCRF_LANES]
-    cdef double m, m_all, total, r
+    cdef double m, m_all, total
     cdef double* alpha = f.alpha
     cdef double* beta = f.beta
     cdef double* psi = f.psi
@@ -989,26 +1009,9 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
                 continue
             if t > 0:
                 log_z[b] += shift
-            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
-            m = -INFINITY
-            m_all = -INFINITY
+            total = _weigh_token(tb, seq_ptr[seqs[b]] + t, tmp + b, nl, phi, &m, &m_all)
             for s in range(S):
-                if tmp[s * nl + b] > 0.0 and phi[s] > m:
-                    m = phi[s]
-                if phi[s] > m_all:
-                    m_all = phi[s]
-            if m != -INFINITY:
-                exp_shifted(phi, m, phi, <int> S)
-            total = 0.0
-            for s in range(S):
-                r = tmp[s * nl + b]
-                if r > 0.0 and m != -INFINITY:
-                    r = r * phi[s]
-                    tmp[s * nl + b] = r
-                    total += r
-                    phis[s * nl + b] = phi[s]
-                else:
-                    phis[s * nl + b] = 0.0      # unreachable: no mass either way
+                phis[s * nl + b] = phi[s]
             if not (total > 0):
                 log_z[b] = -INFINITY
                 continue
@@ -1195,7 +1198,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef Py_ssize_t G = jt.n_groups
     cdef bint single = tr.dense != NULL and tr.dense32 != NULL
     cdef bint lanes = tr.dense == NULL          # the sparse and the grouped forms
-    cdef Py_ssize_t nnz = (tr.out_ptr[tr.n_groups if tr.n_terms else S]) if lanes else 0
+    cdef Py_ssize_t nnz = _n_pairs(&tr, S) if lanes else 0
     cdef Py_ssize_t n_agg = tb.n_agg if lanes else 0
     seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, tr.dense != NULL, lanes=lanes)
     cdef const long long[::1] seqs = seqs_arr
