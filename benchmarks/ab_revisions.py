@@ -4,11 +4,11 @@ Exports ``--rev`` into a temporary directory and builds its extensions there, th
 the same workload (one fit's training batch, random weights, repeated unpenalised
 loss/gradient calls: the objective object's ``data_loss_gradient``, or
 ``FactorialCRF._loss_grad`` in revisions before the objective objects) with each version
-in worker processes, alternating A (``--rev``) and B (working tree) ``--rounds`` times, so
-both see the same machine load. Prints per-round medians, the median ratio, and each
-worker's peak RSS. Workloads: ``dictations`` (three chains, pseudolikelihood, as target
-3), ``conll1`` (chunks, likelihood, as target 1), ``conll2`` (POS + chunks from words,
-pseudolikelihood, as target 2).
+in worker processes (BLAS on one thread, as in a fit), alternating A (``--rev``) and B
+(working tree) ``--rounds`` times, so both see the same machine load. Prints per-round
+medians, the median ratio, and each worker's peak RSS. Workloads: ``dictations`` (three
+chains, pseudolikelihood, as target 3), ``conll1`` (chunks, likelihood, as target 1),
+``conll2`` (POS + chunks from words, pseudolikelihood, as target 2).
 
     python benchmarks/ab_revisions.py --rev 3027f3d --workload dictations --n-reports 300 \\
         --n-jobs 2 --rounds 5 --repeat 3 [--objective independent]
@@ -16,7 +16,9 @@ pseudolikelihood, as target 2).
 ``--objective`` replaces the workload's objective (e.g. ``independent``,
 ``chainwise``, ``likelihood``: the likelihood over the joint label states on
 the dictations).  The independent chains are evaluated with their coupling
-weights at zero, as their solver does.
+weights at zero, as their solver does; ``--chains 0`` (with ``--objective
+independent``) evaluates those chains' blocks alone, as the per-block solver does
+once the other chains have used their iterations.
 """
 import argparse
 import json
@@ -80,12 +82,20 @@ else:
 theta = np.random.default_rng(0).normal(scale=0.1, size=theta0.shape)
 if uncoupled is not None:
     theta[uncoupled] = 0.0          # the independent chains' weights: couplings at zero
-evaluate(theta)                                               # warm-up
-times = []
-for _ in range(args["repeat"]):
-    t0 = time.perf_counter()
-    loss, grad = evaluate(theta)
-    times.append(time.perf_counter() - t0)
+if args.get("chains"):
+    active = np.isin(np.arange(len(objective.blocks)), args["chains"])
+    evaluate = lambda theta: (lambda r: (float(np.nansum(r[0])), r[1]))(
+        objective.block_losses_gradient(theta, active))
+# BLAS on one thread, as in a fit (FactorialCRF._train): otherwise its idle threads spin
+# after every numpy product on the core the kernel's other thread needs
+from threadpoolctl import threadpool_limits
+with threadpool_limits(limits=1, user_api="blas"):
+    evaluate(theta)                                           # warm-up
+    times = []
+    for _ in range(args["repeat"]):
+        t0 = time.perf_counter()
+        loss, grad = evaluate(theta)
+        times.append(time.perf_counter() - t0)
 print(json.dumps({{"times": times, "loss": loss, "grad_norm": float(np.linalg.norm(grad)),
                   "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20}}))
 """
@@ -121,10 +131,12 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--objective", default=None,
                     help="objective= of the workload (default: the workload's own, above)")
+    ap.add_argument("--chains", type=int, nargs="*", default=None,
+                    help="with --objective independent: these chains' blocks alone")
     opt = ap.parse_args()
     old_tree = export_and_build(opt.rev)
     args = {"workload": opt.workload, "n_reports": opt.n_reports, "n_jobs": opt.n_jobs,
-            "repeat": opt.repeat, "objective": opt.objective}
+            "repeat": opt.repeat, "objective": opt.objective, "chains": opt.chains}
     a, b, ratios = [], [], []
     for r in range(opt.rounds):
         ra, rb = run(old_tree, args), run(ROOT, args)

@@ -247,3 +247,38 @@ def test_estimator_trains_each_chain_like_a_one_chain_model():
         FactorialCRF(objective="likelihood", sigma=1.0), X, [[t[0] for t in seq] for seq in y]
     ).objective.loss_gradient(single.coef_)[0]
     assert joint_loss == pytest.approx(single_loss, rel=1e-6)
+
+
+@pytest.mark.parametrize("transitions", ["default", "supported"])
+def test_reduced_score_columns_change_no_bit(monkeypatch, transitions):
+    # some chains alone clear, bias and running-sum only the score columns their terms,
+    # their reduced feature table and its dense rows touch; doing every column instead
+    # changes no bit -- with differenced (window) observations, whose running sums
+    # cross the columns, and untied transitions (observation-dependent: their own
+    # columns)
+    from skfcrf._kernels import _chainwise
+    from skfcrf.datasets import make_dictations
+    from skfcrf.transformers import make_dictation_features
+    X, y = make_dictations(6, "rcg", random_state=3)
+    F = make_dictation_features().fit_transform(X)
+    indep, theta0, _ = training_problem(FactorialCRF(
+        objective="independent", transition_features=transitions, sigma=2.0, n_jobs=2), F, y)
+    if transitions == "default":
+        assert indep.batch.obs.diff is not None
+    else:                               # (too many columns for differencing to pay)
+        assert (np.asarray(indep.terms.tables.e_col) >= 0).any()
+    theta = np.random.default_rng(4).normal(scale=0.3, size=theta0.shape)
+    columns = _chainwise._score_columns
+    for active in ([True, False, False], [False, True, False], [False, False, True],
+                   [True, False, True]):
+        active = np.array(active)
+        _, tables, dense = indep.terms._table_of(active)
+        ranges, _ = columns(tables, active.astype(np.uint8), int(dense[2]))
+        assert 0 < np.diff(ranges)[::2].sum() < tables.width      # some columns skipped
+        some = indep.block_losses_gradient(theta, active)
+        monkeypatch.setattr(_chainwise, "_score_columns",
+                            lambda t, on, base: columns(t, None, base))
+        every = indep.block_losses_gradient(theta, active)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(some[0], every[0])
+        np.testing.assert_array_equal(some[1], every[1])

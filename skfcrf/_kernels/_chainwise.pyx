@@ -14,7 +14,12 @@ per call ``theta``, the observation rows and the gold labels.
 ``scores``
     Per token the ``width`` score columns: ``Ltot`` unary columns, then every
     untied edge's ``L_a x L_b`` columns (from the feature table, see
-    :mod:`skfcrf._kernels._table`), plus the biases.
+    :mod:`skfcrf._kernels._table`), plus the biases.  With ``chain_on`` (some
+    chains' terms alone, over a feature table reduced to their entries) only
+    the columns those terms and that table touch are cleared, summed and
+    biased (:func:`_score_columns`: the chains' unary columns, the untied edges
+    that touch them, the table's and its dense rows' columns): a 7-label chain
+    of the dictations' 123 columns no longer pays for the others'.
 edge tables (``E`` edge templates, from the tables)
     ``e_kind`` (0 in-chain, 1 coupling), ``e_a``, ``e_b``, ``e_col`` (first
     score column of an untied edge, -1 when tied), ``e_bias`` (offset of its
@@ -95,6 +100,12 @@ cdef struct Model:
     int couplings_on                # 0: the couplings are left out (their weights zero)
     Dense dense                     # the feature table's dense rows at theta (has_dense)
     int has_dense
+    # the score columns an evaluation touches (module docstring), n_ranges pairs lo, hi,
+    # and per score column the offset of its bias in theta
+    const int* ranges
+    int n_ranges
+    int whole                       # the ranges are every column
+    const long long* col_bias
     # per chain its tied transitions as sparse matrices, where sp_on[c] (module docstring)
     const unsigned char* sp_on
     const int* sp_ptr_off
@@ -154,18 +165,15 @@ cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
 
 
 cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nogil:
-    """Add the unary biases and untied edges' biases to the score rows."""
-    cdef Py_ssize_t t, k, e, size
+    """Add the unary biases and untied edges' biases to the score rows (the columns of
+    ``m.ranges``)."""
+    cdef Py_ssize_t t, k, r
     cdef double* row
     for t in range(T):
         row = scores + t * m.p.width
-        for k in range(m.p.ltot):
-            row[k] += m.theta[m.p.bias_unary + k]
-        for e in range(m.p.n_edges):
-            if m.p.e_col[e] >= 0:
-                size = m.p.n_labels[m.p.e_a[e]] * m.p.n_labels[m.p.e_b[e]]
-                for k in range(size):
-                    row[m.p.e_col[e] + k] += m.theta[m.p.bias_edge[e] + k]
+        for r in range(m.n_ranges):
+            for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+                row[k] += m.theta[m.col_bias[k]]
 
 
 cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
@@ -569,18 +577,28 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
     """Loss of one sequence, per chain into ``chain_loss``, and their sum; adds its
     gradient to ``grad`` (one block's accumulator), the dense rows' part to
     ``dense_grad`` (that block's dense rows)."""
-    cdef Py_ssize_t c, k, t, e, size
+    cdef Py_ssize_t c, k, t, r, lo, hi, width = m.p.width
     cdef double loss = 0.0, part
     cdef Dense dgrad = m.dense
     dgrad.values = dense_grad
-    for k in range(T * m.p.width):
-        s.scores[k] = 0.0
-        s.dscore[k] = 0.0
-    for k in range(T * m.p.width, T * m.p.width + 32):
+    if m.whole:
+        for k in range(T * width):
+            s.scores[k] = 0.0
+            s.dscore[k] = 0.0
+    else:
+        # the other columns are neither read nor written (a table reduced to some chains)
+        for t in range(T):
+            for r in range(m.n_ranges):
+                lo, hi = t * width + m.ranges[2 * r], t * width + m.ranges[2 * r + 1]
+                for k in range(lo, hi):
+                    s.scores[k] = 0.0
+                    s.dscore[k] = 0.0
+    for k in range(T * width, T * width + 32):
         s.dscore[k] = 0.0     # read by the dense rows (into gradient slots never used)
     if m.p.n_table:
         sequence_scores(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, m.theta, g0, T,
-                        m.p.width, s.scores, s.acc, &m.dense if m.has_dense else NULL)
+                        width, s.scores, s.acc, &m.dense if m.has_dense else NULL,
+                        m.ranges, m.n_ranges)
     _add_biases(m, s.scores, T)
     for c in range(m.p.n_chains):
         if m.chain_on != NULL and not m.chain_on[c]:
@@ -592,17 +610,49 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
         loss += part
     # biases of unary columns and untied edges: column sums of dscore
     for t in range(T):
-        for k in range(m.p.ltot):
-            grad[m.p.bias_unary + k] += s.dscore[t * m.p.width + k]
-        for e in range(m.p.n_edges):
-            if m.p.e_col[e] >= 0:
-                size = m.p.n_labels[m.p.e_a[e]] * m.p.n_labels[m.p.e_b[e]]
-                for k in range(size):
-                    grad[m.p.bias_edge[e] + k] += s.dscore[t * m.p.width + m.p.e_col[e] + k]
+        for r in range(m.n_ranges):
+            for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+                grad[m.col_bias[k]] += s.dscore[t * width + k]
     if m.p.n_table:
-        sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, m.p.width,
-                          s.dscore, grad, &dgrad if m.has_dense else NULL)
+        sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, width,
+                          s.dscore, grad, &dgrad if m.has_dense else NULL, m.ranges,
+                          m.n_ranges)
     return loss
+
+
+def _score_columns(ParameterTables tables, chain_on, dense_base):
+    """The score columns an evaluation touches (module docstring): int32 pairs ``lo,
+    hi`` of ascending, disjoint column ranges, and per column the offset of its bias
+    in ``theta``.  Every column without ``chain_on`` (per chain, whether its term is
+    computed); with it the unary columns of those chains, the untied edges' columns
+    that touch one of them, every column of a feature-table entry and the dense
+    rows' (from ``dense_base``, or None without)."""
+    width = tables.width
+    col_bias = np.empty(max(width, 1), np.int64)
+    col_bias[:tables.total_labels] = tables.bias_unary + np.arange(tables.total_labels)
+    n_labels, e_col = np.asarray(tables.n_labels), np.asarray(tables.e_col)
+    used = np.zeros(width + 1, bool)
+    on = None if chain_on is None else np.asarray(chain_on).astype(bool)
+    if on is not None:
+        off = np.asarray(tables.label_offset)
+        for c in np.flatnonzero(on):
+            used[off[c]:off[c + 1]] = True
+    for e in range(tables.n_edges):
+        if e_col[e] < 0:
+            continue
+        a, b = tables.e_a[e], tables.e_b[e]
+        size = int(n_labels[a] * n_labels[b])
+        col_bias[e_col[e]:e_col[e] + size] = tables.bias_edge[e] + np.arange(size)
+        if on is not None and (on[a] or on[b]):
+            used[e_col[e]:e_col[e] + size] = True
+    if on is None:
+        return np.array([0, width], np.int32), col_bias
+    used[np.asarray(tables.ent_col)] = True
+    if dense_base is not None:
+        used[dense_base:min(dense_base + DENSE_WIDTH, width)] = True
+    used[width] = False
+    bounds = np.flatnonzero(np.diff(np.concatenate([[0], used.astype(np.int8)])))
+    return bounds.astype(np.int32), col_bias
 
 
 def _sparse_transitions(ParameterTables tables, tied_exp):
@@ -667,6 +717,8 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef Py_ssize_t n = gold.shape[0]
     cdef const unsigned char[:, ::1] allowed_view
     cdef const unsigned char[::1] chain_on_view
+    cdef const int[::1] ranges
+    cdef const long long[::1] col_bias
     cdef Py_ssize_t n_blocks, b, sq, T, t_max
     cdef size_t per
     cdef Block scratch
@@ -738,6 +790,11 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
         block_dgrad_arr = np.zeros((len(blocks_arr) - 1, n_dense))
         block_dgrad = block_dgrad_arr
         m.dense.of, m.dense.values, m.dense.base = &dense_of[0], &dense_theta[0], dense[2]
+    ranges_arr, col_bias_arr = _score_columns(tables, chain_on,
+                                              int(dense[2]) if m.has_dense else None)
+    ranges, col_bias = np.concatenate([ranges_arr, [0, 0]]).astype(np.int32), col_bias_arr
+    m.ranges, m.n_ranges, m.col_bias = &ranges[0], len(ranges_arr) // 2, &col_bias[0]
+    m.whole = m.n_ranges == 1 and ranges[0] == 0 and ranges[1] == m.p.width
     n_threads = max(1, n_threads)
     c = carver(NULL)
     _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)

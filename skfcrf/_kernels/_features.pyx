@@ -50,7 +50,7 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
             sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0,
-                            seq_ptr[s + 1] - g0, width, &out[g0, 0], acc, NULL)
+                            seq_ptr[s + 1] - g0, width, &out[g0, 0], acc, NULL, NULL, 0)
 
 
 def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
@@ -84,5 +84,5 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
             g0 = seq_ptr[s]
             sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0,
                               seq_ptr[s + 1] - g0, width, &dscore[g0, 0],
-                              &acc[threadid(), 0], NULL)
+                              &acc[threadid(), 0], NULL, NULL, 0)
     np.add(grad[:n_table], acc_arr.sum(axis=0), out=np.asarray(grad[:n_table]))

@@ -774,7 +774,7 @@ cdef void sequence_potentials(const Parameters* pr, const Model* m, SequenceBuff
         S[j] = 0.0
     if pr.p.n_table:
         sequence_scores(pr.direct, pr.diff, pr.has_diff, pr.p.feat_ptr, pr.p.ent_col, pr.theta, g0,
-                        T, width, S, sb.acc, NULL)
+                        T, width, S, sb.acc, NULL, NULL, 0)
     for t in range(T):
         for l in range(ltot):
             sb.unary[t * ltot + l] = S[t * width + l] + pr.theta[pr.p.bias_unary + l]
@@ -823,7 +823,7 @@ cdef void sequence_weight_gradient(const Parameters* pr, const Model* m, Sequenc
                 grad[pr.p.bias_edge[e] + j] += v
     if pr.p.n_table:
         sequence_gradient(pr.direct, pr.diff, pr.has_diff, pr.p.feat_ptr, pr.p.ent_col, g0, T,
-                          width, sb.dunary if pr.unary_only else sb.S, grad, NULL)
+                          width, sb.dunary if pr.unary_only else sb.S, grad, NULL, NULL, 0)
 
 
 cdef Parameters make_parameters(const ParameterView* pv, CSR direct, CSR diff, int has_diff,

@@ -78,36 +78,49 @@ cdef inline tuple triple_or_empty(object triple, Py_ssize_t n_rows):
 cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long long* feat_ptr,
                                  const int* ent_col, const double* theta, Py_ssize_t g0,
                                  Py_ssize_t T, Py_ssize_t width, double* out,
-                                 double* acc, const Dense* dense) noexcept nogil:
+                                 double* acc, const Dense* dense, const int* ranges,
+                                 int n_ranges) noexcept nogil:
     """Add the scores of rows ``g0 .. g0+T-1`` to ``out`` (T x width, row-major).
 
     ``direct`` holds observations used as they are; ``diff`` (when ``has_diff``)
     differences of consecutive tokens, whose running sum within the sequence is
     added.  ``acc`` is ``width`` doubles of scratch; ``dense``: the dense rows
-    (their values theta's), or NULL.
+    (their values theta's), or NULL.  ``ranges``: ``n_ranges`` pairs ``lo, hi``
+    of score columns that hold every column the table's entries and dense rows
+    write (a table reduced to some chains'); the running sums touch those alone.
+    NULL: every column.
     """
-    cdef Py_ssize_t t, k
+    cdef Py_ssize_t t, k, r
+    cdef int whole[2]
     for t in range(T):
         skfcrf_row_scores(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
                           feat_ptr, ent_col, theta, out + t * width, width, dense)
     if not has_diff:
         return
-    for k in range(width):
-        acc[k] = 0.0
+    if ranges == NULL:
+        whole[0], whole[1] = 0, <int> width
+        ranges, n_ranges = whole, 1
+    for r in range(n_ranges):
+        for k in range(ranges[2 * r], ranges[2 * r + 1]):
+            acc[k] = 0.0
     for t in range(T):
         skfcrf_row_scores(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
                           ent_col, theta, acc, width, dense)
-        for k in range(width):
-            out[t * width + k] += acc[k]
+        for r in range(n_ranges):
+            for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                out[t * width + k] += acc[k]
 
 
-cdef inline void suffix_sum_rows(double* a, Py_ssize_t T, Py_ssize_t width) noexcept nogil:
-    """Replace each row of ``a`` (T x width) by the sum of it and the rows after it."""
+cdef inline void suffix_sum_rows(double* a, Py_ssize_t T, Py_ssize_t width, const int* ranges,
+                                 int n_ranges) noexcept nogil:
+    """Replace each row of ``a`` (T x width) by the sum of it and the rows after it, in the
+    columns of ``ranges`` (``n_ranges`` pairs ``lo, hi``)."""
     cdef Py_ssize_t t = T - 2
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, r
     while t >= 0:
-        for k in range(width):
-            a[t * width + k] += a[(t + 1) * width + k]
+        for r in range(n_ranges):
+            for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                a[t * width + k] += a[(t + 1) * width + k]
         t = t - 1
 
 
@@ -115,20 +128,26 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
                                    const long long* feat_ptr, const int* ent_col,
                                    Py_ssize_t g0, Py_ssize_t T, Py_ssize_t width,
                                    double* dscore, double* grad,
-                                   const Dense* dense) noexcept nogil:
+                                   const Dense* dense, const int* ranges,
+                                   int n_ranges) noexcept nogil:
     """Add the weight gradient of rows ``g0 .. g0+T-1`` with score gradient ``dscore``.
 
-    ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff``;
+    ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff`` (in
+    the columns of ``ranges``, as :func:`sequence_scores`; NULL: every column);
     ``dense``: the dense rows (their gradient into its values; ``dscore`` then
     needs 32 readable doubles from its last row's dense columns), or NULL.
     """
     cdef Py_ssize_t t
+    cdef int whole[2]
     for t in range(T):
         skfcrf_row_gradient(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
                             feat_ptr, ent_col, dscore + t * width, grad, dense)
     if not has_diff:
         return
-    suffix_sum_rows(dscore, T, width)
+    if ranges == NULL:
+        whole[0], whole[1] = 0, <int> width
+        ranges, n_ranges = whole, 1
+    suffix_sum_rows(dscore, T, width, ranges, n_ranges)
     for t in range(T):
         skfcrf_row_gradient(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
                             ent_col, dscore + t * width, grad, dense)
