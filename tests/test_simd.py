@@ -81,3 +81,27 @@ def test_matmax_rejects_mismatched_shapes():
         _simd.matmax(np.ones(3), np.ones((2, 4)))
     with pytest.raises(ValueError):
         _simd.matmax(np.ones(2), np.ones((2, 4)), level=3)
+
+
+@pytest.mark.parametrize("nout", [1, 2, 5, 7, 8, 23, 24, 25, 44, 48, 53])
+def test_matvec_sum_sums_in_ascending_order(nout):
+    # every block size, the constant-size last blocks included, sums each output over
+    # the inputs in ascending order from 0.0: the same bits as that loop
+    rng = np.random.default_rng(nout)
+    x, P = rng.normal(size=9), rng.normal(size=(9, nout))
+    ref = np.zeros(nout)
+    for i in range(9):
+        ref = ref + x[i] * P[i]
+    np.testing.assert_array_equal(_simd.matvec_sum(x, P), ref)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 23, 24, 30])
+def test_gemm_tn_acc_sums_in_ascending_order(n):
+    rng = np.random.default_rng(n)
+    A, B, C = rng.normal(size=(6, 4)), rng.normal(size=(6, n)), rng.normal(size=(4, n))
+    acc = np.zeros((4, n))
+    for k in range(6):
+        acc = acc + np.outer(A[k], B[k])
+    expected = C + acc
+    _simd.gemm_tn_acc(A, B, C)
+    np.testing.assert_array_equal(C, expected)

@@ -178,6 +178,17 @@ static inline __attribute__((always_inline)) void skfcrf_matvec_sum_block(
         out[j0 + j] = acc[j];
 }
 
+/* The last block (or the only one: a chain of at most SKFCRF_BLOCK labels) with its size
+   a constant in each case, so that its sums stay in registers and its loop over the
+   outputs is unrolled: a 7-label chain's product took 59 ns with the size a variable, 40
+   with it a constant (23 labels 152 and 104 ns, 45 labels 327 and 235).  The same sums in
+   the same order. */
+_Static_assert(SKFCRF_BLOCK == 24, "SKFCRF_TAIL_CASES lists the sizes 1 .. SKFCRF_BLOCK - 1");
+#define SKFCRF_TAIL_CASES(CALL) \
+    CALL(1) CALL(2) CALL(3) CALL(4) CALL(5) CALL(6) CALL(7) CALL(8) CALL(9) CALL(10) \
+    CALL(11) CALL(12) CALL(13) CALL(14) CALL(15) CALL(16) CALL(17) CALL(18) CALL(19) \
+    CALL(20) CALL(21) CALL(22) CALL(23)
+
 /* out[j] = sum_i x[i] * P[i, j], P row-major nin x nout. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_matvec_sum(
     const double *x, int nin, const double *P, int nout, double *out)
@@ -185,8 +196,13 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_matvec_sum(
     int j0 = 0;
     for (; j0 + SKFCRF_BLOCK <= nout; j0 += SKFCRF_BLOCK)
         skfcrf_matvec_sum_block(x, nin, P, nout, j0, SKFCRF_BLOCK, out);
-    if (j0 < nout)
-        skfcrf_matvec_sum_block(x, nin, P, nout, j0, nout - j0, out);
+    switch (nout - j0) {
+#define SKFCRF_MATVEC_TAIL(n) \
+    case n: skfcrf_matvec_sum_block(x, nin, P, nout, j0, n, out); break;
+    SKFCRF_TAIL_CASES(SKFCRF_MATVEC_TAIL)
+#undef SKFCRF_MATVEC_TAIL
+    default: break;
+    }
 }
 
 /* C[i, j] += sum_k A[k, i] * B[k, j] for j = j0 .. j0+nb-1 of row i; the sum over k in
@@ -218,8 +234,13 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_gemm_tn_acc(
         j0 = 0;
         for (; j0 + SKFCRF_BLOCK <= N; j0 += SKFCRF_BLOCK)
             skfcrf_gemm_tn_block(A, B, K, M, N, i, j0, SKFCRF_BLOCK, C);
-        if (j0 < N)
-            skfcrf_gemm_tn_block(A, B, K, M, N, i, j0, N - j0, C);
+        switch (N - j0) {       /* a constant size, as skfcrf_matvec_sum's last block */
+#define SKFCRF_GEMM_TAIL(n) \
+        case n: skfcrf_gemm_tn_block(A, B, K, M, N, i, j0, n, C); break;
+        SKFCRF_TAIL_CASES(SKFCRF_GEMM_TAIL)
+#undef SKFCRF_GEMM_TAIL
+        default: break;
+        }
     }
 }
 

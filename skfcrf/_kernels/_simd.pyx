@@ -11,6 +11,8 @@ cdef extern from "_simd.h" nogil:
     void skfcrf_matmax_at(int level, const double* x, int nin, const double* P, int nout,
                           double* out, int plus)
     int skfcrf_vector_level()
+    void skfcrf_matvec_sum(const double* x, int nin, const double* P, int nout, double* out)
+    void skfcrf_gemm_tn_acc(const double* A, const double* B, long K, int M, int N, double* C)
 
 
 def exp_shifted(x, double shift=0.0):
@@ -41,6 +43,31 @@ def matmax(x, P, bint plus=False, level=None):
     skfcrf_matmax_at(lev, &xv[0], <int> xv.shape[0], &Pv[0, 0], <int> Pv.shape[1], &ov[0],
                      plus)
     return out
+
+
+def matvec_sum(x, P):
+    """``sum_i x[i] * P[i, j]`` for every ``j``, each summed over ``i`` in ascending order."""
+    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
+    cdef double[:, ::1] Pv = np.ascontiguousarray(P, dtype=np.float64)
+    if Pv.shape[0] != xv.shape[0] or xv.shape[0] == 0 or Pv.shape[1] == 0:
+        raise ValueError("P must be len(x) x n with len(x), n > 0")
+    out = np.empty(Pv.shape[1], dtype=np.float64)
+    cdef double[::1] ov = out
+    skfcrf_matvec_sum(&xv[0], <int> xv.shape[0], &Pv[0, 0], <int> Pv.shape[1], &ov[0])
+    return out
+
+
+def gemm_tn_acc(A, B, C):
+    """``C += A.T @ B`` in place (``C`` float64 C-contiguous), each entry's sum over the
+    rows of ``A`` and ``B`` in ascending order."""
+    cdef double[:, ::1] Av = np.ascontiguousarray(A, dtype=np.float64)
+    cdef double[:, ::1] Bv = np.ascontiguousarray(B, dtype=np.float64)
+    cdef double[:, ::1] Cv = C
+    if (Av.shape[0] != Bv.shape[0] or Av.shape[0] == 0 or Cv.shape[0] != Av.shape[1]
+            or Cv.shape[1] != Bv.shape[1] or Cv.shape[0] == 0 or Cv.shape[1] == 0):
+        raise ValueError("A (K x M), B (K x N) and C (M x N) must match, all non-empty")
+    skfcrf_gemm_tn_acc(&Av[0, 0], &Bv[0, 0], Av.shape[0], <int> Av.shape[1], <int> Bv.shape[1],
+                       &Cv[0, 0])
 
 
 def vector_level():
