@@ -76,11 +76,17 @@ def test_matmax_plus_is_exact(nin, nout, seed, p_inf, level):
                           (x[:, None] + P).max(axis=0))
 
 
-def test_matmax_rejects_mismatched_shapes():
+def test_matrix_kernels_reject_mismatched_shapes():
     with pytest.raises(ValueError):
         _simd.matmax(np.ones(3), np.ones((2, 4)))
     with pytest.raises(ValueError):
         _simd.matmax(np.ones(2), np.ones((2, 4)), level=3)
+    with pytest.raises(ValueError):
+        _simd.matvec_sum(np.ones(3), np.ones((2, 4)))
+    with pytest.raises(ValueError):
+        _simd.matvec_sum(np.ones(2), np.ones(2))
+    with pytest.raises(ValueError):
+        _simd.gemm_tn_acc(np.ones((2, 3)), np.ones((2, 4)), np.zeros((4, 4)))
 
 
 @pytest.mark.parametrize("nout", [1, 2, 5, 7, 8, 23, 24, 25, 44, 48, 53])

@@ -25,6 +25,17 @@ def exp_shifted(x, double shift=0.0):
     return out
 
 
+def _vector_and_matrix(x, P):
+    """``x`` and ``P`` as C-contiguous float64 arrays; ``ValueError`` unless ``P`` is
+    ``len(x) x n`` with ``len(x), n > 0``."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    if x.ndim != 1 or P.ndim != 2 or P.shape[0] != x.shape[0] or x.shape[0] == 0 \
+            or P.shape[1] == 0:
+        raise ValueError("P must be len(x) x n with len(x), n > 0")
+    return x, P
+
+
 def matmax(x, P, bint plus=False, level=None):
     """``max_i x[i] * P[i, j]`` (or ``x[i] + P[i, j]`` with ``plus``) for every ``j``.
 
@@ -34,10 +45,9 @@ def matmax(x, P, bint plus=False, level=None):
     cdef int lev = skfcrf_vector_level() if level is None else level
     if not 0 <= lev <= skfcrf_vector_level():
         raise ValueError(f"level must be in 0..{skfcrf_vector_level()} on this CPU")
-    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
-    cdef double[:, ::1] Pv = np.ascontiguousarray(P, dtype=np.float64)
-    if Pv.shape[0] != xv.shape[0] or xv.shape[0] == 0 or Pv.shape[1] == 0:
-        raise ValueError("P must be len(x) x n with len(x), n > 0")
+    x, P = _vector_and_matrix(x, P)
+    cdef double[::1] xv = x
+    cdef double[:, ::1] Pv = P
     out = np.empty(Pv.shape[1], dtype=np.float64)
     cdef double[::1] ov = out
     skfcrf_matmax_at(lev, &xv[0], <int> xv.shape[0], &Pv[0, 0], <int> Pv.shape[1], &ov[0],
@@ -47,10 +57,9 @@ def matmax(x, P, bint plus=False, level=None):
 
 def matvec_sum(x, P):
     """``sum_i x[i] * P[i, j]`` for every ``j``, each summed over ``i`` in ascending order."""
-    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
-    cdef double[:, ::1] Pv = np.ascontiguousarray(P, dtype=np.float64)
-    if Pv.shape[0] != xv.shape[0] or xv.shape[0] == 0 or Pv.shape[1] == 0:
-        raise ValueError("P must be len(x) x n with len(x), n > 0")
+    x, P = _vector_and_matrix(x, P)
+    cdef double[::1] xv = x
+    cdef double[:, ::1] Pv = P
     out = np.empty(Pv.shape[1], dtype=np.float64)
     cdef double[::1] ov = out
     skfcrf_matvec_sum(&xv[0], <int> xv.shape[0], &Pv[0, 0], <int> Pv.shape[1], &ov[0])
