@@ -271,3 +271,36 @@ def test_sparse_transitions_are_taken_where_few():
         rebuilt[row[off[1] + cptr[j]:off[1] + cptr[j + 1]], j] = cval[off[1] + cptr[j]:
                                                                      off[1] + cptr[j + 1]]
     np.testing.assert_array_equal(rebuilt, E)
+
+
+@pytest.mark.parametrize("objective", ["chainwise", "independent"])
+@pytest.mark.parametrize("scale", [0.5, 30.0])
+def test_lanes_give_each_sequence_its_own_bits(monkeypatch, objective, scale):
+    # sparse chains run four sequences of a block in lockstep (_chain_terms_lanes); each
+    # sequence's terms must be those of it alone (one live lane: the one-sequence pass),
+    # bit for bit, over lengths from 1 up and with weights large enough for the
+    # log-domain fallback; the gradient sums the same terms in another order
+    from skfcrf._kernels import _chainwise
+    monkeypatch.setattr(_chainwise, "SPARSE_TRANSITIONS", 1.0)     # every chain sparse
+    X, y = _cycling_chains(23, seed=3)
+    X, y = X + [X[0][:1], X[1][:2]], y + [y[0][:1], y[1][:2]]
+    est = FactorialCRF(objective=objective, sigma=2.0, state_transitions=False,
+                       forbidden_transitions="unseen", coupling_features="all")
+    obj, theta0, _ = training_problem(est, X, y)
+    terms, batch = obj.terms, obj.batch
+    theta = np.random.default_rng(5).normal(scale=scale, size=theta0.shape)
+    assert np.all(np.asarray(_chainwise._sparse_transitions(
+        terms.tables, terms.tables.chain_transitions(theta)[1])[0]))
+    whole, grad = _chainwise.chainwise_objective(terms.tables, batch.obs, batch.gold, theta,
+                                                 2, None, None, terms.dense)
+    alone = np.zeros_like(whole)
+    summed = np.zeros_like(grad)
+    for s in range(batch.n_sequences):
+        one = batch.subset([s])
+        losses, g = _chainwise.chainwise_objective(terms.tables, one.obs, one.gold, theta, 1,
+                                                   None, None, terms.dense)
+        alone[s] = losses[0]
+        summed += g
+    assert np.all(np.isfinite(whole))
+    np.testing.assert_array_equal(whole, alone)
+    np.testing.assert_allclose(grad, summed, rtol=1e-9, atol=1e-9 * np.abs(summed).max())

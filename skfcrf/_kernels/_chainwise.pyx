@@ -44,6 +44,17 @@ sparse tied transitions
     Optional ``(N, Ltot)`` uint8: chain ``c`` may take label ``l`` at token
     ``g`` only where ``allowed[g, off_c + l]`` (restriction to observed joint
     label combinations).
+lanes
+    Within a block the sequences go ``SKFCRF_LANES`` (4) at a time, longest first
+    (:func:`_lane_order`): each one's score rows, then chain by chain every one's
+    term, then each one's score gradient (:func:`_lane_group`).  A chain with
+    sparse tied transitions runs the four forward-backward passes in lockstep
+    (:func:`_chain_terms_lanes`): ``alpha``, ``beta`` and ``w`` interleaved --
+    label ``l`` of lane ``b`` at token ``t`` at ``(t * L + l) * 4 + b`` -- so that
+    one pass over the stored transitions moves all four sequences (a sparse
+    product of one sequence is a chain of dependent scalar adds).  Each lane's
+    sums keep their terms and order, so a lane has the bits of the one-sequence
+    pass (:func:`_chain_term`), which the other chains run.
 blocks
     The sequences are cut into blocks by the objective kernels' one partition
     (:func:`skfcrf._kernels._contract.sequence_blocks`, here at most
@@ -67,8 +78,11 @@ from scipy.linalg.cython_blas cimport dgemv
 
 import numpy as np
 
-from ._alloc cimport Block, Carver, allocate, carver, take_doubles
-from ._common cimport exp_shifted, gemm_tn_acc, longest_sequence, lse, matvec
+from ._alloc cimport Block, Carver, _take, allocate, carver, take_doubles
+from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence, lse,
+                       matvec, skfcrf_lane_clear, skfcrf_lane_counts, skfcrf_lane_normalize,
+                       skfcrf_lane_reach, skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
+                       skfcrf_lane_weigh)
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -106,14 +120,15 @@ cdef struct Model:
     int n_ranges
     int whole                       # the ranges are every column
     const long long* col_bias
+    const double* bias              # per score column its bias, theta[col_bias]
     # per chain its tied transitions as sparse matrices, where sp_on[c] (module docstring)
     const unsigned char* sp_on
     const int* sp_ptr_off
     const long long* sp_off
-    const int* sp_row_ptr
+    const long long* sp_row_ptr
     const int* sp_col
     const double* sp_val
-    const int* sp_col_ptr
+    const long long* sp_col_ptr
     const int* sp_row
     const double* sp_cval
 
@@ -132,6 +147,31 @@ cdef struct Scratch:
     double* trans       # L x L   untied: this token's exp-shifted transition matrix
     double* trans_log   # L x L   untied: this token's transition scores
     double* counts      # L x L   tied: sum_t alpha_{t-1} (x) w_t
+
+
+cdef struct Lanes:
+    # the forward-backward of SKFCRF_LANES sequences in lockstep (_chain_terms_lanes):
+    # label l of lane b at token t is at (t * L + l) * SKFCRF_LANES + b
+    double* u           # T x L x lanes   folded unary scores
+    double* psi         # T x L x lanes   exp(u - m_t), zero where unreachable
+    double* alpha       # T x L x lanes
+    double* beta        # T x L x lanes
+    double* w           # T x L x lanes   psi_t * beta_t / c_t
+    double* tmp         # L x lanes   a product's result
+    double* counts      # L*L x lanes per stored transition (CSR order)
+
+
+cdef Lanes _carve_lanes(Carver* c, Py_ssize_t T, Py_ssize_t L) noexcept nogil:
+    """One thread's lockstep buffers, taken from ``c`` after its lanes' scratch."""
+    cdef Lanes q
+    q.u = take_doubles(c, T * L * SKFCRF_LANES)
+    q.psi = take_doubles(c, T * L * SKFCRF_LANES)
+    q.alpha = take_doubles(c, T * L * SKFCRF_LANES)
+    q.beta = take_doubles(c, T * L * SKFCRF_LANES)
+    q.w = take_doubles(c, T * L * SKFCRF_LANES)
+    q.tmp = take_doubles(c, L * SKFCRF_LANES)
+    q.counts = take_doubles(c, L * L * SKFCRF_LANES)
+    return q
 
 
 cdef Scratch _carve_scratch(Carver* c, Py_ssize_t T, Py_ssize_t width,
@@ -154,6 +194,32 @@ cdef Scratch _carve_scratch(Carver* c, Py_ssize_t T, Py_ssize_t width,
     return s
 
 
+cdef Scratch* _carve_thread(Carver* c, Py_ssize_t T, Py_ssize_t width,
+                            Py_ssize_t L) noexcept nogil:
+    """One thread's scratch: a :c:type:`Scratch` per lane (the structs, then their
+    buffers), from ``c``; its :c:type:`Lanes` follow (:func:`_carve_lanes`)."""
+    cdef Scratch* s = <Scratch*> _take(c, SKFCRF_LANES, sizeof(Scratch))
+    cdef Scratch one
+    cdef Py_ssize_t b
+    for b in range(SKFCRF_LANES):
+        one = _carve_scratch(c, T, width, L)
+        if s != NULL:
+            s[b] = one
+    return s
+
+
+def _lane_order(const long long[::1] seq_ptr, blocks):
+    """The sequences of each block (``blocks``: sequence offsets) longest first, in
+    their order where equal: the kernel takes them ``SKFCRF_LANES`` at a time, and
+    sequences of similar lengths keep the lanes busy."""
+    lengths = np.diff(np.asarray(seq_ptr))
+    blocks = np.asarray(blocks)
+    order = np.empty(len(lengths), np.int64)
+    for lo, hi in zip(blocks[:-1], blocks[1:]):
+        order[lo:hi] = lo + np.argsort(-lengths[lo:hi], kind="stable")
+    return order
+
+
 cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
                                Py_ssize_t k) noexcept nogil:
     """Score of assignment ``k`` of edge ``e`` at a token whose score row is ``row``."""
@@ -173,7 +239,7 @@ cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nog
         row = scores + t * m.p.width
         for r in range(m.n_ranges):
             for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-                row[k] += m.theta[m.col_bias[k]]
+                row[k] += m.bias[k]
 
 
 cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
@@ -467,7 +533,165 @@ cdef double _chain_term(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
     return log_z - gold_score
 
 
-cdef inline void _sparse_products(const int* ptr, const int* index, const double* val,
+cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssize_t c,
+                             const Py_ssize_t* g0, const Py_ssize_t* T, const int* live,
+                             double* part, double* grad) noexcept nogil:
+    """:func:`_chain_term` of chain ``c`` (tied transitions, sparse) for a group of
+    ``SKFCRF_LANES`` sequences at once: lane ``b`` is the sequence of ``T[b]`` tokens
+    from ``g0[b]`` with its scratch ``s[b]``, left out where ``live[b]`` is 0; its
+    term into ``part[b]``.  The forward and backward passes run in lockstep over
+    ``q``'s interleaved rows: one sparse product (``skfcrf_lane_sums``) moves every
+    lane, reading each stored transition once, the elementwise steps are vector
+    operations across the lanes (``skfcrf_lane_*``), and the transition counts are
+    summed for all lanes at once (``skfcrf_lane_counts``).  Every lane's arithmetic
+    is :func:`_chain_term`'s, in its order (each product summed over the stored
+    transitions in order from 0.0, each count over the tokens in ascending order; a
+    lane past its end adds +0.0 terms), so its term and gradient have its bits; the
+    gradients are added lane after lane, and a lane whose scaled pass lost mass is
+    redone alone in the log domain (:func:`_chain_term_log`) in its turn."""
+    cdef Py_ssize_t L = m.p.n_labels[c], C = m.p.n_chains, nl = SKFCRF_LANES
+    cdef Py_ssize_t row = L * nl
+    cdef const double* E = m.tied_exp + m.p.chain_tied[c]
+    cdef const double* W = m.tied_log + m.p.chain_tied[c]
+    cdef const long long* col_ptr = m.sp_col_ptr + m.sp_ptr_off[c]
+    cdef const long long* row_ptr = m.sp_row_ptr + m.sp_ptr_off[c]
+    cdef const int* by_col = m.sp_row + m.sp_off[c]
+    cdef const int* by_row = m.sp_col + m.sp_off[c]
+    cdef Py_ssize_t t, l, i, k, b, y, yp, T_max = 0
+    cdef int run[SKFCRF_LANES]          # the lane's scaled pass is on (not lost)
+    cdef int lost[SKFCRF_LANES]
+    cdef long long on[SKFCRF_LANES]     # -1: the lane runs at this token, 0: it does not
+    cdef double log_z[SKFCRF_LANES]
+    cdef double gold_score[SKFCRF_LANES]
+    cdef double mx[SKFCRF_LANES]
+    cdef double total[SKFCRF_LANES]
+    cdef double scale[SKFCRF_LANES]
+    cdef double shift = m.tied_shift[c]
+    cdef double* counts
+    cdef double* marg
+    cdef double* ut
+    cdef double* pt
+    cdef double* at
+    cdef double* alpha = q.alpha
+    cdef double* beta = q.beta
+    cdef double* w = q.w
+    cdef double* tmp = q.tmp
+    for b in range(nl):
+        run[b], lost[b], log_z[b], gold_score[b] = live[b], 0, 0.0, 0.0
+        if not live[b]:
+            continue
+        if T[b] > T_max:
+            T_max = T[b]
+        _fold_unaries(m, &s[b], c, g0[b], T[b])
+        for t in range(T[b]):
+            gold_score[b] += s[b].u[t * L + m.gold[(g0[b] + t) * C + c]]
+    # the folded unaries interleaved (0.0 where a lane has no token)
+    for t in range(T_max):
+        for b in range(nl):
+            ut = q.u + t * row + b
+            if live[b] and t < T[b]:
+                for l in range(L):
+                    ut[l * nl] = s[b].u[t * L + l]
+            else:
+                for l in range(L):
+                    ut[l * nl] = 0.0
+    # forward (_chain_term's steps, each over every lane at once)
+    for t in range(T_max):
+        ut, pt, at = q.u + t * row, q.psi + t * row, alpha + t * row
+        if t == 0:
+            for k in range(row):
+                tmp[k] = 1.0
+        else:
+            skfcrf_lane_sums(col_ptr, by_col, m.sp_cval + m.sp_off[c], L,
+                             alpha + (t - 1) * row, tmp)
+        for b in range(nl):
+            mx[b], total[b] = -INFINITY, 0.0
+        skfcrf_lane_reach(L, 4.0 * L, ut, tmp, mx)
+        skfcrf_lane_shift(L, ut, mx, pt)
+        exp_shifted(pt, 0.0, pt, <int> row)
+        skfcrf_lane_weigh(L, tmp, pt, total)
+        for b in range(nl):
+            on[b], scale[b] = 0, 1.0
+            if not run[b] or t >= T[b]:
+                continue
+            if t > 0:
+                log_z[b] += shift
+                y, yp = m.gold[(g0[b] + t) * C + c], m.gold[(g0[b] + t - 1) * C + c]
+                gold_score[b] += W[yp * L + y]
+            if mx[b] == -INFINITY or not (total[b] > 1e-200) or not isfinite(total[b]):
+                run[b] = 0                      # to the log domain
+                continue
+            s[b].norm[t] = total[b]
+            log_z[b] += mx[b] + log(total[b])
+            on[b], scale[b] = -1, total[b]
+        # alpha = tmp / total in the running lanes, zero (alpha and psi) in the others
+        skfcrf_lane_normalize(L, tmp, pt, scale, on, 0.0, at, pt)
+        for b in range(nl):
+            if on[b] and not at[m.gold[(g0[b] + t) * C + c] * nl + b] > 0.0:
+                lost[b] = 1                     # the gold path's mass underflowed here
+    for b in range(nl):
+        if run[b] and (lost[b] or log_z[b] < gold_score[b] - 1e-9 * max(1.0, fabs(gold_score[b]))):
+            run[b] = 0
+    # backward: a lane's last token's beta is 1, then beta_{t-1} = E w_t
+    t = T_max - 1
+    while t >= 1:
+        for b in range(nl):
+            on[b], scale[b] = 0, 1.0
+            if run[b] and t < T[b]:
+                on[b], scale[b] = -1, 1.0 / s[b].norm[t]
+                if t == T[b] - 1:
+                    for l in range(L):
+                        beta[t * row + l * nl + b] = 1.0
+        skfcrf_lane_scale(L, q.psi + t * row, beta + t * row, scale, on, 1, w + t * row)
+        skfcrf_lane_sums(row_ptr, by_row, m.sp_val + m.sp_off[c], L, w + t * row,
+                         beta + (t - 1) * row)
+        skfcrf_lane_clear(row, alpha + (t - 1) * row, beta + (t - 1) * row)
+        t = t - 1
+    for b in range(nl):
+        if run[b] and T[b] == 1:
+            for l in range(L):
+                beta[l * nl + b] = 1.0
+    for k in range(row_ptr[L] * nl):
+        q.counts[k] = 0.0
+    if T_max > 1:
+        skfcrf_lane_counts(row_ptr, by_row, L, alpha, w, T_max, q.counts)
+    # the marginals alpha * beta, each lane's into its own rows (s[b].alpha)
+    for t in range(T_max):
+        for b in range(nl):
+            if run[b] and t < T[b]:
+                marg = s[b].alpha + t * L
+                for l in range(L):
+                    marg[l] = alpha[t * row + l * nl + b] * beta[t * row + l * nl + b]
+    # each lane's gradient, in _chain_term's order
+    for b in range(nl):
+        if not live[b]:
+            continue
+        if not run[b]:
+            part[b] = _chain_term_log(m, &s[b], c, g0[b], T[b], grad)
+            continue
+        t = T[b] - 1
+        while t >= 1:
+            y, yp = m.gold[(g0[b] + t) * C + c], m.gold[(g0[b] + t - 1) * C + c]
+            _add_tied_gold(m, c, yp * L + y, grad)
+            t = t - 1
+        counts = s[b].counts
+        for k in range(L * L):
+            counts[k] = 0.0
+        if T[b] > 1:
+            for i in range(L):
+                for k in range(row_ptr[i], row_ptr[i + 1]):
+                    counts[i * L + by_row[k]] = q.counts[k * nl + b]
+        for k in range(L * L):
+            counts[k] *= E[k]
+        _add_tied_expected(m, c, counts, grad)
+        for t in range(T[b]):
+            for l in range(L):
+                s[b].tmp[l] = s[b].alpha[t * L + l]
+            _add_token_gradient(m, &s[b], c, g0[b], t, grad)
+        part[b] = log_z[b] - gold_score[b]
+
+
+cdef inline void _sparse_products(const long long* ptr, const int* index, const double* val,
                                   const double* x, Py_ssize_t L, double* out) noexcept nogil:
     """``out[q] = sum_p x[index[p]] * val[p]`` over ``p`` in ``ptr[q] .. ptr[q + 1]``: by
     column, ``x`` times the matrix; by row, the matrix times ``x``."""
@@ -487,7 +711,7 @@ cdef void _sparse_counts(const Model* m, Py_ssize_t c, const double* alpha, cons
     over the transitions: each count is read and written once for the four terms (one
     at a time, every count and index was loaded and the count stored at every token),
     which are added in the same order."""
-    cdef const int* row_ptr = m.sp_row_ptr + m.sp_ptr_off[c]
+    cdef const long long* row_ptr = m.sp_row_ptr + m.sp_ptr_off[c]
     cdef const int* col = m.sp_col + m.sp_off[c]
     cdef Py_ssize_t t = 1, i, p, j
     cdef double a0, a1, a2, a3, v
@@ -571,16 +795,11 @@ cdef void _add_tied_expected(const Model* m, Py_ssize_t c, const double* counts,
                 grad[m.p.bias_edge[e] + k] += counts[k]
 
 
-cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
-                      Py_ssize_t g0, Py_ssize_t T, double* grad, double* dense_grad,
-                      double* chain_loss) noexcept nogil:
-    """Loss of one sequence, per chain into ``chain_loss``, and their sum; adds its
-    gradient to ``grad`` (one block's accumulator), the dense rows' part to
-    ``dense_grad`` (that block's dense rows)."""
-    cdef Py_ssize_t c, k, t, r, lo, hi, width = m.p.width
-    cdef double loss = 0.0, part
-    cdef Dense dgrad = m.dense
-    dgrad.values = dense_grad
+cdef void _scores(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
+                  Py_ssize_t g0, Py_ssize_t T) noexcept nogil:
+    """One sequence's score rows into ``s.scores`` (feature table and biases), its
+    ``s.dscore`` cleared."""
+    cdef Py_ssize_t k, t, r, lo, hi, width = m.p.width
     if m.whole:
         for k in range(T * width):
             s.scores[k] = 0.0
@@ -600,24 +819,78 @@ cdef double _sequence(const Model* m, Scratch* s, CSR direct, CSR diff, int has_
                         width, s.scores, s.acc, &m.dense if m.has_dense else NULL,
                         m.ranges, m.n_ranges)
     _add_biases(m, s.scores, T)
-    for c in range(m.p.n_chains):
-        if m.chain_on != NULL and not m.chain_on[c]:
-            continue
-        part = _chain_term(m, s, c, g0, T, grad)
-        chain_loss[c] = part
-        if not isfinite(part):
-            return INFINITY
-        loss += part
-    # biases of unary columns and untied edges: column sums of dscore
+
+
+cdef void _score_gradient(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
+                          Py_ssize_t g0, Py_ssize_t T, double* grad,
+                          double* dense_grad) noexcept nogil:
+    """Add one sequence's score gradient ``s.dscore`` to ``grad`` (the biases' column
+    sums, the feature table's entries) and the dense rows' part to ``dense_grad``."""
+    cdef Py_ssize_t k, t, r, width = m.p.width
+    cdef Dense dgrad = m.dense
+    cdef double* sums = s.acc
+    dgrad.values = dense_grad
+    # the biases' gradient: the columns' sums over the tokens, then each into grad
+    for r in range(m.n_ranges):
+        for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+            sums[k] = 0.0
     for t in range(T):
         for r in range(m.n_ranges):
             for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-                grad[m.col_bias[k]] += s.dscore[t * width + k]
+                sums[k] += s.dscore[t * width + k]
+    for r in range(m.n_ranges):
+        for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+            grad[m.col_bias[k]] += sums[k]
     if m.p.n_table:
         sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, width,
                           s.dscore, grad, &dgrad if m.has_dense else NULL, m.ranges,
                           m.n_ranges)
-    return loss
+
+
+cdef void _lane_group(const Model* m, Scratch* s, const Lanes* q, CSR direct, CSR diff,
+                      int has_diff, const long long* seq_ptr, const long long* seqs,
+                      Py_ssize_t B, double* grad, double* dense_grad,
+                      double* losses) noexcept nogil:
+    """Losses and gradient of the ``B`` (at most ``SKFCRF_LANES``) sequences ``seqs``:
+    per chain ``losses[seq, c]`` (``n_chains`` per row); adds their gradient to
+    ``grad`` (one block's accumulator), the dense rows' part to ``dense_grad``.
+    Each sequence's score rows first, then chain by chain every sequence's term
+    (the sparse tied chains' in lockstep, :func:`_chain_terms_lanes`; the others
+    one after another), then each sequence's score gradient.  A sequence whose term
+    is not finite (no allowed labelling) adds nothing more."""
+    cdef Py_ssize_t b, c, n_live = 0, C = m.p.n_chains
+    cdef Py_ssize_t g0[SKFCRF_LANES]
+    cdef Py_ssize_t T[SKFCRF_LANES]
+    cdef int live[SKFCRF_LANES]
+    cdef double part[SKFCRF_LANES]
+    for b in range(SKFCRF_LANES):
+        g0[b], T[b], live[b] = 0, 0, 0
+        if b < B:
+            g0[b] = seq_ptr[seqs[b]]
+            T[b] = seq_ptr[seqs[b] + 1] - g0[b]
+            live[b] = T[b] > 0
+        if live[b]:
+            n_live += 1
+            _scores(m, &s[b], direct, diff, has_diff, g0[b], T[b])
+    for c in range(C):
+        if m.chain_on != NULL and not m.chain_on[c]:
+            continue
+        if (n_live > 1 and m.sp_on[c]
+                and m.p.chain_untied_ptr[c + 1] == m.p.chain_untied_ptr[c]):
+            _chain_terms_lanes(m, s, q, c, g0, T, live, part, grad)
+        else:
+            for b in range(SKFCRF_LANES):
+                if live[b]:
+                    part[b] = _chain_term(m, &s[b], c, g0[b], T[b], grad)
+        for b in range(SKFCRF_LANES):
+            if live[b]:
+                losses[seqs[b] * C + c] = part[b]
+                if not isfinite(part[b]):
+                    live[b] = 0
+                    n_live -= 1
+    for b in range(SKFCRF_LANES):
+        if live[b]:
+            _score_gradient(m, &s[b], direct, diff, has_diff, g0[b], T[b], grad, dense_grad)
 
 
 def _score_columns(ParameterTables tables, chain_on, dense_base):
@@ -663,7 +936,7 @@ def _sparse_transitions(ParameterTables tables, tied_exp):
     on = np.zeros(n_chains, np.uint8)
     ptr_off = np.zeros(n_chains, np.int32)
     off = np.zeros(n_chains, np.int64)
-    rows, cols = [np.zeros(1, np.int32)], [np.zeros(1, np.int32)]
+    rows, cols = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
     by_row, by_col = [np.zeros(1, np.int32)], [np.zeros(1, np.int32)]
     val, cval = [np.zeros(1)], [np.zeros(1)]
     n_ptr, n_nz = 1, 1
@@ -676,8 +949,8 @@ def _sparse_transitions(ParameterTables tables, tied_exp):
         on[ch], ptr_off[ch], off[ch] = 1, n_ptr, n_nz
         i, j = np.nonzero(nonzero)                  # row-major order
         jc, ic = np.nonzero(nonzero.T)              # column-major order
-        rows.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))]).astype(np.int32))
-        cols.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=0))]).astype(np.int32))
+        rows.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))]).astype(np.int64))
+        cols.append(np.concatenate([[0], np.cumsum(nonzero.sum(axis=0))]).astype(np.int64))
         by_row.append(j.astype(np.int32))
         by_col.append(ic.astype(np.int32))
         val.append(E[i, j])
@@ -719,12 +992,14 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef const unsigned char[::1] chain_on_view
     cdef const int[::1] ranges
     cdef const long long[::1] col_bias
-    cdef Py_ssize_t n_blocks, b, sq, T, t_max
+    cdef const double[::1] bias
+    cdef Py_ssize_t n_blocks, b, sq, t_max
     cdef size_t per
     cdef Block scratch
     cdef char* base
     cdef Carver c
-    cdef Scratch s
+    cdef Scratch* s
+    cdef Lanes q
     tied_log_arr, tied_exp_arr, tied_shift_arr = tables.chain_transitions(theta)
     tied_expT_arr = np.empty_like(tied_exp_arr)
     for ch in range(tables.n_chains):
@@ -734,10 +1009,10 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef const unsigned char[::1] sp_on = sparse[0]
     cdef const int[::1] sp_ptr_off = sparse[1]
     cdef const long long[::1] sp_off = sparse[2]
-    cdef const int[::1] sp_row_ptr = sparse[3]
+    cdef const long long[::1] sp_row_ptr = sparse[3]
     cdef const int[::1] sp_col = sparse[4]
     cdef const double[::1] sp_val = sparse[5]
-    cdef const int[::1] sp_col_ptr = sparse[6]
+    cdef const long long[::1] sp_col_ptr = sparse[6]
     cdef const int[::1] sp_row = sparse[7]
     cdef const double[::1] sp_cval = sparse[8]
     cdef const double[::1] tied_expT = tied_expT_arr
@@ -793,25 +1068,32 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     ranges_arr, col_bias_arr = _score_columns(tables, chain_on,
                                               int(dense[2]) if m.has_dense else None)
     ranges, col_bias = np.concatenate([ranges_arr, [0, 0]]).astype(np.int32), col_bias_arr
+    bias = np.asarray(theta)[col_bias_arr]
     m.ranges, m.n_ranges, m.col_bias = &ranges[0], len(ranges_arr) // 2, &col_bias[0]
+    m.bias = &bias[0]
     m.whole = m.n_ranges == 1 and ranges[0] == 0 and ranges[1] == m.p.width
+    order_arr = _lane_order(seq_ptr, blocks_arr)
+    cdef const long long[::1] order = order_arr
     n_threads = max(1, n_threads)
     c = carver(NULL)
-    _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)
+    _carve_thread(&c, t_max, m.p.width, m.p.max_labels)
+    _carve_lanes(&c, t_max, m.p.max_labels)
     per = c.used
     scratch = allocate(n_threads * per, 1)     # MemoryError if it cannot
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         # assigned in the parallel block, so private to each thread
         c = carver(base + threadid() * per)
-        s = _carve_scratch(&c, t_max, m.p.width, m.p.max_labels)
+        s = _carve_thread(&c, t_max, m.p.width, m.p.max_labels)
+        q = _carve_lanes(&c, t_max, m.p.max_labels)
         for b in prange(n_blocks, schedule="dynamic", chunksize=1):
-            for sq in range(block_ptr[b], block_ptr[b + 1]):
-                T = seq_ptr[sq + 1] - seq_ptr[sq]
-                if T == 0:
-                    continue
-                _sequence(&m, &s, xd, xf, has_diff, seq_ptr[sq], T, &block_grad[b, 0],
-                          &block_dgrad[b, 0] if m.has_dense else NULL, &losses[sq, 0])
+            sq = block_ptr[b]
+            while sq < block_ptr[b + 1]:
+                _lane_group(&m, s, &q, xd, xf, has_diff, &seq_ptr[0], &order[sq],
+                            min(<Py_ssize_t> SKFCRF_LANES, block_ptr[b + 1] - sq),
+                            &block_grad[b, 0], &block_dgrad[b, 0] if m.has_dense else NULL,
+                            &losses[0, 0])
+                sq = sq + SKFCRF_LANES
     if m.has_dense:
         # the dense rows' gradient back to their entries (which the blocks left at 0)
         block_grad_arr[:, entries] = block_dgrad_arr[:, slot[entries]]

@@ -28,15 +28,21 @@ cdef extern from "_simd.h" nogil:
     void skfcrf_lane_product(const long long* ptr, const int* idx, const double* val,
                              long nrows, const double* x, const double* a, double* counts,
                              double* out)
-    void skfcrf_lane_sums(const long long* ptr, const int* idx, long nrows, const double* x,
-                          double* out)
+    void skfcrf_lane_sums(const long long* ptr, const int* idx, const double* val, long nrows,
+                          const double* x, double* out)
+    void skfcrf_lane_counts(const long long* ptr, const int* idx, long L, const double* a,
+                            const double* w, long T, double* counts)
+    void skfcrf_lane_reach(long L, double limit, const double* u, double* tmp, double* mx)
+    void skfcrf_lane_shift(long L, const double* u, const double* mx, double* out)
+    void skfcrf_lane_weigh(long L, double* tmp, double* psi, double* total)
+    void skfcrf_lane_clear(long n, const double* a, double* x)
     void skfcrf_lane_tree_sum(long n_rows, const long long* ptr, const int* row,
                               const int* idx, const double* w, double* v)
     void skfcrf_lane_normalize(long S, const double* tmp, const double* phi,
                                const double* total, const long long* on, double negligible,
                                double* alpha, double* psi)
     void skfcrf_lane_scale(long S, const double* psi, const double* beta, const double* norm,
-                           const long long* on, double* out)
+                           const long long* on, int multiply, double* out)
 
 
 ctypedef fused item_t:

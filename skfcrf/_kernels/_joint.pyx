@@ -1041,7 +1041,7 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
         for b in range(nl):
             on[b] = -1 if t < T[b] and log_z[b] != -INFINITY else 0
             scale[b] = norm[t * nl + b] if on[b] else 1.0
-        skfcrf_lane_scale(S, psi + t * row_len, beta + t * row_len, scale, on, tmp)
+        skfcrf_lane_scale(S, psi + t * row_len, beta + t * row_len, scale, on, 0, tmp)
         _lane_step(tr, S, tmp, beta + (t - 1) * row_len, False, alpha + (t - 1) * row_len,
                    lc if counts != NULL else NULL, f)
         for b in range(nl):
@@ -1085,7 +1085,7 @@ cdef void _lane_aggregate(const Tables* tb, Py_ssize_t t, Py_ssize_t B, const Py
             memset(node + (seq_ptr[seqs[b]] + t) * ldn, 0, ldn * sizeof(double))
     for i in range(row_len):
         m[i] = a[i] * be[i]
-    skfcrf_lane_sums(tb.agg_ptr, tb.agg_idx, tb.n_agg, m, sums)
+    skfcrf_lane_sums(tb.agg_ptr, tb.agg_idx, NULL, tb.n_agg, m, sums)
     for r in range(tb.n_agg):
         k = tb.agg_k[r]
         for b in range(SKFCRF_LANES):

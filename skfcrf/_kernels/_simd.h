@@ -46,8 +46,13 @@
  *    kernel's one-vector row product (_joint.pyx's _row_dot: four partial sums over
  *    the entries k, k+1, k+2, k+3, the rest into the first, then (v0 + v1) +
  *    (v2 + v3)), so a lane's result has the bits of the one-vector product.
- *    skfcrf_lane_sums: the same rows' plain sums (every value 1), each in ascending
- *    order from 0.0: the state marginals' sums per label and per coupling entry.
+ *    skfcrf_lane_sums: the same rows' sums in ascending order from 0.0, weighted or
+ *    plain: the chain-wise kernel's sparse transition products and the state
+ *    marginals' sums per label and per coupling entry; skfcrf_lane_counts: the
+ *    chain-wise kernel's expected transition counts over interleaved lanes;
+ *    skfcrf_lane_reach, skfcrf_lane_shift, skfcrf_lane_weigh, skfcrf_lane_clear: its
+ *    elementwise steps (each lane's arithmetic and order as in the one-sequence
+ *    loops).
  *    skfcrf_lane_tree_sum: the grouped transition form's projection tree, lanes
  *    interleaved; skfcrf_lane_normalize, skfcrf_lane_scale: the forward-backward's
  *    elementwise steps over the lanes.
@@ -55,6 +60,7 @@
 #ifndef SKFCRF_SIMD_H
 #define SKFCRF_SIMD_H
 
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -576,18 +582,68 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_product(
     }
 }
 
-/* out[j, b] = sum_k x[idx[k], b] over row j's entries k in ascending order from 0.0, for
-   every lane b (rows j = 0 .. nrows-1; x, out interleaved). */
+/* out[j, b] = sum_k val[k] * x[idx[k], b] (val NULL: the plain sum of the x) over row j's
+   entries k in ascending order from 0.0, for every lane b (rows j = 0 .. nrows-1; x, out
+   interleaved): one sum per lane, as the one-vector loop `acc = acc + x[idx[k]] * val[k]`
+   adds them. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
-    const long long *ptr, const int *idx, long nrows, const double *x, double *out)
+    const long long *ptr, const int *idx, const double *val, long nrows, const double *x,
+    double *out)
 {
     long j;
     long long k;
     for (j = 0; j < nrows; j++) {
         skfcrf_v4d v = {0.0, 0.0, 0.0, 0.0};
-        for (k = ptr[j]; k < ptr[j + 1]; k++)
-            v += SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        if (val) {
+            for (k = ptr[j]; k < ptr[j + 1]; k++)
+                v += val[k] * SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        } else {
+            for (k = ptr[j]; k < ptr[j + 1]; k++)
+                v += SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
+        }
         SKFCRF_ST4(out + j * SKFCRF_LANES, v);
+    }
+}
+
+/* counts[k, b] += sum_t a[t - 1, i, b] * w[t, j, b] over t = 1 .. T-1 in ascending order,
+   at every entry k of the CSR rows i (k in ptr[i] .. ptr[i+1], j = idx[k]; L rows): the
+   expected transition counts of the chain-wise kernel's lanes (a, w: T x L x lanes,
+   interleaved; counts: one entry x lanes).  Four tokens per pass over the entries, each
+   count loaded and stored once for the four terms, added one after another. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_counts(
+    const long long *ptr, const int *idx, long L, const double *a, const double *w, long T,
+    double *counts)
+{
+    const long row = L * SKFCRF_LANES;
+    long t = 1, i;
+    long long k;
+    for (; t + 3 < T; t += 4) {
+        const double *at = a + (t - 1) * row, *wt = w + t * row;
+        for (i = 0; i < L; i++) {
+            const skfcrf_v4d a0 = SKFCRF_LD4(at + i * SKFCRF_LANES);
+            const skfcrf_v4d a1 = SKFCRF_LD4(at + row + i * SKFCRF_LANES);
+            const skfcrf_v4d a2 = SKFCRF_LD4(at + 2 * row + i * SKFCRF_LANES);
+            const skfcrf_v4d a3 = SKFCRF_LD4(at + 3 * row + i * SKFCRF_LANES);
+            for (k = ptr[i]; k < ptr[i + 1]; k++) {
+                const double *wj = wt + (size_t)idx[k] * SKFCRF_LANES;
+                skfcrf_v4d v = SKFCRF_LD4(counts + (size_t)k * SKFCRF_LANES);
+                v = v + a0 * SKFCRF_LD4(wj);
+                v = v + a1 * SKFCRF_LD4(wj + row);
+                v = v + a2 * SKFCRF_LD4(wj + 2 * row);
+                v = v + a3 * SKFCRF_LD4(wj + 3 * row);
+                SKFCRF_ST4(counts + (size_t)k * SKFCRF_LANES, v);
+            }
+        }
+    }
+    for (; t < T; t++) {
+        const double *at = a + (t - 1) * row, *wt = w + t * row;
+        for (i = 0; i < L; i++) {
+            const skfcrf_v4d a0 = SKFCRF_LD4(at + i * SKFCRF_LANES);
+            for (k = ptr[i]; k < ptr[i + 1]; k++) {
+                double *c = counts + (size_t)k * SKFCRF_LANES;
+                SKFCRF_ST4(c, SKFCRF_LD4(c) + a0 * SKFCRF_LD4(wt + (size_t)idx[k] * SKFCRF_LANES));
+            }
+        }
     }
 }
 
@@ -615,6 +671,80 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_tree_sum(
     }
 }
 
+/* The chain-wise kernel's lanes at one token of the forward pass (_chainwise.pyx,
+   _chain_terms_lanes; L labels x lanes, interleaved).  skfcrf_lane_reach: the
+   incoming mass tmp[l, b] is dropped (0) where tmp * DBL_MAX < limit (too little to
+   carry through the backward pass), and mx[b] becomes the largest u[l, b] over the
+   labels kept, from its value on entry, in ascending order of l. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_reach(
+    long L, double limit, const double *u, double *tmp, double *mx)
+{
+    long l;
+    const skfcrf_v4d big = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
+    const skfcrf_v4d lim = {limit, limit, limit, limit};
+    skfcrf_v4d m;
+    memcpy(&m, mx, sizeof m);
+    for (l = 0; l < L; l++) {
+        const skfcrf_v4d t = SKFCRF_LD4(tmp + l * SKFCRF_LANES);
+        const skfcrf_v4d v = SKFCRF_LD4(u + l * SKFCRF_LANES);
+        const skfcrf_v4i kept = ~(t * big < lim);
+        const skfcrf_v4i take = kept & (v > m);
+        SKFCRF_ST4(tmp + l * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)t & kept));
+        m = (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+    }
+    memcpy(mx, &m, sizeof m);
+}
+
+/* skfcrf_lane_shift: out[l, b] = u[l, b] - mx[b] (then exp'd: psi). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_shift(
+    long L, const double *u, const double *mx, double *out)
+{
+    long l;
+    skfcrf_v4d m;
+    memcpy(&m, mx, sizeof m);
+    for (l = 0; l < L; l++)
+        SKFCRF_ST4(out + l * SKFCRF_LANES, SKFCRF_LD4(u + l * SKFCRF_LANES) - m);
+}
+
+/* skfcrf_lane_weigh: where tmp[l, b] > 0 it becomes tmp * psi and is added to
+   total[b] (in ascending order of l; elsewhere +0.0 is added, which changes no
+   sum), and psi[l, b] becomes 0 where it is not (an unreachable label). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_weigh(
+    long L, double *tmp, double *psi, double *total)
+{
+    long l;
+    const skfcrf_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    skfcrf_v4d tot;
+    memcpy(&tot, total, sizeof tot);
+    for (l = 0; l < L; l++) {
+        const skfcrf_v4d t = SKFCRF_LD4(tmp + l * SKFCRF_LANES);
+        const skfcrf_v4d p = SKFCRF_LD4(psi + l * SKFCRF_LANES);
+        const skfcrf_v4i pos = t > zero;
+        const skfcrf_v4d x = t * p;
+        SKFCRF_ST4(tmp + l * SKFCRF_LANES, (skfcrf_v4d)(((skfcrf_v4i)x & pos)
+                                                        | ((skfcrf_v4i)t & ~pos)));
+        SKFCRF_ST4(psi + l * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)p & pos));
+        tot = tot + (skfcrf_v4d)((skfcrf_v4i)x & pos);
+    }
+    memcpy(total, &tot, sizeof tot);
+}
+
+/* x[i] = 0 where a[i] == 0 (i < n): a label the forward pass never reached gets no
+   backward mass either. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_clear(
+    long n, const double *a, double *x)
+{
+    long i;
+    const skfcrf_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    for (i = 0; i + SKFCRF_LANES <= n; i += SKFCRF_LANES) {
+        const skfcrf_v4i nz = SKFCRF_LD4(a + i) != zero;
+        SKFCRF_ST4(x + i, (skfcrf_v4d)((skfcrf_v4i)SKFCRF_LD4(x + i) & nz));
+    }
+    for (; i < n; i++)
+        if (a[i] == 0.0)
+            x[i] = 0.0;
+}
+
 /* The lanes' elementwise steps of the forward-backward, where a lane is `on` (-1) or
    off (0): alpha[s, b] = tmp[s, b] / total[b] and psi[s, b] = phi[s, b] where alpha is
    at least `negligible`, else both zero (off lanes: zero). */
@@ -636,20 +766,29 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_normalize(
     }
 }
 
-/* out[s, b] = psi[s, b] * beta[s, b] / norm[b] where lane b is `on`, else 0. */
+/* out[s, b] = psi[s, b] * beta[s, b] / norm[b] where lane b is `on`, else 0 (with
+   `multiply`, norm holds reciprocals: psi * beta * norm[b]). */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_scale(
     long S, const double *psi, const double *beta, const double *norm, const long long *on,
-    double *out)
+    int multiply, double *out)
 {
     long s;
     skfcrf_v4d nrm;
     skfcrf_v4i lanes;
     memcpy(&nrm, norm, sizeof nrm);
     memcpy(&lanes, on, sizeof lanes);
-    for (s = 0; s < S; s++) {
-        const skfcrf_v4d v = SKFCRF_LD4(psi + s * SKFCRF_LANES)
-                             * SKFCRF_LD4(beta + s * SKFCRF_LANES) / nrm;
-        SKFCRF_ST4(out + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & lanes));
+    if (multiply) {
+        for (s = 0; s < S; s++) {
+            const skfcrf_v4d v = SKFCRF_LD4(psi + s * SKFCRF_LANES)
+                                 * SKFCRF_LD4(beta + s * SKFCRF_LANES) * nrm;
+            SKFCRF_ST4(out + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & lanes));
+        }
+    } else {
+        for (s = 0; s < S; s++) {
+            const skfcrf_v4d v = SKFCRF_LD4(psi + s * SKFCRF_LANES)
+                                 * SKFCRF_LD4(beta + s * SKFCRF_LANES) / nrm;
+            SKFCRF_ST4(out + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & lanes));
+        }
     }
 }
 
@@ -684,8 +823,8 @@ static void skfcrf_lane_product(const long long *ptr, const int *idx, const doub
     }
 }
 
-static void skfcrf_lane_sums(const long long *ptr, const int *idx, long nrows, const double *x,
-                             double *out)
+static void skfcrf_lane_sums(const long long *ptr, const int *idx, const double *val,
+                             long nrows, const double *x, double *out)
 {
     long j;
     long long k;
@@ -694,9 +833,25 @@ static void skfcrf_lane_sums(const long long *ptr, const int *idx, long nrows, c
         for (b = 0; b < SKFCRF_LANES; b++) {
             double v = 0.0;
             for (k = ptr[j]; k < ptr[j + 1]; k++)
-                v += x[(size_t)idx[k] * SKFCRF_LANES + b];
+                v += (val ? val[k] * x[(size_t)idx[k] * SKFCRF_LANES + b]
+                      : x[(size_t)idx[k] * SKFCRF_LANES + b]);
             out[j * SKFCRF_LANES + b] = v;
         }
+}
+
+static void skfcrf_lane_counts(const long long *ptr, const int *idx, long L, const double *a,
+                               const double *w, long T, double *counts)
+{
+    const long row = L * SKFCRF_LANES;
+    long t, i;
+    long long k;
+    int b;
+    for (t = 1; t < T; t++)
+        for (i = 0; i < L; i++)
+            for (k = ptr[i]; k < ptr[i + 1]; k++)
+                for (b = 0; b < SKFCRF_LANES; b++)
+                    counts[(size_t)k * SKFCRF_LANES + b] += a[(t - 1) * row + i * SKFCRF_LANES + b]
+                        * w[t * row + (size_t)idx[k] * SKFCRF_LANES + b];
 }
 
 static void skfcrf_lane_tree_sum(long n_rows, const long long *ptr, const int *row,
@@ -715,6 +870,52 @@ static void skfcrf_lane_tree_sum(long n_rows, const long long *ptr, const int *r
         }
 }
 
+static void skfcrf_lane_reach(long L, double limit, const double *u, double *tmp, double *mx)
+{
+    long l;
+    int b;
+    for (l = 0; l < L; l++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            if (tmp[l * SKFCRF_LANES + b] * DBL_MAX < limit)
+                tmp[l * SKFCRF_LANES + b] = 0.0;
+            else if (u[l * SKFCRF_LANES + b] > mx[b])
+                mx[b] = u[l * SKFCRF_LANES + b];
+        }
+}
+
+static void skfcrf_lane_shift(long L, const double *u, const double *mx, double *out)
+{
+    long l;
+    int b;
+    for (l = 0; l < L; l++)
+        for (b = 0; b < SKFCRF_LANES; b++)
+            out[l * SKFCRF_LANES + b] = u[l * SKFCRF_LANES + b] - mx[b];
+}
+
+static void skfcrf_lane_weigh(long L, double *tmp, double *psi, double *total)
+{
+    long l;
+    int b;
+    for (l = 0; l < L; l++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            const double t = tmp[l * SKFCRF_LANES + b];
+            if (t > 0.0) {
+                tmp[l * SKFCRF_LANES + b] = t * psi[l * SKFCRF_LANES + b];
+                total[b] += tmp[l * SKFCRF_LANES + b];
+            } else {
+                psi[l * SKFCRF_LANES + b] = 0.0;
+            }
+        }
+}
+
+static void skfcrf_lane_clear(long n, const double *a, double *x)
+{
+    long i;
+    for (i = 0; i < n; i++)
+        if (a[i] == 0.0)
+            x[i] = 0.0;
+}
+
 static void skfcrf_lane_normalize(long S, const double *tmp, const double *phi,
                                   const double *total, const long long *on, double negligible,
                                   double *alpha, double *psi)
@@ -731,14 +932,15 @@ static void skfcrf_lane_normalize(long S, const double *tmp, const double *phi,
 }
 
 static void skfcrf_lane_scale(long S, const double *psi, const double *beta, const double *norm,
-                              const long long *on, double *out)
+                              const long long *on, int multiply, double *out)
 {
     long s;
     int b;
     for (s = 0; s < S; s++)
-        for (b = 0; b < SKFCRF_LANES; b++)
-            out[s * SKFCRF_LANES + b] = on[b] ? psi[s * SKFCRF_LANES + b]
-                * beta[s * SKFCRF_LANES + b] / norm[b] : 0.0;
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            const double v = psi[s * SKFCRF_LANES + b] * beta[s * SKFCRF_LANES + b];
+            out[s * SKFCRF_LANES + b] = on[b] ? (multiply ? v * norm[b] : v / norm[b]) : 0.0;
+        }
 }
 
 #endif
