@@ -11,6 +11,7 @@ bound the first solver steps (weights of order one, or of order ``sigma``)
 overflow the potentials and the squared gradient norm to ``inf``.
 """
 import numbers
+from itertools import chain, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,81 @@ def _check_sequence_list(X):
     if not X:
         raise ValueError("X is empty: at least one sequence is required")
     return X
+
+
+def _dict_sequence(tokens, vocabulary, grow):
+    """One sequence of plain dict tokens read at once: ``(indices, values, counts)``
+    (int64 columns, float64 values, kept observations per token), names not in
+    ``vocabulary`` dropped (``grow``: added in order of first occurrence); None
+    where the sequence needs :func:`_token_by_token` (another token form, a name
+    that is unhashable or, new with ``grow``, not a string, or a value that is not
+    a real number), which reads it again and names the problem.  The same result
+    as token by token: the dicts' keys, values and lengths are taken by C-level
+    iteration, the columns by one ``dict.get`` per name."""
+    if not all(type(tok) is dict for tok in tokens):
+        return None
+    names = list(chain.from_iterable(tokens))
+    try:
+        if grow:
+            new = [name for name in dict.fromkeys(names) if name not in vocabulary]
+            if not all(isinstance(name, str) for name in new):
+                return None
+            for name in new:
+                vocabulary[name] = len(vocabulary)
+        columns = np.fromiter(map(vocabulary.get, names, repeat(-1)), np.int64, len(names))
+    except TypeError:                                   # an unhashable name
+        return None
+    try:
+        values = np.asarray(list(chain.from_iterable(map(dict.values, tokens))))
+    except (TypeError, ValueError):                     # e.g. arrays of different lengths
+        return None
+    if len(names) and (values.ndim != 1 or values.dtype.kind not in "fiub"):
+        return None
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    kept = columns >= 0
+    if kept.all():
+        return columns, values.astype(np.float64, copy=False), lengths
+    token_of = np.repeat(np.arange(len(tokens)), lengths)
+    return (columns[kept], values[kept].astype(np.float64, copy=False),
+            np.bincount(token_of[kept], minlength=len(tokens)))
+
+
+def _token_by_token(i, tokens, vocabulary, grow):
+    """Sequence ``X[i]`` read token by token: ``(indices, values, counts)`` with the
+    values as given (a list, checked by the caller); ValueError naming the first
+    token that is not a dict or list of names, or a name that is not a string."""
+    indices, data, counts = [], [], []
+    lookup = vocabulary.get
+    for t, tok in enumerate(tokens):
+        if isinstance(tok, dict):
+            items = tok.items()
+        elif isinstance(tok, (list, tuple, set, frozenset)):
+            items = ((name, 1.0) for name in tok)
+        else:
+            raise ValueError(
+                f"X[{i}] token {t}: expected a dict of observations or a list of "
+                f"observation names, got {type(tok).__name__}"
+            )
+        before = len(indices)
+        for name, value in items:
+            try:
+                j = lookup(name)
+            except TypeError:  # unhashable, e.g. a nested list of names
+                raise ValueError(
+                    f"X[{i}] token {t}: observation names must be strings, got {name!r}"
+                ) from None
+            if j is None:
+                if not grow:
+                    continue
+                if not isinstance(name, str):
+                    raise ValueError(
+                        f"X[{i}] token {t}: observation names must be strings, got {name!r}"
+                    )
+                j = vocabulary[name] = len(vocabulary)
+            indices.append(j)
+            data.append(value)
+        counts.append(len(indices) - before)
+    return np.asarray(indices, dtype=np.int64), data, np.asarray(counts, dtype=np.int64)
 
 
 def _values(data, indptr, seq_ptr):
@@ -176,14 +252,12 @@ class ObservationEncoder:
     # -- reading -----------------------------------------------------------------
     @staticmethod
     def _read_names(X, vocabulary, grow):
-        """Raw (indptr, indices, data, seq_ptr) with names mapped through ``vocabulary``."""
-        indices = []
-        data = []
-        indptr = [0]
+        """Raw (indptr, indices, data, seq_ptr) with names mapped through ``vocabulary``.
+
+        A sequence of plain dicts is read at once (:func:`_dict_sequence`); any other
+        sequence, or one that needs an error message, token by token."""
+        index_parts, data_parts, count_parts = [], [], []
         seq_ptr = [0]
-        add_index = indices.append
-        add_value = data.append
-        lookup = vocabulary.get
         for i, seq in enumerate(X):
             if _is_matrix(seq) or isinstance(seq, (str, bytes, dict)):
                 raise ValueError(
@@ -194,40 +268,22 @@ class ObservationEncoder:
                 tokens = list(seq)
             except TypeError:
                 raise ValueError(f"X[{i}] is not a sequence of tokens") from None
-            for t, tok in enumerate(tokens):
-                if isinstance(tok, dict):
-                    items = tok.items()
-                elif isinstance(tok, (list, tuple, set, frozenset)):
-                    items = ((name, 1.0) for name in tok)
-                else:
-                    raise ValueError(
-                        f"X[{i}] token {t}: expected a dict of observations or a list of "
-                        f"observation names, got {type(tok).__name__}"
-                    )
-                for name, value in items:
-                    try:
-                        j = lookup(name)
-                    except TypeError:  # unhashable, e.g. a nested list of names
-                        raise ValueError(
-                            f"X[{i}] token {t}: observation names must be strings, "
-                            f"got {name!r}"
-                        ) from None
-                    if j is None:
-                        if not grow:
-                            continue
-                        if not isinstance(name, str):
-                            raise ValueError(
-                                f"X[{i}] token {t}: observation names must be strings, "
-                                f"got {name!r}"
-                            )
-                        j = vocabulary[name] = len(vocabulary)
-                    add_index(j)
-                    add_value(value)
-                indptr.append(len(indices))
-            seq_ptr.append(len(indptr) - 1)
-        indptr = np.asarray(indptr, dtype=np.int64)
+            part = _dict_sequence(tokens, vocabulary, grow)
+            if part is None:
+                part = _token_by_token(i, tokens, vocabulary, grow)
+            for parts, item in zip((index_parts, data_parts, count_parts), part):
+                parts.append(item)
+            seq_ptr.append(seq_ptr[-1] + len(tokens))
+        counts = np.concatenate(count_parts) if count_parts else np.zeros(0, np.int64)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
-        return indptr, np.asarray(indices, dtype=np.int64), _values(data, indptr, seq_ptr), seq_ptr
+        indices = (np.concatenate(index_parts).astype(np.int64, copy=False) if index_parts
+                   else np.zeros(0, np.int64))
+        if all(isinstance(d, np.ndarray) for d in data_parts):
+            data = (np.concatenate(data_parts) if data_parts else np.zeros(0))
+        else:   # some values not read at once: check them all, naming a bad one
+            data = _values([v for d in data_parts for v in d], indptr, seq_ptr)
+        return indptr, indices, data, seq_ptr
 
     @staticmethod
     def _read_matrices(X, n_columns):
