@@ -213,6 +213,36 @@ def test_grouped_state_pair_counts(seed):
     np.testing.assert_allclose(grouped, np.where(seen, dense, 0.0), atol=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fold_state_pair_counts_by_brute_force(seed):
+    """In how many folds every pair of states follows another, against a loop over
+    the tokens; pairs with a missing label or a combination outside the states count
+    nowhere."""
+    from skfcrf.objectives._backoff import fold_state_pair_counts
+
+    rng = np.random.default_rng(seed)
+    every = np.array(list(itertools.product(range(3), range(2))), np.int32)
+    states = every[rng.permutation(len(every))[:4]]
+    lengths = rng.integers(0, 6, size=7)
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    gold = every[rng.integers(0, len(every), size=int(seq_ptr[-1]))]
+    gold[rng.random(gold.shape) < 0.1] = -1
+    n_folds = 1 + seed % 3
+    expected = np.zeros((len(states), len(states)), int)
+    row = {tuple(s): k for k, s in enumerate(states.tolist())}
+    for k in range(n_folds):
+        seen = set()
+        for i in range(k, len(lengths), n_folds):
+            for t in range(seq_ptr[i] + 1, seq_ptr[i + 1]):
+                a, b = tuple(gold[t - 1].tolist()), tuple(gold[t].tolist())
+                if a in row and b in row:
+                    seen.add((row[a], row[b]))
+        for a, b in seen:
+            expected[a, b] += 1
+    got = fold_state_pair_counts(states, seq_ptr, gold, n_folds)
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_deleted_likelihood_gradient():
     from skfcrf.estimators import training_problem
 

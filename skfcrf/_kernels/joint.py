@@ -527,6 +527,9 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
             np.add.at(pair_counts[c], (gl[:, q], hl[:, q]), d)
     starts = np.asarray(seq_ptr[:-1], np.int64)
     starts = starts[np.diff(seq_ptr) > 0]
+    # every label's expected transitions into it: its marginals summed over the tokens
+    # after the first (one pass over ``node`` for all the chains)
+    into = node.sum(axis=0) - node[starts].sum(axis=0)
     unseen = {}
     for c in range(C):
         b_mask = backoff.get(c)
@@ -535,8 +538,7 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
         pair_counts[c] = np.where(M, pair_counts[c] * e, 0.0)
         if b_mask is not None:
             lo, L = int(graph.label_offset[c]), int(graph.n_labels[c])
-            total = node[:, lo:lo + L].sum(axis=0) - node[starts, lo:lo + L].sum(axis=0)
-            unseen[c] = np.maximum(total - pair_counts[c].sum(axis=0), 0.0)
+            unseen[c] = np.maximum(into[lo:lo + L] - pair_counts[c].sum(axis=0), 0.0)
     return pair_counts, unseen
 
 

@@ -27,11 +27,10 @@ on the same terms as a transition's own weight.
 """
 import numpy as np
 
-from skfcrf._kernels.graph import IN_CHAIN
+from skfcrf._kernels.graph import IN_CHAIN, following_tokens
 from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
-from skfcrf.model._layout import seen_state_pairs
 from skfcrf.objectives._base import Objective, Restricted
 
 __all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff", "fold_state_pair_counts"]
@@ -79,6 +78,8 @@ class DeletedLikelihood(Objective):
         self.n_folds = n_folds
         fold_of = _fold_of(batch.n_sequences, n_folds)
         edges = _in_chain_edges(graph)
+        pairs = (_state_pair_codes(joint_states, batch.seq_ptr, batch.gold)
+                 if layout.n_state_pairs else None)
         self.folds = []
         for k in np.unique(fold_of):
             inside, outside = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
@@ -89,8 +90,9 @@ class DeletedLikelihood(Objective):
                      for c in layout.backoff}
             active = self._active_pairs(masks)
             if active is not None:
-                active &= _state_pairs_seen(joint_states, batch.seq_ptr, batch.gold, outside)
+                active &= _state_pairs_seen(len(joint_states), pairs, fold_of != k)
             self.folds.append((batch.subset(inside), masks, active))
+        self._node = None       # the folds' node marginals, one fold at a time (_fold_loss)
 
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states, n_folds=self.n_folds)
@@ -139,7 +141,8 @@ class DeletedLikelihood(Objective):
             active, layout.state_transitions(theta, states), 0.0)
         node, pmarg, log_z, unseen, *expected = joint_marginals(
             graph, states, part.seq_ptr, unary, pair, self.n_threads, pair_marginals=True,
-            backoff=masks, state_trans=st, state_pairs=st is not None)
+            backoff=masks, state_trans=st, state_pairs=st is not None,
+            out=self._node_rows(unary.shape))
         loss = float(log_z.sum() - stats.score(unary, pair))
         grad_state = None
         if st is not None:
@@ -159,6 +162,15 @@ class DeletedLikelihood(Objective):
             dpair[at:at + L * L][mask.ravel()] = 0.0
         dpair[~np.isfinite(pair)] = 0.0
         return loss, node, dpair, grad_b, grad_state
+
+    def _node_rows(self, shape):
+        """A ``shape`` view of the one array every fold's node marginals are written
+        into: a fold's are used up before the next fold's are computed, and a fresh
+        array per fold would be cleared by the operating system each time."""
+        n = max(len(fold[0].gold) for fold in self.folds)
+        if self._node is None or self._node.shape[1] != shape[1]:
+            self._node = np.empty((n, shape[1]))
+        return self._node[:shape[0]]
 
     def _data_loss_gradient(self, theta):
         layout = self.layout
@@ -234,17 +246,28 @@ def _fold_of(n_seq, n_folds):
     return np.arange(n_seq) % max(1, min(int(n_folds), n_seq))
 
 
-def _state_pairs_seen(states, seq_ptr, gold, index):
-    """``(S, S)``: the pairs of ``states`` at consecutive tokens of the sequences
-    ``index``."""
-    rows, ptr = select_sequences(seq_ptr, index)
-    seen = np.zeros((len(states), len(states)), bool)
-    if len(rows):
-        a, b = seen_state_pairs(gold[rows], ptr)
-        i, j = state_index(states, a), state_index(states, b)
-        ok = (i >= 0) & (j >= 0)
-        seen[i[ok], j[ok]] = True
-    return seen
+def _state_pair_codes(states, seq_ptr, gold):
+    """The pairs of ``states`` at consecutive tokens of the labellings ``gold``
+    ``(N, C)`` (pairs with a missing label, or a label combination not in
+    ``states``, left out): ``(sequence, i * S + j)``, ``i`` the first token's state
+    and ``j`` the second's, one entry per pair of tokens."""
+    seq_ptr = np.asarray(seq_ptr, np.int64)
+    gold = np.asarray(gold)
+    rows = following_tokens(seq_ptr, len(gold))
+    rows = rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
+    i, j = state_index(states, gold[rows - 1]), state_index(states, gold[rows])
+    ok = (i >= 0) & (j >= 0)
+    seq = np.searchsorted(seq_ptr, rows[ok], side="right") - 1
+    return seq, i[ok] * len(states) + j[ok]
+
+
+def _state_pairs_seen(S, pairs, selected):
+    """``(S, S)``: the state pairs of :func:`_state_pair_codes`'s ``pairs`` in the
+    sequences ``selected`` (a boolean per sequence)."""
+    seq, code = pairs
+    seen = np.zeros(S * S, bool)
+    seen[code[selected[seq]]] = True
+    return seen.reshape(S, S)
 
 
 def fold_state_pair_counts(states, seq_ptr, gold, n_folds=5):
@@ -252,8 +275,9 @@ def fold_state_pair_counts(states, seq_ptr, gold, n_folds=5):
     occurs at consecutive tokens; a joint-state transition weight needs two
     (:class:`DeletedLikelihood`)."""
     fold_of = _fold_of(len(seq_ptr) - 1, n_folds)
-    return sum(_state_pairs_seen(states, seq_ptr, gold, np.flatnonzero(fold_of == k))
-               .astype(int) for k in np.unique(fold_of))
+    pairs = _state_pair_codes(states, seq_ptr, gold)
+    return sum(_state_pairs_seen(len(states), pairs, fold_of == k).astype(int)
+               for k in np.unique(fold_of))
 
 
 def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=5):
