@@ -308,6 +308,10 @@ class ObservationEncoder:
 
     @staticmethod
     def _check_finite(data, indptr, seq_ptr):
+        # two reductions, no temporaries: NaN makes both comparisons False
+        if not len(data) or (data.max() <= MAX_OBSERVATION_VALUE
+                             and data.min() >= -MAX_OBSERVATION_VALUE):
+            return
         ok = np.abs(data) <= MAX_OBSERVATION_VALUE  # False for NaN and inf too
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
