@@ -289,6 +289,37 @@ def test_sparse_lanes_equal_each_sequence_alone(n_threads):
     np.testing.assert_allclose(pmarg, total, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_sparse_viterbi_lanes_equal_each_sequence_alone(n_threads):
+    """The sparse form's Viterbi runs four sequences in interleaved lanes: every
+    sequence's labels and score are those of the same sequence decoded alone, whatever
+    the sequences beside it -- empty, shorter, with ties, or with no allowed labelling
+    (score -inf, state 0's labels) -- and the best over the enumerated labellings."""
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 7, size=27)
+    graph, seq_ptr, unary, pair, states, _ = case_problem(3, 4, lengths, forbid=True)
+    unary = np.round(unary, 1)              # ties between labellings
+    for s in np.flatnonzero(lengths > 2)[:3]:        # no allowed label at a middle token
+        unary[seq_ptr[s] + 1, :graph.n_labels[0]] = -np.inf
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair, n_threads, sparse=True)
+    dense_labels, dense_score = joint_map(graph, states, seq_ptr, unary, pair, sparse=False)
+    np.testing.assert_array_equal(labels, dense_labels)
+    np.testing.assert_array_equal(score, dense_score)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    for s, T in enumerate(lengths):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        own = sequence_pair(graph, pair, edge_offset, rows)
+        l1, s1 = joint_map(graph, states, np.array([0, T], np.int64), unary[rows], own,
+                           sparse=True)
+        assert s1[0] == score[s] or (np.isneginf(s1[0]) and np.isneginf(score[s]))
+        np.testing.assert_array_equal(l1, labels[rows])
+        if 0 < T <= 4:
+            _, scores = enumerate_sequence(graph, unary[rows], own, 0, T, states)
+            best = scores.max()
+            assert score[s] == pytest.approx(best) or (np.isneginf(best)
+                                                      and np.isneginf(score[s]))
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_marginals_into_out_overwrite_whatever_it_held(sparse):
     """``out`` receives the node marginals, every entry written: an array full of

@@ -30,6 +30,9 @@ cdef extern from "_simd.h" nogil:
                              double* out)
     void skfcrf_lane_sums(const long long* ptr, const int* idx, const double* val, long nrows,
                           const double* x, double* out)
+    # out[j, b] = max over row j's entries k of x[idx[k], b] + val[k] (see _simd.h)
+    void skfcrf_lane_maxplus(const long long* ptr, const int* idx, const double* val,
+                             long nrows, const double* x, double* out)
     void skfcrf_lane_counts(const long long* ptr, const int* idx, long L, const double* a,
                             const double* w, long T, double* counts)
     void skfcrf_lane_reach(long L, double limit, const double* u, double* tmp, double* mx)

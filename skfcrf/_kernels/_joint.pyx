@@ -64,7 +64,8 @@ potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 :func:`joint_viterbi` is exact max-sum over the states (forward pass with the
 vectorised max-plus product of :mod:`skfcrf._kernels._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
-state index, deterministically).  :func:`joint_forward_backward` gives the
+state index, deterministically); in the sparse form four sequences at a time, in
+lockstep lanes as below (:func:`_viterbi_lanes`).  :func:`joint_forward_backward` gives the
 per-token state marginals and ``log Z`` by scaled forward-backward, or ``log Z``
 alone by its forward pass (steps over
 ``exp(trans - max)``).  Sequences of similar lengths run in lockstep blocks.
@@ -86,8 +87,8 @@ import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
-                       skfcrf_lane_normalize, skfcrf_lane_product, skfcrf_lane_scale,
-                       skfcrf_lane_sums, skfcrf_lane_tree_sum)
+                       skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
+                       skfcrf_lane_scale, skfcrf_lane_sums, skfcrf_lane_tree_sum)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -574,10 +575,76 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
     return delta[(T - 1) * S + path[T - 1]]
 
 
+cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq_ptr,
+                         const long long* seqs, Py_ssize_t B, const ViterbiWork* v,
+                         int* labels, double* score) noexcept nogil:
+    """:func:`_viterbi_sequence` of ``B`` (at most ``SKFCRF_LANES``) sequences in the
+    sparse form, in lockstep, longest first: ``delta`` interleaved (state ``s`` of lane
+    ``b`` at token ``t`` at ``(t * S + s) * SKFCRF_LANES + b``), so that one max-plus
+    step (``skfcrf_lane_maxplus``) reads each allowed pair once for all of them.  A lane
+    past its sequence's end holds ``-inf``.  Every lane does the one-sequence pass's
+    sums and picks the same maxima (ties to the first state, the first predecessor), so
+    the labels and scores are its.  Writes each sequence's labels (``labels``, ``N x
+    C``) and score (``score``, by sequence; 0 for an empty one)."""
+    cdef Py_ssize_t S = tb.S, C = tb.C, nl = SKFCRF_LANES, row = S * SKFCRF_LANES
+    cdef Py_ssize_t T[SKFCRF_LANES]
+    cdef Py_ssize_t t, s, b, c, g0, T_max = 0
+    cdef double m, x
+    cdef int arg
+    cdef long long k
+    cdef double* delta = v.delta
+    cdef double* best = v.best
+    cdef double* phi = v.phi
+    cdef int* path = v.path
+    for b in range(nl):
+        T[b] = _length(seq_ptr, seqs, b) if b < B else 0
+        T_max = T[b] if T[b] > T_max else T_max
+    for t in range(T_max):
+        if t > 0:
+            skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta + (t - 1) * row,
+                                best)
+        for b in range(nl):
+            if t >= T[b]:
+                for s in range(S):
+                    delta[t * row + s * nl + b] = -INFINITY
+                continue
+            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+            if t == 0:
+                for s in range(S):
+                    delta[s * nl + b] = phi[s]
+            else:
+                for s in range(S):
+                    delta[t * row + s * nl + b] = phi[s] + best[s * nl + b]
+    for b in range(B):
+        if T[b] == 0:
+            score[seqs[b]] = 0.0
+            continue
+        arg, m = 0, -INFINITY
+        for s in range(S):
+            if delta[(T[b] - 1) * row + s * nl + b] > m:
+                arg, m = <int> s, delta[(T[b] - 1) * row + s * nl + b]
+        path[T[b] - 1] = arg
+        t = T[b] - 1
+        while t >= 1:
+            # the forward pass's max over the predecessors, recomputed
+            m, arg = -INFINITY, 0
+            for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
+                x = delta[(t - 1) * row + tr.in_idx[k] * nl + b] + tr.in_val[k]
+                if x > m:
+                    m, arg = x, tr.in_idx[k]
+            path[t - 1] = arg
+            t = t - 1
+        score[seqs[b]] = delta[(T[b] - 1) * row + path[T[b] - 1] * nl + b]
+        g0 = seq_ptr[seqs[b]]
+        for t in range(T[b]):
+            for c in range(C):
+                labels[(g0 + t) * C + c] = tb.states[path[t] * C + c]
+
+
 cdef struct ViterbiWork:
-    double* delta       # t_max x S
+    double* delta       # t_max x S (x SKFCRF_LANES, interleaved, in _viterbi_lanes)
     double* phi         # S
-    double* best        # S
+    double* best        # S (x SKFCRF_LANES)
     int* path           # t_max
     double* xg          # G (grouped form)
     double* yg          # G
@@ -585,12 +652,13 @@ cdef struct ViterbiWork:
 
 
 cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
-                                Py_ssize_t G) noexcept nogil:
-    """One thread's Viterbi buffers, taken one after another from ``c``."""
+                                Py_ssize_t G, Py_ssize_t width) noexcept nogil:
+    """One thread's Viterbi buffers, taken one after another from ``c``; ``delta`` and
+    ``best`` for ``width`` interleaved sequences (:func:`_viterbi_lanes`)."""
     cdef ViterbiWork v
-    v.delta = take_doubles(c, t_max * S)
+    v.delta = take_doubles(c, t_max * S * width)
     v.phi = take_doubles(c, S)
-    v.best = take_doubles(c, S)
+    v.best = take_doubles(c, S * width)
     v.path = take_ints(c, t_max)
     v.xg = take_doubles(c, G)
     v.yg = take_doubles(c, G)
@@ -671,14 +739,35 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     cdef Py_ssize_t G = jt.n_groups
+    # the sparse form runs four sequences in lockstep (_viterbi_lanes)
+    cdef bint lanes = tr.dense == NULL and not tr.n_terms
+    cdef Py_ssize_t width = SKFCRF_LANES if lanes else 1
+    cdef Py_ssize_t n_blocks = 0
+    cdef const long long[::1] seqs = None
+    cdef const long long[::1] block_ptr = None
+    cdef int* labels_p = &labels[0, 0] if labels.shape[0] else NULL
+    if n_seq == 0:
+        return
+    if lanes:
+        seqs_arr, ptr_arr, _ = lockstep_blocks(seq_ptr, S, False, lanes=True)
+        seqs, block_ptr = seqs_arr, ptr_arr
+        n_blocks = block_ptr.shape[0] - 1
     cv = carver(NULL)
-    _carve_viterbi(&cv, t_max, S, G)
+    _carve_viterbi(&cv, t_max, S, G, width)
     per = cv.used
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
+    if lanes:
+        with nogil, parallel(num_threads=n_threads):
+            cv = carver(base + threadid() * per)
+            v = _carve_viterbi(&cv, t_max, S, G, width)
+            for sq in prange(n_blocks, schedule="dynamic", chunksize=1):
+                _viterbi_lanes(&tb, &tr, &seq_ptr[0], &seqs[block_ptr[sq]],
+                               block_ptr[sq + 1] - block_ptr[sq], &v, labels_p, &score[0])
+        return
     with nogil, parallel(num_threads=n_threads):
         cv = carver(base + threadid() * per)
-        v = _carve_viterbi(&cv, t_max, S, G)
+        v = _carve_viterbi(&cv, t_max, S, G, width)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
             T = seq_ptr[sq + 1] - seq_ptr[sq]
             if T == 0:

@@ -55,12 +55,14 @@
  *    loops).
  *    skfcrf_lane_tree_sum: the grouped transition form's projection tree, lanes
  *    interleaved; skfcrf_lane_normalize, skfcrf_lane_scale: the forward-backward's
- *    elementwise steps over the lanes.
+ *    elementwise steps over the lanes; skfcrf_lane_maxplus: the joint Viterbi's sparse
+ *    max-plus step over the lanes.
  */
 #ifndef SKFCRF_SIMD_H
 #define SKFCRF_SIMD_H
 
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -605,6 +607,44 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
     }
 }
 
+/* out[j, b] = max over row j's entries k of x[idx[k], b] + val[k] (-inf for a row without
+   entries), for every lane b (rows j = 0 .. nrows-1; x, out interleaved): the sparse max-plus
+   step of the joint Viterbi over lanes.  Four running maxima per row (entries k, k+1, k+2,
+   k+3), as _joint.pyx's one-sequence _sparse_maxplus; a maximum does not depend on the
+   order, so every lane has the bits of that product. */
+static inline __attribute__((always_inline)) skfcrf_v4d skfcrf_v4_max(skfcrf_v4d v,
+                                                                      skfcrf_v4d m)
+{
+    const skfcrf_v4i take = v > m;
+    return (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+}
+
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_maxplus(
+    const long long *ptr, const int *idx, const double *val, long nrows, const double *x,
+    double *out)
+{
+    long j;
+    long long k, hi;
+    const skfcrf_v4d lowest = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (j = 0; j < nrows; j++) {
+        skfcrf_v4d m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
+        for (k = ptr[j], hi = ptr[j + 1]; k + 4 <= hi; k += 4) {
+            m0 = skfcrf_v4_max(SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES) + val[k], m0);
+            m1 = skfcrf_v4_max(SKFCRF_LD4(x + (size_t)idx[k + 1] * SKFCRF_LANES) + val[k + 1],
+                               m1);
+            m2 = skfcrf_v4_max(SKFCRF_LD4(x + (size_t)idx[k + 2] * SKFCRF_LANES) + val[k + 2],
+                               m2);
+            m3 = skfcrf_v4_max(SKFCRF_LD4(x + (size_t)idx[k + 3] * SKFCRF_LANES) + val[k + 3],
+                               m3);
+        }
+        for (; k < hi; k++)
+            m0 = skfcrf_v4_max(SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES) + val[k], m0);
+        m0 = skfcrf_v4_max(m1, m0);
+        m2 = skfcrf_v4_max(m3, m2);
+        SKFCRF_ST4(out + j * SKFCRF_LANES, skfcrf_v4_max(m2, m0));
+    }
+}
+
 /* counts[k, b] += sum_t a[t - 1, i, b] * w[t, j, b] over t = 1 .. T-1 in ascending order,
    at every entry k of the CSR rows i (k in ptr[i] .. ptr[i+1], j = idx[k]; L rows): the
    expected transition counts of the chain-wise kernel's lanes (a, w: T x L x lanes,
@@ -821,6 +861,31 @@ static void skfcrf_lane_product(const long long *ptr, const int *idx, const doub
         for (b = 0; b < SKFCRF_LANES; b++)
             out[i * SKFCRF_LANES + b] = (v[0][b] + v[1][b]) + (v[2][b] + v[3][b]);
     }
+}
+
+static void skfcrf_lane_maxplus(const long long *ptr, const int *idx, const double *val,
+                                long nrows, const double *x, double *out)
+{
+    long j;
+    long long k, hi;
+    int b;
+    for (j = 0; j < nrows; j++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, v;
+            int q;
+            for (k = ptr[j], hi = ptr[j + 1]; k + 4 <= hi; k += 4)
+                for (q = 0; q < 4; q++) {
+                    v = x[(size_t)idx[k + q] * SKFCRF_LANES + b] + val[k + q];
+                    m[q] = v > m[q] ? v : m[q];
+                }
+            for (; k < hi; k++) {
+                v = x[(size_t)idx[k] * SKFCRF_LANES + b] + val[k];
+                m[0] = v > m[0] ? v : m[0];
+            }
+            m[0] = m[1] > m[0] ? m[1] : m[0];
+            m[2] = m[3] > m[2] ? m[3] : m[2];
+            out[j * SKFCRF_LANES + b] = m[2] > m[0] ? m[2] : m[0];
+        }
 }
 
 static void skfcrf_lane_sums(const long long *ptr, const int *idx, const double *val,
