@@ -94,6 +94,49 @@ def test_grouped_lanes_equal_each_sequence_alone(n_labels, couplings, below, sta
 
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
+def test_grouped_viterbi_lanes_equal_each_sequence_alone(monkeypatch, n_labels, couplings,
+                                                         below, state_trans):
+    """The grouped form's Viterbi runs four sequences in interleaved lanes: every
+    sequence's labels and score are those of the same sequence decoded alone, whatever
+    the sequences beside it (empty and shorter ones) -- the kernel's relaxed ones too,
+    before the exact fallback -- and the scores are the dense decoding's (the exact
+    optimum)."""
+    import skfcrf._kernels.joint as joint
+    from skfcrf._kernels.states import sequence_pair
+
+    kernel, raw = joint._kernel(), []
+
+    class Recording:        # the kernel's own labels and (relaxed) scores, before the
+        def __getattr__(self, name):     # wrapper's exact fallback could mend them
+            return getattr(kernel, name)
+
+        def joint_viterbi(self, tables, seq_ptr, unary, pair, labels, score, n_threads):
+            kernel.joint_viterbi(tables, seq_ptr, unary, pair, labels, score, n_threads)
+            raw.append((labels.copy(), score.copy()))
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 7, size=13)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), lengths, couplings, below, state_trans)
+    monkeypatch.setattr(joint, "_kernel", Recording)
+    labels, score = joint_map(graph, states, seq_ptr, unary, pair, 2, state_trans=st,
+                              backoff=backoff)
+    raw_labels, raw_score = raw[0]
+    _, dense = joint_map(graph, states, seq_ptr, unary, pair, sparse=False, state_trans=st)
+    np.testing.assert_allclose(score, dense, rtol=1e-12, atol=1e-12)
+    for s, T in enumerate(lengths):
+        rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+        raw.clear()
+        l1, s1 = joint_map(graph, states, np.array([0, T], np.int64), unary[rows],
+                           sequence_pair(graph, pair, eo, rows), state_trans=st,
+                           backoff=backoff)
+        assert s1[0] == score[s]
+        np.testing.assert_array_equal(l1, labels[rows])
+        assert raw[0][1][0] == raw_score[s]
+        np.testing.assert_array_equal(raw[0][0], raw_labels[rows])
+
+
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 @pytest.mark.parametrize("seed", range(4))
 def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, seed):
     rng = np.random.default_rng(seed)

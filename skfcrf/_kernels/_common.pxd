@@ -33,6 +33,8 @@ cdef extern from "_simd.h" nogil:
     # out[j, b] = max over row j's entries k of x[idx[k], b] + val[k] (see _simd.h)
     void skfcrf_lane_maxplus(const long long* ptr, const int* idx, const double* val,
                              long nrows, const double* x, double* out)
+    void skfcrf_lane_tree_max(long n_rows, const long long* ptr, const int* row,
+                              const int* idx, const double* w, double* v)
     void skfcrf_lane_counts(const long long* ptr, const int* idx, long L, const double* a,
                             const double* w, long T, double* counts)
     void skfcrf_lane_reach(long L, double limit, const double* u, double* tmp, double* mx)

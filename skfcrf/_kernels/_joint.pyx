@@ -64,8 +64,8 @@ potentials (``unary``, ``pair``) and the outputs are the call's arguments.
 :func:`joint_viterbi` is exact max-sum over the states (forward pass with the
 vectorised max-plus product of :mod:`skfcrf._kernels._common`; the back-pointers are
 recomputed from the same sums while tracing back, so ties go to the smallest
-state index, deterministically); in the sparse form four sequences at a time, in
-lockstep lanes as below (:func:`_viterbi_lanes`).  :func:`joint_forward_backward` gives the
+state index, deterministically); in the sparse and grouped forms four sequences at a
+time, in lockstep lanes as below (:func:`_viterbi_lanes`).  :func:`joint_forward_backward` gives the
 per-token state marginals and ``log Z`` by scaled forward-backward, or ``log Z``
 alone by its forward pass (steps over
 ``exp(trans - max)``).  Sequences of similar lengths run in lockstep blocks.
@@ -88,7 +88,8 @@ import numpy as np
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
                        skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
-                       skfcrf_lane_scale, skfcrf_lane_sums, skfcrf_lane_tree_sum)
+                       skfcrf_lane_scale, skfcrf_lane_sums, skfcrf_lane_tree_max,
+                       skfcrf_lane_tree_sum)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -433,6 +434,26 @@ cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, doubl
         out[s] = yg[full[s]]
 
 
+cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
+                                 double* out, double* xg, double* yg) noexcept nogil:
+    """:func:`_grouped_maxplus` of ``SKFCRF_LANES`` interleaved lanes (``x``, ``out``: ``S
+    x SKFCRF_LANES``; ``xg``, ``yg``: ``G x SKFCRF_LANES`` of scratch): the same maxima
+    in every lane."""
+    cdef Py_ssize_t G = tr.n_groups, s, b, nl = SKFCRF_LANES
+    cdef const int* full = tr.group + (tr.n_terms - 1) * S
+    for s in range(G * nl):
+        xg[s] = -INFINITY
+    for s in range(S):
+        for b in range(nl):
+            xg[full[s] * nl + b] = x[s * nl + b]
+    skfcrf_lane_tree_max(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
+    skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, yg)
+    skfcrf_lane_tree_max(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, tr.up.w, yg)
+    for s in range(S):
+        for b in range(nl):
+            out[s * nl + b] = yg[full[s] * nl + b]
+
+
 cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
                          Py_ssize_t target, double* best) noexcept nogil:
     """The state ``s`` of :func:`_grouped_maxplus`'s maximum into state ``target``
@@ -579,9 +600,10 @@ cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq
                          const long long* seqs, Py_ssize_t B, const ViterbiWork* v,
                          int* labels, double* score) noexcept nogil:
     """:func:`_viterbi_sequence` of ``B`` (at most ``SKFCRF_LANES``) sequences in the
-    sparse form, in lockstep, longest first: ``delta`` interleaved (state ``s`` of lane
-    ``b`` at token ``t`` at ``(t * S + s) * SKFCRF_LANES + b``), so that one max-plus
-    step (``skfcrf_lane_maxplus``) reads each allowed pair once for all of them.  A lane
+    sparse or the grouped form, in lockstep, longest first: ``delta`` interleaved (state
+    ``s`` of lane ``b`` at token ``t`` at ``(t * S + s) * SKFCRF_LANES + b``), so that
+    one max-plus step (``skfcrf_lane_maxplus``; grouped, :func:`_grouped_maxplus_lanes`)
+    reads each allowed pair once for all of them.  A lane
     past its sequence's end holds ``-inf``.  Every lane does the one-sequence pass's
     sums and picks the same maxima (ties to the first state, the first predecessor), so
     the labels and scores are its.  Writes each sequence's labels (``labels``, ``N x
@@ -600,7 +622,9 @@ cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq
         T[b] = _length(seq_ptr, seqs, b) if b < B else 0
         T_max = T[b] if T[b] > T_max else T_max
     for t in range(T_max):
-        if t > 0:
+        if t > 0 and tr.n_terms:
+            _grouped_maxplus_lanes(tr, S, delta + (t - 1) * row, best, v.xg, v.yg)
+        elif t > 0:
             skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta + (t - 1) * row,
                                 best)
         for b in range(nl):
@@ -628,10 +652,16 @@ cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq
         while t >= 1:
             # the forward pass's max over the predecessors, recomputed
             m, arg = -INFINITY, 0
-            for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
-                x = delta[(t - 1) * row + tr.in_idx[k] * nl + b] + tr.in_val[k]
-                if x > m:
-                    m, arg = x, tr.in_idx[k]
+            if tr.n_terms:          # the lane's row, contiguous, and its maximum
+                for s in range(S):
+                    phi[s] = delta[(t - 1) * row + s * nl + b]
+                    m = phi[s] if phi[s] > m else m
+                arg = _grouped_argmax(tr, S, phi, m, path[t], &m)
+            else:
+                for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
+                    x = delta[(t - 1) * row + tr.in_idx[k] * nl + b] + tr.in_val[k]
+                    if x > m:
+                        m, arg = x, tr.in_idx[k]
             path[t - 1] = arg
             t = t - 1
         score[seqs[b]] = delta[(T[b] - 1) * row + path[T[b] - 1] * nl + b]
@@ -660,8 +690,8 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
     v.phi = take_doubles(c, S)
     v.best = take_doubles(c, S * width)
     v.path = take_ints(c, t_max)
-    v.xg = take_doubles(c, G)
-    v.yg = take_doubles(c, G)
+    v.xg = take_doubles(c, G * width)
+    v.yg = take_doubles(c, G * width)
     v.top = take_doubles(c, t_max)
     return v
 
@@ -739,8 +769,8 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
     cdef Py_ssize_t G = jt.n_groups
-    # the sparse form runs four sequences in lockstep (_viterbi_lanes)
-    cdef bint lanes = tr.dense == NULL and not tr.n_terms
+    # the sparse and grouped forms run four sequences in lockstep (_viterbi_lanes)
+    cdef bint lanes = tr.dense == NULL
     cdef Py_ssize_t width = SKFCRF_LANES if lanes else 1
     cdef Py_ssize_t n_blocks = 0
     cdef const long long[::1] seqs = None

@@ -55,8 +55,8 @@
  *    loops).
  *    skfcrf_lane_tree_sum: the grouped transition form's projection tree, lanes
  *    interleaved; skfcrf_lane_normalize, skfcrf_lane_scale: the forward-backward's
- *    elementwise steps over the lanes; skfcrf_lane_maxplus: the joint Viterbi's sparse
- *    max-plus step over the lanes.
+ *    elementwise steps over the lanes; skfcrf_lane_maxplus, skfcrf_lane_tree_max: the
+ *    joint Viterbi's sparse and grouped max-plus steps over the lanes.
  */
 #ifndef SKFCRF_SIMD_H
 #define SKFCRF_SIMD_H
@@ -645,6 +645,30 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_maxplus(
     }
 }
 
+/* v[row[r], b] = max(v[row[r], b], max over row r's entries k of v[idx[k], b] + w[k])
+   (w NULL: without the w), rows r = 0 .. n_rows-1 in order, every lane b: the max-plus
+   form of skfcrf_lane_tree_sum, _joint.pyx's _tree_max over interleaved lanes (the same
+   maxima, so each lane has its bits). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_tree_max(
+    long n_rows, const long long *ptr, const int *row, const int *idx, const double *w,
+    double *v)
+{
+    long r;
+    long long k;
+    for (r = 0; r < n_rows; r++) {
+        double *target = v + (size_t)row[r] * SKFCRF_LANES;
+        skfcrf_v4d m = SKFCRF_LD4(target);
+        if (w) {
+            for (k = ptr[r]; k < ptr[r + 1]; k++)
+                m = skfcrf_v4_max(SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES) + w[k], m);
+        } else {
+            for (k = ptr[r]; k < ptr[r + 1]; k++)
+                m = skfcrf_v4_max(SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES), m);
+        }
+        SKFCRF_ST4(target, m);
+    }
+}
+
 /* counts[k, b] += sum_t a[t - 1, i, b] * w[t, j, b] over t = 1 .. T-1 in ascending order,
    at every entry k of the CSR rows i (k in ptr[i] .. ptr[i+1], j = idx[k]; L rows): the
    expected transition counts of the chain-wise kernel's lanes (a, w: T x L x lanes,
@@ -861,6 +885,24 @@ static void skfcrf_lane_product(const long long *ptr, const int *idx, const doub
         for (b = 0; b < SKFCRF_LANES; b++)
             out[i * SKFCRF_LANES + b] = (v[0][b] + v[1][b]) + (v[2][b] + v[3][b]);
     }
+}
+
+static void skfcrf_lane_tree_max(long n_rows, const long long *ptr, const int *row,
+                                 const int *idx, const double *w, double *v)
+{
+    long r;
+    long long k;
+    int b;
+    for (r = 0; r < n_rows; r++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            double m = v[(size_t)row[r] * SKFCRF_LANES + b], x;
+            for (k = ptr[r]; k < ptr[r + 1]; k++) {
+                x = w ? v[(size_t)idx[k] * SKFCRF_LANES + b] + w[k]
+                      : v[(size_t)idx[k] * SKFCRF_LANES + b];
+                m = x > m ? x : m;
+            }
+            v[(size_t)row[r] * SKFCRF_LANES + b] = m;
+        }
 }
 
 static void skfcrf_lane_maxplus(const long long *ptr, const int *idx, const double *val,
