@@ -360,85 +360,14 @@ cdef class JointTables:
         return tb
 
 
-cdef void _sparse_maxplus(const Trans* tr, Py_ssize_t S, const double* x,
-                          double* out) noexcept nogil:
-    """``out[j] = max over predecessors i of x[i] + val(i, j)``; ``-inf`` if none (the
-    ``S`` rows of the ``in`` CSR: states, or the grouped form's groups).  Four
-    interleaved maxima per row (entries ``k, k+1, k+2, k+3``): one running maximum
-    is a latency chain."""
-    cdef Py_ssize_t j
-    cdef long long k, hi
-    cdef double m0, m1, m2, m3, v0, v1, v2, v3
-    cdef const int* idx = tr.in_idx
-    cdef const double* val = tr.in_val
-    for j in range(S):
-        m0 = m1 = m2 = m3 = -INFINITY
-        k, hi = tr.in_ptr[j], tr.in_ptr[j + 1]
-        while k + 4 <= hi:
-            v0 = x[idx[k]] + val[k]
-            v1 = x[idx[k + 1]] + val[k + 1]
-            v2 = x[idx[k + 2]] + val[k + 2]
-            v3 = x[idx[k + 3]] + val[k + 3]
-            m0 = v0 if v0 > m0 else m0
-            m1 = v1 if v1 > m1 else m1
-            m2 = v2 if v2 > m2 else m2
-            m3 = v3 if v3 > m3 else m3
-            k += 4
-        while k < hi:
-            v0 = x[idx[k]] + val[k]
-            m0 = v0 if v0 > m0 else m0
-            k += 1
-        m0 = m1 if m1 > m0 else m0
-        m2 = m3 if m3 > m2 else m2
-        out[j] = m2 if m2 > m0 else m0
-
-
-cdef void _tree_max(const Tree* tree, double* v, bint weighted) noexcept nogil:
-    """Every row's group gets the maximum of its value and of its listed groups'
-    (plus the entry's factor when ``weighted``): the max-plus form of the projection
-    tree's sums (``skfcrf_lane_tree_sum``)."""
-    cdef Py_ssize_t r
-    cdef long long k
-    cdef double m, x
-    if weighted:
-        for r in range(tree.n_rows):
-            m = v[tree.row[r]]
-            for k in range(tree.ptr[r], tree.ptr[r + 1]):
-                x = v[tree.idx[k]] + tree.w[k]
-                m = x if x > m else m
-            v[tree.row[r]] = m
-    else:
-        for r in range(tree.n_rows):
-            m = v[tree.row[r]]
-            for k in range(tree.ptr[r], tree.ptr[r + 1]):
-                x = v[tree.idx[k]]
-                m = x if x > m else m
-            v[tree.row[r]] = m
-
-
-cdef void _grouped_maxplus(const Trans* tr, Py_ssize_t S, const double* x, double* out,
-                           double* xg, double* yg) noexcept nogil:
-    """The grouped form's (relaxed) max-plus step: ``out[s'] = max over terms k of
-    factor[k, s'] + max over source groups g of V_k[g, group[k, s']] + max over the
-    states s of g of x[s]``, projected and gathered along the tree."""
-    cdef Py_ssize_t G = tr.n_groups, s, g
-    cdef const int* full = tr.group + (tr.n_terms - 1) * S
-    for g in range(G):
-        xg[g] = -INFINITY
-    for s in range(S):
-        xg[full[s]] = x[s]
-    _tree_max(&tr.down, xg, False)
-    _sparse_maxplus(tr, G, xg, yg)      # the CSR tables are over the groups
-    _tree_max(&tr.up, yg, True)
-    for s in range(S):
-        out[s] = yg[full[s]]
-
-
 cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
                                  double* out, double* xg, double* yg) noexcept nogil:
-    """:func:`_grouped_maxplus` of ``SKFCRF_LANES`` interleaved lanes (``x``, ``out``: ``S
-    x SKFCRF_LANES``; ``xg``, ``yg``: ``G x SKFCRF_LANES`` of scratch): the same maxima
-    in every lane."""
+    """The grouped form's (relaxed) max-plus step of ``SKFCRF_LANES`` interleaved lanes
+    (``x``, ``out``: ``S x SKFCRF_LANES``; ``xg``, ``yg``: ``G x SKFCRF_LANES`` of
+    scratch): ``out[s'] = max over terms k of factor[k, s'] + max over source groups g
+    of V_k[g, group[k, s']] + max over the states s of g of x[s]`` in every lane,
+    projected and gathered along the tree (its maxima: ``skfcrf_lane_tree_max``; the
+    CSR tables are over the groups)."""
     cdef Py_ssize_t G = tr.n_groups, s, b, nl = SKFCRF_LANES
     cdef const int* full = tr.group + (tr.n_terms - 1) * S
     for s in range(G * nl):
@@ -456,7 +385,7 @@ cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
 
 cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
                          Py_ssize_t target, double* best) noexcept nogil:
-    """The state ``s`` of :func:`_grouped_maxplus`'s maximum into state ``target``
+    """The state ``s`` of :func:`_grouped_maxplus_lanes`' maximum into state ``target``
     (smallest on ties); its value in ``best``.  ``top``: the maximum of ``x``; the
     full term goes first, and a source group of another term is scanned only if
     ``top`` plus its entry could reach the best value found so far."""
@@ -545,31 +474,18 @@ cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
 
 cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, Py_ssize_t T,
                               double* delta, double* phi, double* best,
-                              int* path, double* xg, double* yg, double* top) noexcept nogil:
-    """Best state path of one sequence into ``path``; returns its score (in the
-    grouped form the relaxed score, module docstring; ``xg``, ``yg``, ``top``: its
-    scratch, ``top[t]`` the best score at token ``t``)."""
+                              int* path) noexcept nogil:
+    """Best state path of one sequence into ``path`` in the dense form (the sparse and
+    grouped forms: :func:`_viterbi_lanes`); returns its score."""
     cdef Py_ssize_t S = tb.S, t, s
     cdef double m, v
     cdef int arg
-    cdef long long k
     _state_scores(tb, g0, delta)
     for t in range(1, T):
-        if tr.dense != NULL:
-            maxplus(delta + (t - 1) * S, <int> S, tr.dense, <int> S, best)
-        elif tr.n_terms:
-            _grouped_maxplus(tr, S, delta + (t - 1) * S, best, xg, yg)
-        else:
-            _sparse_maxplus(tr, S, delta + (t - 1) * S, best)
+        maxplus(delta + (t - 1) * S, <int> S, tr.dense, <int> S, best)
         _state_scores(tb, g0 + t, phi)
         for s in range(S):
             delta[t * S + s] = phi[s] + best[s]
-    if tr.n_terms:
-        for t in range(T - 1):
-            m = -INFINITY
-            for s in range(S):
-                m = delta[t * S + s] if delta[t * S + s] > m else m
-            top[t] = m
     arg, m = 0, -INFINITY
     for s in range(S):
         if delta[(T - 1) * S + s] > m:
@@ -579,18 +495,10 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
     while t >= 1:
         # the forward pass's max over s of delta[t-1, s] + trans[s, path[t]], recomputed
         m, arg = -INFINITY, 0
-        if tr.dense != NULL:
-            for s in range(S):
-                v = delta[(t - 1) * S + s] + tr.dense_t[path[t] * S + s]
-                if v > m:
-                    m, arg = v, <int> s
-        elif tr.n_terms:
-            arg = _grouped_argmax(tr, S, delta + (t - 1) * S, top[t - 1], path[t], &m)
-        else:
-            for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
-                v = delta[(t - 1) * S + tr.in_idx[k]] + tr.in_val[k]
-                if v > m:
-                    m, arg = v, tr.in_idx[k]
+        for s in range(S):
+            v = delta[(t - 1) * S + s] + tr.dense_t[path[t] * S + s]
+            if v > m:
+                m, arg = v, <int> s
         path[t - 1] = arg
         t = t - 1
     return delta[(T - 1) * S + path[T - 1]]
@@ -599,15 +507,18 @@ cdef double _viterbi_sequence(const Tables* tb, const Trans* tr, Py_ssize_t g0, 
 cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq_ptr,
                          const long long* seqs, Py_ssize_t B, const ViterbiWork* v,
                          int* labels, double* score) noexcept nogil:
-    """:func:`_viterbi_sequence` of ``B`` (at most ``SKFCRF_LANES``) sequences in the
+    """The best state paths of ``B`` (at most ``SKFCRF_LANES``) sequences in the
     sparse or the grouped form, in lockstep, longest first: ``delta`` interleaved (state
     ``s`` of lane ``b`` at token ``t`` at ``(t * S + s) * SKFCRF_LANES + b``), so that
     one max-plus step (``skfcrf_lane_maxplus``; grouped, :func:`_grouped_maxplus_lanes`)
     reads each allowed pair once for all of them.  A lane
-    past its sequence's end holds ``-inf``.  Every lane does the one-sequence pass's
-    sums and picks the same maxima (ties to the first state, the first predecessor), so
-    the labels and scores are its.  Writes each sequence's labels (``labels``, ``N x
-    C``) and score (``score``, by sequence; 0 for an empty one)."""
+    past its sequence's end holds ``-inf``.  Every lane does its own sums and picks its
+    own maxima (ties to the first state, the first predecessor), so a sequence's labels
+    and score do not depend on the sequences beside it.  The back-pointers are
+    recomputed while tracing back (grouped: :func:`_grouped_argmax`, from the lane's row
+    and its maximum), so the grouped form's score is the relaxed one (module
+    docstring).  Writes each sequence's labels (``labels``, ``N x C``) and score
+    (``score``, by sequence; 0 for an empty one)."""
     cdef Py_ssize_t S = tb.S, C = tb.C, nl = SKFCRF_LANES, row = S * SKFCRF_LANES
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef Py_ssize_t t, s, b, c, g0, T_max = 0
@@ -676,15 +587,15 @@ cdef struct ViterbiWork:
     double* phi         # S
     double* best        # S (x SKFCRF_LANES)
     int* path           # t_max
-    double* xg          # G (grouped form)
-    double* yg          # G
-    double* top         # t_max (grouped form)
+    double* xg          # G x SKFCRF_LANES (grouped form)
+    double* yg          # G x SKFCRF_LANES
 
 
 cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
                                 Py_ssize_t G, Py_ssize_t width) noexcept nogil:
-    """One thread's Viterbi buffers, taken one after another from ``c``; ``delta`` and
-    ``best`` for ``width`` interleaved sequences (:func:`_viterbi_lanes`)."""
+    """One thread's Viterbi buffers, taken one after another from ``c``; ``delta``,
+    ``best``, ``xg`` and ``yg`` for ``width`` interleaved sequences
+    (:func:`_viterbi_lanes`)."""
     cdef ViterbiWork v
     v.delta = take_doubles(c, t_max * S * width)
     v.phi = take_doubles(c, S)
@@ -692,7 +603,6 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
     v.path = take_ints(c, t_max)
     v.xg = take_doubles(c, G * width)
     v.yg = take_doubles(c, G * width)
-    v.top = take_doubles(c, t_max)
     return v
 
 
@@ -804,7 +714,7 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
                 score[sq] = 0.0
                 continue
             score[sq] = _viterbi_sequence(&tb, &tr, seq_ptr[sq], T, v.delta, v.phi, v.best,
-                                          v.path, v.xg, v.yg, v.top)
+                                          v.path)
             for t in range(T):
                 for c in range(C):
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]

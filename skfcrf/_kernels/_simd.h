@@ -610,8 +610,8 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
 /* out[j, b] = max over row j's entries k of x[idx[k], b] + val[k] (-inf for a row without
    entries), for every lane b (rows j = 0 .. nrows-1; x, out interleaved): the sparse max-plus
    step of the joint Viterbi over lanes.  Four running maxima per row (entries k, k+1, k+2,
-   k+3), as _joint.pyx's one-sequence _sparse_maxplus; a maximum does not depend on the
-   order, so every lane has the bits of that product. */
+   k+3): one running maximum is a latency chain; a maximum does not depend on the order,
+   so every lane's result is that of its own sequence alone. */
 static inline __attribute__((always_inline)) skfcrf_v4d skfcrf_v4_max(skfcrf_v4d v,
                                                                       skfcrf_v4d m)
 {
@@ -646,9 +646,9 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_maxplus(
 }
 
 /* v[row[r], b] = max(v[row[r], b], max over row r's entries k of v[idx[k], b] + w[k])
-   (w NULL: without the w), rows r = 0 .. n_rows-1 in order, every lane b: the max-plus
-   form of skfcrf_lane_tree_sum, _joint.pyx's _tree_max over interleaved lanes (the same
-   maxima, so each lane has its bits). */
+   (w NULL: without the w), rows r = 0 .. n_rows-1 in order (a row may read what an
+   earlier one wrote), every lane b: the max-plus form of skfcrf_lane_tree_sum, the grouped
+   form's projection tree in the joint Viterbi. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_tree_max(
     long n_rows, const long long *ptr, const int *row, const int *idx, const double *w,
     double *v)

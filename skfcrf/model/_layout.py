@@ -500,14 +500,21 @@ class GoldStatistics:
                 + np.bincount(self.pair_seq, pair[self.pair_index], self.n_sequences))
 
 
+def labelled_pair_rows(gold, seq_ptr):
+    """The rows ``t`` of the labellings ``gold`` ``(N, C)`` that follow a token of the
+    same sequence, both with every label given (none ``-1``): the second tokens of
+    the fully labelled consecutive pairs."""
+    rows = following_tokens(seq_ptr, len(gold))
+    return rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
+
+
 def seen_state_pairs(gold, seq_ptr):
     """The distinct ``(from, to)`` label combinations of consecutive tokens of the
     labellings ``gold`` ``(N, C)`` (tokens with a missing label, ``-1``, left
     out): two int32 arrays ``(P, C)``, sorted."""
     gold = np.asarray(gold, np.int32)
     C = gold.shape[1]
-    rows = following_tokens(seq_ptr, len(gold))
-    rows = rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
+    rows = labelled_pair_rows(gold, seq_ptr)
     pairs = np.unique(np.hstack([gold[rows - 1], gold[rows]]), axis=0).reshape(-1, 2 * C)
     return (np.ascontiguousarray(pairs[:, :C], np.int32),
             np.ascontiguousarray(pairs[:, C:], np.int32))

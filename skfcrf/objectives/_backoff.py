@@ -27,10 +27,11 @@ on the same terms as a transition's own weight.
 """
 import numpy as np
 
-from skfcrf._kernels.graph import IN_CHAIN, following_tokens
+from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
+from skfcrf.model._layout import labelled_pair_rows
 from skfcrf.objectives._base import Objective, Restricted
 
 __all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff", "fold_state_pair_counts"]
@@ -167,8 +168,8 @@ class DeletedLikelihood(Objective):
         """A ``shape`` view of the one array every fold's node marginals are written
         into: a fold's are used up before the next fold's are computed, and a fresh
         array per fold would be cleared by the operating system each time."""
-        n = max(len(fold[0].gold) for fold in self.folds)
         if self._node is None or self._node.shape[1] != shape[1]:
+            n = max(len(fold[0].gold) for fold in self.folds)
             self._node = np.empty((n, shape[1]))
         return self._node[:shape[0]]
 
@@ -253,8 +254,7 @@ def _state_pair_codes(states, seq_ptr, gold):
     and ``j`` the second's, one entry per pair of tokens."""
     seq_ptr = np.asarray(seq_ptr, np.int64)
     gold = np.asarray(gold)
-    rows = following_tokens(seq_ptr, len(gold))
-    rows = rows[(gold[rows] >= 0).all(axis=1) & (gold[rows - 1] >= 0).all(axis=1)]
+    rows = labelled_pair_rows(gold, seq_ptr)
     i, j = state_index(states, gold[rows - 1]), state_index(states, gold[rows])
     ok = (i >= 0) & (j >= 0)
     seq = np.searchsorted(seq_ptr, rows[ok], side="right") - 1
