@@ -10,7 +10,8 @@ _openmp = [] if sys.platform == "darwin" or os.environ.get("SKFCRF_NO_OPENMP") e
 # _alloc (checked scratch memory) and _contract (the typed inputs of the kernels) are
 # cimported by the others
 _kernels = ["_alloc", "_contract", "_chain", "_trp", "_exact", "_features",
-            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align", "_online"]
+            "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align", "_online",
+            "_dicts"]
 
 extensions = [
     Extension(

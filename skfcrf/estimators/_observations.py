@@ -11,10 +11,11 @@ bound the first solver steps (weights of order one, or of order ``sigma``)
 overflow the potentials and the squared gradient norm to ``inf``.
 """
 import numbers
-from itertools import chain, repeat
 
 import numpy as np
 import scipy.sparse as sp
+
+from .._kernels._dicts import read_dict_sequence
 
 #: Largest accepted magnitude of an observation value (see the module docstring).
 MAX_OBSERVATION_VALUE = 1e100
@@ -41,43 +42,6 @@ def _check_sequence_list(X):
     if not X:
         raise ValueError("X is empty: at least one sequence is required")
     return X
-
-
-def _dict_sequence(tokens, vocabulary, grow):
-    """One sequence of plain dict tokens read at once: ``(indices, values, counts)``
-    (int64 columns, float64 values, kept observations per token), names not in
-    ``vocabulary`` dropped (``grow``: added in order of first occurrence); None
-    where the sequence needs :func:`_token_by_token` (another token form, a name
-    that is unhashable or, new with ``grow``, not a string, or a value that is not
-    a real number), which reads it again and names the problem.  The same result
-    as token by token: the dicts' keys, values and lengths are taken by C-level
-    iteration, the columns by one ``dict.get`` per name."""
-    if not all(type(tok) is dict for tok in tokens):
-        return None
-    names = list(chain.from_iterable(tokens))
-    try:
-        if grow:
-            new = [name for name in dict.fromkeys(names) if name not in vocabulary]
-            if not all(isinstance(name, str) for name in new):
-                return None
-            for name in new:
-                vocabulary[name] = len(vocabulary)
-        columns = np.fromiter(map(vocabulary.get, names, repeat(-1)), np.int64, len(names))
-    except TypeError:                                   # an unhashable name
-        return None
-    try:
-        values = np.asarray(list(chain.from_iterable(map(dict.values, tokens))))
-    except (TypeError, ValueError):                     # e.g. arrays of different lengths
-        return None
-    if len(names) and (values.ndim != 1 or values.dtype.kind not in "fiub"):
-        return None
-    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    kept = columns >= 0
-    if kept.all():
-        return columns, values.astype(np.float64, copy=False), lengths
-    token_of = np.repeat(np.arange(len(tokens)), lengths)
-    return (columns[kept], values[kept].astype(np.float64, copy=False),
-            np.bincount(token_of[kept], minlength=len(tokens)))
 
 
 def _token_by_token(i, tokens, vocabulary, grow):
@@ -254,8 +218,8 @@ class ObservationEncoder:
     def _read_names(X, vocabulary, grow):
         """Raw (indptr, indices, data, seq_ptr) with names mapped through ``vocabulary``.
 
-        A sequence of plain dicts is read at once (:func:`_dict_sequence`); any other
-        sequence, or one that needs an error message, token by token."""
+        A sequence of plain dicts is read at once (:func:`read_dict_sequence`); any
+        other sequence, or one that needs an error message, token by token."""
         index_parts, data_parts, count_parts = [], [], []
         seq_ptr = [0]
         for i, seq in enumerate(X):
@@ -268,7 +232,7 @@ class ObservationEncoder:
                 tokens = list(seq)
             except TypeError:
                 raise ValueError(f"X[{i}] is not a sequence of tokens") from None
-            part = _dict_sequence(tokens, vocabulary, grow)
+            part = read_dict_sequence(tokens, vocabulary, grow)
             if part is None:
                 part = _token_by_token(i, tokens, vocabulary, grow)
             for parts, item in zip((index_parts, data_parts, count_parts), part):
