@@ -31,5 +31,7 @@ module                      what it holds
                             perceptron, PA, AROW) on one chain (called by
                             :class:`skfcrf.objectives.SequenceTerms`)
 ``_simd``, ``_align``       SIMD helpers; the transcript-alignment table
+``_dicts``                  observation dicts read into CSR arrays (holds the
+                            GIL: it reads Python objects)
 ==========================  ===================================================
 """
