@@ -13,6 +13,7 @@ from skfcrf._kernels.joint import (
     backoff_cancels,
     joint_log_partition,
     joint_map,
+    joint_map_and_log_partition,
     joint_marginals,
 )
 from skfcrf.model._layout import build_graph
@@ -135,6 +136,41 @@ def test_grouped_viterbi_lanes_equal_each_sequence_alone(monkeypatch, n_labels, 
         assert raw[0][1][0] == raw_score[s]
         np.testing.assert_array_equal(raw[0][0], raw_labels[rows])
 
+
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
+def test_grouped_map_and_log_partition_in_one_sweep_equal_the_two_passes(
+        monkeypatch, n_labels, couplings, below, state_trans):
+    """The Viterbi path and ``log Z`` of a back-off model in one sweep over the tokens
+    (both in the grouped form) are :func:`joint_map`'s and :func:`joint_log_partition`'s
+    bit for bit -- the relaxed search's exact fallback included (``below``)."""
+    import skfcrf._kernels.joint as joint
+
+    kernel, swept = joint._kernel(), []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(kernel, name)
+
+        def joint_decode(self, *args):
+            swept.append(True)
+            kernel.joint_decode(*args)
+
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 7, size=13)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), lengths, couplings, below, state_trans)
+    monkeypatch.setattr(joint, "_kernel", Recording)
+    labels, score, log_z = joint_map_and_log_partition(graph, states, seq_ptr, unary, pair, 2,
+                                                       state_trans=st, backoff=backoff)
+    ref_labels, ref_score = joint_map(graph, states, seq_ptr, unary, pair, 2, state_trans=st,
+                                      backoff=backoff)
+    ref_z = joint_log_partition(graph, states, seq_ptr, unary, pair, 2, state_trans=st,
+                                backoff=backoff)
+    assert swept == [joint._backoff_form(graph, states, seq_ptr, pair, st, backoff)
+                     is not None]
+    np.testing.assert_array_equal(labels, ref_labels)
+    np.testing.assert_array_equal(score, ref_score)
+    np.testing.assert_array_equal(log_z, ref_z)
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 @pytest.mark.parametrize("seed", range(4))

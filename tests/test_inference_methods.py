@@ -52,15 +52,20 @@ def test_decode_runs_one_joint_viterbi(monkeypatch):
     crf, X, _ = _fitted()
     assert crf._inference_inputs(X[:1])[3].name == "joint"
     calls = []
-    original = joint_module.joint_map
 
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
+    def counting(name):
+        original = getattr(joint_module, name)
 
-    monkeypatch.setattr(joint_module, "joint_map", counting)
+        def counted(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+        return counted
+
+    for name in ("joint_map", "joint_map_and_log_partition"):
+        monkeypatch.setattr(joint_module, name, counting(name))
     records = crf.decode(X)
-    assert len(calls) == 1                       # labels and the underflow check share it
+    # one sweep: the labels, log Z and the underflow check share it
+    assert calls == ["joint_map_and_log_partition"]
     assert [r.status for r in records] == ["exact"] * len(X)
     np.testing.assert_allclose([r.log_prob for r in records], crf.log_prob(X, crf.predict(X)))
 

@@ -9,7 +9,13 @@ from scipy.special import logsumexp
 
 from skfcrf._kernels.batch import map_assign, marginals
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
-from skfcrf._kernels.joint import joint_map, joint_marginals, joint_states_from_labels
+from skfcrf._kernels.joint import (
+    joint_log_partition,
+    joint_map,
+    joint_map_and_log_partition,
+    joint_marginals,
+    joint_states_from_labels,
+)
 from skfcrf._kernels.states import sequence_pair
 
 from brute import full_score
@@ -319,6 +325,42 @@ def test_sparse_viterbi_lanes_equal_each_sequence_alone(n_threads):
             assert score[s] == pytest.approx(best) or (np.isneginf(best)
                                                       and np.isneginf(score[s]))
 
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_map_and_log_partition_in_one_sweep_equal_the_two_passes(sparse, n_threads):
+    """One sweep over the tokens for the Viterbi path and ``log Z`` (the sparse form;
+    the dense one runs the two passes) gives the labels,
+    scores and ``log Z`` of :func:`joint_map` and :func:`joint_log_partition` bit for
+    bit, whatever the sequences in the lanes beside each (empty, shorter, tied, with
+    no allowed labelling), with and without joint-state transition weights; ``log Z``
+    is the enumerated one."""
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(0, 7, size=23)
+    graph, seq_ptr, unary, pair, states, _ = case_problem(3, 4, lengths, forbid=True)
+    unary = np.round(unary, 1)
+    for s in np.flatnonzero(lengths > 2)[:2]:
+        unary[seq_ptr[s] + 1, :graph.n_labels[0]] = -np.inf
+    S = len(states)
+    for state_trans in (None, rng.normal(size=(S, S))):
+        labels, score, log_z = joint_map_and_log_partition(
+            graph, states, seq_ptr, unary, pair, n_threads, sparse, state_trans=state_trans)
+        ref_labels, ref_score = joint_map(graph, states, seq_ptr, unary, pair, n_threads,
+                                          sparse, state_trans=state_trans)
+        ref_z = joint_log_partition(graph, states, seq_ptr, unary, pair, n_threads, sparse,
+                                    state_trans=state_trans)
+        np.testing.assert_array_equal(labels, ref_labels)
+        np.testing.assert_array_equal(score, ref_score)
+        np.testing.assert_array_equal(log_z, ref_z)
+    _, _, log_z = joint_map_and_log_partition(graph, states, seq_ptr, unary, pair, n_threads,
+                                              sparse)
+    edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+    for s, T in enumerate(lengths):
+        if 0 < T <= 4:
+            rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
+            own = sequence_pair(graph, pair, edge_offset, rows)
+            _, scores = enumerate_sequence(graph, unary[rows], own, 0, T, states)
+            assert log_z[s] == pytest.approx(logsumexp(scores), rel=1e-9, abs=1e-9)
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_marginals_into_out_overwrite_whatever_it_held(sparse):

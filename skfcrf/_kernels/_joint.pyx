@@ -519,37 +519,68 @@ cdef void _viterbi_lanes(const Tables* tb, const Trans* tr, const long long* seq
     and its maximum), so the grouped form's score is the relaxed one (module
     docstring).  Writes each sequence's labels (``labels``, ``N x C``) and score
     (``score``, by sequence; 0 for an empty one)."""
-    cdef Py_ssize_t S = tb.S, C = tb.C, nl = SKFCRF_LANES, row = S * SKFCRF_LANES
     cdef Py_ssize_t T[SKFCRF_LANES]
-    cdef Py_ssize_t t, s, b, c, g0, T_max = 0
+    cdef Py_ssize_t t, T_max = _lane_lengths(seq_ptr, seqs, B, T)
+    for t in range(T_max):
+        _viterbi_lanes_token(tb, tr, seq_ptr, seqs, T, t, v, NULL)
+    _viterbi_lanes_trace(tb, tr, seq_ptr, seqs, B, T, v, labels, score)
+
+
+cdef Py_ssize_t _lane_lengths(const long long* seq_ptr, const long long* seqs, Py_ssize_t B,
+                              Py_ssize_t* T) noexcept nogil:
+    """The lengths ``T`` of a block's ``B`` sequences in its ``SKFCRF_LANES`` lanes (0
+    past ``B``); returns the longest."""
+    cdef Py_ssize_t b, T_max = 0
+    for b in range(SKFCRF_LANES):
+        T[b] = _length(seq_ptr, seqs, b) if b < B else 0
+        T_max = T[b] if T[b] > T_max else T_max
+    return T_max
+
+
+cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long long* seq_ptr,
+                               const long long* seqs, const Py_ssize_t* T, Py_ssize_t t,
+                               const ViterbiWork* v, double* scores) noexcept nogil:
+    """Token ``t``'s max-plus step of :func:`_viterbi_lanes`' lanes: ``delta`` of token
+    ``t`` from token ``t - 1``'s, ``-inf`` in the lanes past their end.  ``scores``:
+    NULL, or where to leave the running lanes' state scores (lane ``b``'s ``S`` at
+    ``scores + b * S``) for the caller (:func:`_decode_lanes`)."""
+    cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b
+    cdef double* delta = v.delta
+    cdef double* best = v.best
+    cdef double* phi
+    if t > 0 and tr.n_terms:
+        _grouped_maxplus_lanes(tr, S, delta + (t - 1) * row, best, v.xg, v.yg)
+    elif t > 0:
+        skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta + (t - 1) * row, best)
+    for b in range(nl):
+        if t >= T[b]:
+            for s in range(S):
+                delta[t * row + s * nl + b] = -INFINITY
+            continue
+        phi = v.phi if scores == NULL else scores + b * S
+        _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+        if t == 0:
+            for s in range(S):
+                delta[s * nl + b] = phi[s]
+        else:
+            for s in range(S):
+                delta[t * row + s * nl + b] = phi[s] + best[s * nl + b]
+
+
+cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long long* seq_ptr,
+                               const long long* seqs, Py_ssize_t B, const Py_ssize_t* T,
+                               const ViterbiWork* v, int* labels,
+                               double* score) noexcept nogil:
+    """The traceback of :func:`_viterbi_lanes`: each of the ``B`` sequences' labels and
+    score from the lanes' ``delta``."""
+    cdef Py_ssize_t S = tb.S, C = tb.C, nl = SKFCRF_LANES, row = S * SKFCRF_LANES
+    cdef Py_ssize_t t, s, b, c, g0
     cdef double m, x
     cdef int arg
     cdef long long k
     cdef double* delta = v.delta
-    cdef double* best = v.best
     cdef double* phi = v.phi
     cdef int* path = v.path
-    for b in range(nl):
-        T[b] = _length(seq_ptr, seqs, b) if b < B else 0
-        T_max = T[b] if T[b] > T_max else T_max
-    for t in range(T_max):
-        if t > 0 and tr.n_terms:
-            _grouped_maxplus_lanes(tr, S, delta + (t - 1) * row, best, v.xg, v.yg)
-        elif t > 0:
-            skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta + (t - 1) * row,
-                                best)
-        for b in range(nl):
-            if t >= T[b]:
-                for s in range(S):
-                    delta[t * row + s * nl + b] = -INFINITY
-                continue
-            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
-            if t == 0:
-                for s in range(S):
-                    delta[s * nl + b] = phi[s]
-            else:
-                for s in range(S):
-                    delta[t * row + s * nl + b] = phi[s] + best[s * nl + b]
     for b in range(B):
         if T[b] == 0:
             score[seqs[b]] = 0.0
@@ -720,6 +751,84 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]
 
 
+cdef void _decode_lanes(const Tables* tb, const Trans* tr_max, const Trans* tr_sum,
+                        double shift, const long long* seq_ptr, const long long* seqs,
+                        Py_ssize_t B, const ViterbiWork* v, const FBWork* f, double* scores,
+                        int* labels, double* score, double* log_z) noexcept nogil:
+    """:func:`_viterbi_lanes` (``tr_max``) and the forward pass of :func:`_fb_lanes`
+    (``tr_sum``) of one block in one sweep over its tokens: each token's Viterbi step
+    leaves the lanes' state scores in ``scores`` (``S x SKFCRF_LANES``, lane after
+    lane) and the forward step weighs with them.  Writes the ``B`` sequences' labels,
+    scores and ``log Z``."""
+    cdef Py_ssize_t T[SKFCRF_LANES]
+    cdef Py_ssize_t t, b, T_max = _lane_lengths(seq_ptr, seqs, B, T)
+    for b in range(SKFCRF_LANES):
+        f.log_z[b] = 0.0 if b < B else -INFINITY
+    for t in range(T_max):
+        _viterbi_lanes_token(tb, tr_max, seq_ptr, seqs, T, t, v, scores)
+        _lanes_forward_token(tb, tr_sum, shift, seq_ptr, seqs, T, t, f, scores)
+    _viterbi_lanes_trace(tb, tr_max, seq_ptr, seqs, B, T, v, labels, score)
+    for b in range(B):
+        log_z[seqs[b]] = f.log_z[b]
+
+
+def joint_decode(JointTables jt_max, JointTables jt_sum, const long long[::1] seq_ptr,
+                 const double[:, ::1] unary, const double[::1] pair, int[:, ::1] labels,
+                 double[::1] score, double[::1] log_z, int n_threads=1):
+    """:func:`joint_viterbi` over ``jt_max``'s transition tables and ``log Z`` by the
+    forward pass of :func:`joint_forward_backward` over ``jt_sum``'s (``forward_only``),
+    in one sweep over the tokens (:func:`_decode_lanes`): the same labels, scores and
+    ``log Z``, bit for bit, with each token's state scores computed once.  Both tables
+    must take the sparse or the grouped form (ValueError otherwise), over the same
+    states and couplings."""
+    cdef double[::1] tied_phi = np.empty(jt_max.states.shape[0])
+    cdef Tables tb = jt_max.tables(unary, pair, tied_phi)
+    cdef Trans tr_max = jt_max.trans()
+    cdef Trans tr_sum = jt_sum.trans()
+    cdef double shift = jt_sum.shift
+    cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
+    cdef Py_ssize_t S = tb.S, k, rows, n_blocks, t_max
+    cdef Py_ssize_t G_max = jt_max.n_groups, G_sum = jt_sum.n_groups
+    cdef Py_ssize_t nnz = _n_pairs(&tr_sum, S), n_agg = tb.n_agg
+    cdef size_t per
+    cdef Block scratch
+    cdef char* base
+    cdef Carver cv
+    cdef ViterbiWork v
+    cdef FBWork f
+    cdef double* sc
+    cdef int* labels_p = &labels[0, 0] if labels.shape[0] else NULL
+    if tr_max.dense != NULL or tr_sum.dense != NULL:
+        raise ValueError("joint_decode takes transition tables in the sparse or the grouped "
+                         "form")
+    if jt_sum.states.shape[0] != S:
+        raise ValueError("jt_max and jt_sum must be over the same joint states")
+    if n_seq == 0:
+        return
+    seqs_arr, ptr_arr, rows = lockstep_blocks(seq_ptr, S, False, lanes=True)
+    cdef const long long[::1] seqs = seqs_arr
+    cdef const long long[::1] block_ptr = ptr_arr
+    n_blocks = block_ptr.shape[0] - 1
+    t_max = longest_sequence(seq_ptr)
+    n_threads = max(1, n_threads)
+    cv = carver(NULL)
+    _carve_viterbi(&cv, t_max, S, G_max, SKFCRF_LANES)
+    _carve_fb(&cv, rows, LOCKSTEP, S, G_sum, False, nnz, n_agg)
+    take_doubles(&cv, S * SKFCRF_LANES)
+    per = cv.used
+    scratch = allocate(n_threads * per, 1)
+    base = <char*> scratch.ptr
+    with nogil, parallel(num_threads=n_threads):
+        cv = carver(base + threadid() * per)
+        v = _carve_viterbi(&cv, t_max, S, G_max, SKFCRF_LANES)
+        f = _carve_fb(&cv, rows, LOCKSTEP, S, G_sum, False, nnz, n_agg)
+        sc = take_doubles(&cv, S * SKFCRF_LANES)
+        for k in prange(n_blocks, schedule="dynamic", chunksize=1):
+            _decode_lanes(&tb, &tr_max, &tr_sum, shift, &seq_ptr[0], &seqs[block_ptr[k]],
+                          block_ptr[k + 1] - block_ptr[k], &v, &f, sc, labels_p, &score[0],
+                          &log_z[0])
+
+
 cdef void _block_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const double* x,
                          double* out, bint transpose) noexcept nogil:
     """The dense form's step of ``n`` row vectors (``n x S`` row-major ``x`` and
@@ -766,9 +875,16 @@ cdef double _weigh_token(const Tables* tb, Py_ssize_t g, double* incoming, Py_ss
     are) and exponentiated, zero where no mass comes in; ``incoming`` is multiplied
     by them.  Returns the token's total (0 when nothing is reachable); ``m_all`` is
     the best score of any state."""
-    cdef Py_ssize_t s, S = tb.S
-    cdef double total = 0.0, best = -INFINITY, best_all = -INFINITY
     _state_scores(tb, g, phi)
+    return _weigh_scores(tb.S, incoming, stride, phi, m, m_all)
+
+
+cdef double _weigh_scores(Py_ssize_t S, double* incoming, Py_ssize_t stride, double* phi,
+                          double* m, double* m_all) noexcept nogil:
+    """:func:`_weigh_token` with the token's state scores given in ``phi`` (overwritten
+    as there)."""
+    cdef Py_ssize_t s
+    cdef double total = 0.0, best = -INFINITY, best_all = -INFINITY
     for s in range(S):
         if incoming[s * stride] > 0.0 and phi[s] > best:
             best = phi[s]
@@ -987,6 +1103,58 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
             out[s * SKFCRF_LANES + b] = yg[full[s] * SKFCRF_LANES + b]
 
 
+cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
+                               const long long* seq_ptr, const long long* seqs,
+                               const Py_ssize_t* T, Py_ssize_t t, const FBWork* f,
+                               double* given) noexcept nogil:
+    """Token ``t``'s scaled forward step of :func:`_fb_lanes`' lanes (``T``: their
+    lengths, 0 past the block): the product of token ``t - 1``'s ``alpha`` (1 at the
+    first token), each running lane weighed by its state scores (:func:`_weigh_scores`;
+    ``f.log_z`` and ``f.norm`` updated), then ``alpha`` and ``psi`` of token ``t``
+    (zero in the lanes not running).  ``given``: the lanes' state scores, lane ``b``'s
+    ``S`` at ``given + b * S`` (overwritten), computed by the caller
+    (:func:`_decode_lanes`); NULL: computed here."""
+    cdef Py_ssize_t S = tb.S, s, b, nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
+    cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
+    cdef double scale[SKFCRF_LANES]
+    cdef double m, m_all, total
+    cdef double* tmp = f.tmp                       # S x lanes: the product's result
+    cdef double* phi
+    cdef double* phis = f.lane_m                   # S x lanes: the lanes' exp-shifted scores
+    cdef double* log_z = f.log_z
+    if t == 0:
+        for s in range(row_len):
+            tmp[s] = 1.0
+    else:
+        _lane_step(tr, S, f.alpha + (t - 1) * row_len, tmp, True, NULL, NULL, f)
+    for b in range(nl):
+        on[b] = 0
+        scale[b] = 1.0
+        if t >= T[b] or log_z[b] == -INFINITY:  # no mass either way
+            continue
+        if t > 0:
+            log_z[b] += shift
+        if given == NULL:
+            phi = f.tmp + row_len                  # S: one lane's state scores
+            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+        else:
+            phi = given + b * S
+        total = _weigh_scores(S, tmp + b, nl, phi, &m, &m_all)
+        for s in range(S):
+            phis[s * nl + b] = phi[s]
+        if not (total > 0):
+            log_z[b] = -INFINITY
+            continue
+        log_z[b] += m + log(total)
+        f.norm[t * nl + b] = total
+        on[b] = -1
+        scale[b] = total
+    # alpha = tmp / total and psi = the scores, zero below NEGLIGIBLE of the
+    # token's mass (as in _fb_block) and in the lanes not running
+    skfcrf_lane_normalize(S, tmp, phis, scale, on, NEGLIGIBLE, f.alpha + t * row_len,
+                          f.psi + t * row_len)
+
+
 cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
                     bint forward_only, double* node, Py_ssize_t ldn, double* pmarg,
@@ -1010,14 +1178,11 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
     cdef double scale[SKFCRF_LANES]
-    cdef double m, m_all, total
     cdef double* alpha = f.alpha
     cdef double* beta = f.beta
     cdef double* psi = f.psi
     cdef double* norm = f.norm
     cdef double* tmp = f.tmp                       # S x lanes: a product's result, or w_t
-    cdef double* phi = f.tmp + row_len             # S: one lane's state scores
-    cdef double* phis = f.lane_m                   # S x lanes: the lanes' exp-shifted scores
     cdef double* log_z = f.log_z
     cdef double* lc = f.lane_counts
     for b in range(nl):
@@ -1026,32 +1191,7 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     # every token's alpha and psi of every lane are written (zero where a lane does
     # not run: past its end, or with no allowed labelling)
     for t in range(T_max):
-        if t == 0:
-            for s in range(row_len):
-                tmp[s] = 1.0
-        else:
-            _lane_step(tr, S, alpha + (t - 1) * row_len, tmp, True, NULL, NULL, f)
-        for b in range(nl):
-            on[b] = 0
-            scale[b] = 1.0
-            if t >= T[b] or log_z[b] == -INFINITY:  # no mass either way
-                continue
-            if t > 0:
-                log_z[b] += shift
-            total = _weigh_token(tb, seq_ptr[seqs[b]] + t, tmp + b, nl, phi, &m, &m_all)
-            for s in range(S):
-                phis[s * nl + b] = phi[s]
-            if not (total > 0):
-                log_z[b] = -INFINITY
-                continue
-            log_z[b] += m + log(total)
-            norm[t * nl + b] = total
-            on[b] = -1
-            scale[b] = total
-        # alpha = tmp / total and psi = the scores, zero below NEGLIGIBLE of the
-        # token's mass (as in _fb_block) and in the lanes not running
-        skfcrf_lane_normalize(S, tmp, phis, scale, on, NEGLIGIBLE, alpha + t * row_len,
-                              psi + t * row_len)
+        _lanes_forward_token(tb, tr, shift, seq_ptr, seqs, T, t, f, NULL)
     if forward_only:
         return
     if counts != NULL:

@@ -28,7 +28,8 @@ __all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_cancels", "backoff_col
  "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed", "nonfinite_sequences",
-           "transition_tables", "joint_map", "joint_marginals", "joint_log_partition"]
+           "transition_tables", "joint_map", "joint_marginals", "joint_log_partition",
+           "joint_map_and_log_partition"]
 
 #: Largest number of joint states :func:`joint_map` / :func:`joint_marginals` accept.
 MAX_JOINT_STATES = 4096
@@ -200,28 +201,75 @@ def joint_map(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None, sta
     """
     states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
                                                             state_trans, not backoff)
-    n_seq = len(seq_ptr) - 1
     labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
-    score = np.zeros(n_seq)
-    if backoff:
-        edge_offset = pair_layout(graph, unary.shape[0])
-        tr, _, _ = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, True)
-        _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary,
-                                pair, labels, score, max(1, int(n_threads)))
-        from skfcrf._kernels.states import labelling_scores, state_path_scores, sub_batch
-        exact = (labelling_scores(graph, seq_ptr, unary, pair, labels)
-                 + state_path_scores(states, seq_ptr, labels, state_trans))
-        loose = np.flatnonzero(~(exact >= score - 1e-9 * np.maximum(1.0, np.abs(score))))
-        score[:] = exact
-        if len(loose):                  # the bound was not attained: decode densely
-            sub_ptr, sub_unary, sub_pair, rows = sub_batch(graph, seq_ptr, unary, pair, loose)
-            labels[rows], score[loose] = joint_map(graph, states, sub_ptr, sub_unary,
-                                                   sub_pair, n_threads, False, state_trans)
-        return labels, score
-    tr = transition_tables(trans, np.isfinite(trans), sparse)
+    score = np.zeros(len(seq_ptr) - 1)
+    tr = _max_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff, sparse)
     _kernel().joint_viterbi(_kernel().JointTables(states, loff, t, tr), seq_ptr, unary, pair,
                             labels, score, max(1, int(n_threads)))
+    if backoff:
+        _exact_backoff_scores(graph, states, seq_ptr, unary, pair, labels, score, n_threads,
+                              state_trans)
     return labels, score
+
+
+def _max_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff, sparse=None):
+    """:func:`joint_map`'s transition tables: the grouped ones of the relaxed
+    (upper-bound) scores with ``backoff``, else those of ``trans``
+    (:func:`transition_tables`)."""
+    if backoff:
+        edge_offset = pair_layout(graph, int(seq_ptr[-1]))
+        return grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, True)[0]
+    return transition_tables(trans, np.isfinite(trans), sparse)
+
+
+def _exact_backoff_scores(graph, states, seq_ptr, unary, pair, labels, score, n_threads,
+                          state_trans):
+    """After the grouped Viterbi (scores of the relaxed bound): every sequence's exact
+    score into ``score``, and the sequences whose labelling does not attain its bound
+    decoded again with the dense transitions (labels and score), so that the result
+    is exact."""
+    from skfcrf._kernels.states import labelling_scores, state_path_scores, sub_batch
+    exact = (labelling_scores(graph, seq_ptr, unary, pair, labels)
+             + state_path_scores(states, seq_ptr, labels, state_trans))
+    loose = np.flatnonzero(~(exact >= score - 1e-9 * np.maximum(1.0, np.abs(score))))
+    score[:] = exact
+    if len(loose):                  # the bound was not attained: decode densely
+        sub_ptr, sub_unary, sub_pair, rows = sub_batch(graph, seq_ptr, unary, pair, loose)
+        labels[rows], score[loose] = joint_map(graph, states, sub_ptr, sub_unary, sub_pair,
+                                               n_threads, False, state_trans)
+
+
+def joint_map_and_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1, sparse=None,
+                                state_trans=None, backoff=None):
+    """:func:`joint_map`'s labels and scores and :func:`joint_log_partition`'s ``log Z``
+    (same arguments), the same values: in one sweep over the tokens where both take
+    the sparse or the grouped form (the kernel computes each token's state scores
+    once for both, ``joint_decode``), else one after the other.
+
+    Returns
+    -------
+    labels, score, log_z
+    """
+    states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
+                                                            state_trans, not backoff)
+    n_threads = max(1, int(n_threads))
+    tr_max = _max_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff, sparse)
+    tr_sum, shift = _sum_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff,
+                                sparse)
+    jt_max = _kernel().JointTables(states, loff, t, tr_max)
+    labels = np.zeros((unary.shape[0], graph.n_chains), np.int32)
+    score, log_z = np.zeros(len(seq_ptr) - 1), np.zeros(len(seq_ptr) - 1)
+    if tr_max["dense"].size or tr_sum["dense"].size:
+        _kernel().joint_viterbi(jt_max, seq_ptr, unary, pair, labels, score, n_threads)
+        log_z = _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, False, loff,
+                                  t, tr_sum, shift, forward_only=True)[2]
+    else:
+        _kernel().joint_decode(jt_max, _kernel().JointTables(states, loff, t, tr_sum, shift),
+                               seq_ptr, unary, pair, labels, score, log_z, n_threads)
+    if backoff:
+        _exact_backoff_scores(graph, states, seq_ptr, unary, pair, labels, score, n_threads,
+                              state_trans)
+    return labels, score, log_z
 
 
 def _onehot(states, columns, n_columns):
@@ -293,17 +341,25 @@ def joint_log_partition(graph, states, seq_ptr, unary, pair, n_threads=1, sparse
     ``log_z`` of :func:`joint_marginals` (same arguments) at half its work."""
     states, seq_ptr, unary, pair, loff, t, trans = _prepare(graph, states, seq_ptr, unary, pair,
                                                             state_trans, not backoff)
-    grouped = _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff) if backoff else None
-    if grouped is not None:
-        tr, shift, _ = grouped
-    else:
-        if trans is None:                   # back-off weights in the pair potentials, dense
-            trans = state_transition_scores(graph, states, pair, pair_layout(graph, len(unary)),
-                                            state_trans)
-            sparse = False
-        tr, shift, _ = _exp_tables(trans, sparse)
+    tr, shift = _sum_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff, sparse)
     return _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, False, loff, t, tr,
                              shift, forward_only=True)[2]
+
+
+def _sum_tables(graph, states, seq_ptr, pair, trans, state_trans, backoff, sparse=None):
+    """:func:`joint_log_partition`'s transition tables and shift: the grouped ones with
+    ``backoff`` (or dense, :func:`_backoff_form`), else those of ``exp(trans - shift)``
+    (:func:`_exp_tables`)."""
+    grouped = (_backoff_form(graph, states, seq_ptr, pair, state_trans, backoff) if backoff
+               else None)
+    if grouped is not None:
+        return grouped[0], grouped[1]
+    if trans is None:                   # back-off weights in the pair potentials, dense
+        trans = state_transition_scores(graph, states, pair,
+                                        pair_layout(graph, int(seq_ptr[-1])), state_trans)
+        sparse = False
+    tr, shift, _ = _exp_tables(trans, sparse)
+    return tr, shift
 
 
 def _exp_tables(trans, sparse):

@@ -67,6 +67,7 @@ from skfcrf._kernels.joint import (
     MAX_JOINT_STATES,
     joint_log_partition,
     joint_map,
+    joint_map_and_log_partition,
     joint_marginals,
     nonfinite_sequences,
     state_index,
@@ -310,8 +311,12 @@ class JointStateInference(InferenceMethod):
         return log_z
 
     def map_and_log_partition(self, seq_ptr, unary, pair):
-        labels, best = self._viterbi(seq_ptr, unary, pair)
-        log_z = self._forward(seq_ptr, unary, pair)
+        tokens = self._tokenwise(seq_ptr)
+        labels, best, log_z = joint_map_and_log_partition(
+            self.graph, self.joint_states, seq_ptr if tokens is None else tokens[0], unary, pair,
+            self.n_threads, state_trans=self.state_trans, backoff=self.backoff)
+        if tokens is not None:
+            best, log_z = np.add.reduceat(best, tokens[1]), np.add.reduceat(log_z, tokens[1])
         self._rescue(seq_ptr, unary, pair, log_z, best)
         return (labels, *all_exact(seq_ptr), log_z)
 
