@@ -76,7 +76,10 @@ of ``SKFCRF_LANES`` (4) sequences whose values are interleaved (state ``s`` of
 sequence ``b`` next to that of sequence ``b + 1``), so that a CSR product reads
 each allowed pair's index and value once for all of them and multiplies them
 as one vector (:func:`_fb_lanes`; one sequence at a time, a CSR step is a
-chain of dependent scalar gathers).
+chain of dependent scalar gathers).  :func:`joint_decode` runs the Viterbi pass
+and the forward pass of a block's lanes in one sweep over its tokens, so that a
+token's state scores are computed once for both (decoding, which reports each
+labelling's probability).
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
