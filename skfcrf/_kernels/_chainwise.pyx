@@ -301,6 +301,32 @@ cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                     u[l] = -INFINITY
 
 
+cdef int _chain_coupled(const Model* m, Py_ssize_t c) noexcept nogil:
+    """Whether a coupling touches chain ``c`` (and the couplings are on): then its
+    unaries are folded with the other chains' gold labels (:func:`_fold_unaries`)."""
+    cdef Py_ssize_t e
+    if not m.couplings_on:
+        return 0
+    for e in range(m.p.n_edges):
+        if m.p.e_kind[e] == 1 and (m.p.e_a[e] == c or m.p.e_b[e] == c):
+            return 1
+    return 0
+
+
+cdef inline void _fold_uncoupled(const Model* m, Py_ssize_t c, Py_ssize_t g,
+                                 const double* row, double* u,
+                                 Py_ssize_t stride) noexcept nogil:
+    """:func:`_fold_unaries` of one token ``g`` of a chain no coupling touches
+    (:func:`_chain_coupled`): label ``l``'s score column of ``row``, ``-inf`` where
+    not allowed, into ``u[l * stride]``."""
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], l
+    for l in range(L):
+        u[l * stride] = row[off + l]
+    if m.has_allowed:
+        for l in range(L):
+            if not m.allowed[g * m.p.ltot + off + l]:
+                u[l * stride] = -INFINITY
+
 cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
                                Py_ssize_t t) noexcept nogil:
     """Token t's transition scores of chain c into trans_log, exp-shifted into trans; the shift."""
@@ -588,6 +614,9 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
     cdef double total[SKFCRF_LANES]
     cdef double scale[SKFCRF_LANES]
     cdef double shift = m.tied_shift[c]
+    cdef int coupled = _chain_coupled(m, c)
+    cdef double a
+    cdef double* drow
     cdef double* counts
     cdef double* marg
     cdef double* ut
@@ -603,16 +632,21 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
             continue
         if T[b] > T_max:
             T_max = T[b]
-        _fold_unaries(m, &s[b], c, g0[b], T[b])
-        for t in range(T[b]):
-            gold_score[b] += s[b].u[t * L + m.gold[(g0[b] + t) * C + c]]
-    # the folded unaries interleaved (0.0 where a lane has no token)
+        if coupled:
+            _fold_unaries(m, &s[b], c, g0[b], T[b])
+            for t in range(T[b]):
+                gold_score[b] += s[b].u[t * L + m.gold[(g0[b] + t) * C + c]]
+    # the folded unaries interleaved (0.0 where a lane has no token); a chain without
+    # couplings takes its score columns as they are, straight from the score rows
     for t in range(T_max):
         for b in range(nl):
             ut = q.u + t * row + b
-            if live[b] and t < T[b]:
+            if live[b] and t < T[b] and coupled:
                 for l in range(L):
                     ut[l * nl] = s[b].u[t * L + l]
+            elif live[b] and t < T[b]:
+                _fold_uncoupled(m, c, g0[b] + t, s[b].scores + t * m.p.width, ut, nl)
+                gold_score[b] += ut[m.gold[(g0[b] + t) * C + c] * nl]
             else:
                 for l in range(L):
                     ut[l * nl] = 0.0
@@ -676,18 +710,31 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
         q.counts[k] = 0.0
     if T_max > 1:
         skfcrf_lane_counts(row_ptr, by_row, L, alpha, w, T_max, q.counts)
-    # the marginals alpha * beta, each lane's into its own rows (s[b].alpha)
+    # the marginals alpha * beta, each lane's into its own rows (s[b].alpha); without
+    # couplings, each token's marginals minus the gold label's indicator go straight
+    # into the lane's own score gradient rows (_add_token_gradient's sums: no other
+    # lane touches them, so the order of the lanes does not matter)
     for t in range(T_max):
         for b in range(nl):
-            if run[b] and t < T[b]:
+            if run[b] and t < T[b] and coupled:
                 marg = s[b].alpha + t * L
                 for l in range(L):
                     marg[l] = alpha[t * row + l * nl + b] * beta[t * row + l * nl + b]
+            elif run[b] and t < T[b]:
+                drow = s[b].dscore + t * m.p.width + m.p.label_offset[c]
+                y = m.gold[(g0[b] + t) * C + c]
+                for l in range(L):
+                    a = alpha[t * row + l * nl + b] * beta[t * row + l * nl + b]
+                    if l == y:
+                        a = a - 1.0
+                    drow[l] += a
     # each lane's gradient, in _chain_term's order
     for b in range(nl):
         if not live[b]:
             continue
         if not run[b]:
+            if not coupled:
+                _fold_unaries(m, &s[b], c, g0[b], T[b])
             part[b] = _chain_term_log(m, &s[b], c, g0[b], T[b], grad)
             continue
         t = T[b] - 1
@@ -705,7 +752,7 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
         for k in range(L * L):
             counts[k] *= E[k]
         _add_tied_expected(m, c, counts, grad)
-        for t in range(T[b]):
+        for t in range(T[b] if coupled else 0):
             for l in range(L):
                 s[b].tmp[l] = s[b].alpha[t * L + l]
             _add_token_gradient(m, &s[b], c, g0[b], t, grad)
