@@ -363,6 +363,34 @@ def test_map_and_log_partition_in_one_sweep_equal_the_two_passes(sparse, n_threa
             assert log_z[s] == pytest.approx(logsumexp(scores), rel=1e-9, abs=1e-9)
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_forward_shifts_by_the_best_reachable_state(sparse):
+    """The forward pass shifts each token's scores by the best score of a state that
+    mass reaches: a state no allowed transition leads to, however high its score,
+    leaves the reachable ones their mass (log Z finite, the enumerated one; marginals
+    too), in every lane of a block and in the one-sweep decoding."""
+    rng = np.random.default_rng(2)
+    graph = Graph.build([3], [(0, 0, IN_CHAIN, 1)])
+    lengths = [3, 2, 4, 3, 1]
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    unary = rng.normal(size=(int(seq_ptr[-1]), 3))
+    pair = rng.normal(size=9)
+    pair[0 * 3 + 2] = -np.inf                   # label 2 never follows label 0
+    states = np.arange(3, dtype=np.int32)[:, None]
+    for start, T in zip(seq_ptr, lengths):
+        unary[start, 1:] = -np.inf              # every sequence starts with label 0
+        if T > 1:
+            unary[start + 1, 2] = 2000.0        # unreachable there, however high
+    log_z = joint_log_partition(graph, states, seq_ptr, unary, pair, 2, sparse)
+    node, z2 = joint_marginals(graph, states, seq_ptr, unary, pair, 2, sparse=sparse)
+    _, _, z3 = joint_map_and_log_partition(graph, states, seq_ptr, unary, pair, 2, sparse)
+    for s, (start, T) in enumerate(zip(seq_ptr, lengths)):
+        _, scores = enumerate_sequence(graph, unary, pair, start, T, states)
+        assert log_z[s] == pytest.approx(logsumexp(scores), abs=1e-9)
+        assert z2[s] == pytest.approx(log_z[s], abs=1e-9) and z3[s] == log_z[s]
+        if T > 1:
+            assert node[start + 1, 2] == 0.0 and node[start + 1].sum() == pytest.approx(1.0)
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_marginals_into_out_overwrite_whatever_it_held(sparse):
     """``out`` receives the node marginals, every entry written: an array full of
     NaN (empty sequences, ones with no allowed labelling) gives what a new one

@@ -90,9 +90,9 @@ import numpy as np
 
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
-                       skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
-                       skfcrf_lane_scale, skfcrf_lane_sums, skfcrf_lane_tree_max,
-                       skfcrf_lane_tree_sum)
+                       skfcrf_lane_best, skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
+                       skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
+                       skfcrf_lane_tree_max, skfcrf_lane_tree_sum, skfcrf_lane_weigh)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -441,9 +441,10 @@ cdef void _single_transition_counts(Py_ssize_t S, Py_ssize_t n, const float* alp
         counts[i] += scratch[i]
 
 
-cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
-    """``phi[s]``: the score of every state at global token ``g`` (the tied couplings'
-    share precomputed, :meth:`JointTables.tables`)."""
+cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi,
+                        Py_ssize_t stride=1) noexcept nogil:
+    """``phi[s * stride]``: the score of every state at global token ``g`` (the tied
+    couplings' share precomputed, :meth:`JointTables.tables`)."""
     cdef Py_ssize_t s, c, k, C = tb.C
     cdef const int* ui
     cdef const int* ci
@@ -455,7 +456,7 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept no
         v = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
         for c in range(C):
             v += u[ui[c]]
-        phi[s] = v
+        phi[s * stride] = v
     if not tb.any_untied:
         return
     for k in range(tb.K):
@@ -464,7 +465,7 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept no
         P = _coupling_matrix(tb, k, g)
         ci = tb.cpl_index + k * tb.S
         for s in range(tb.S):
-            phi[s] += P[ci[s]]
+            phi[s * stride] += P[ci[s]]
 
 
 cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
@@ -545,9 +546,9 @@ cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long lon
                                const ViterbiWork* v, double* scores) noexcept nogil:
     """Token ``t``'s max-plus step of :func:`_viterbi_lanes`' lanes: ``delta`` of token
     ``t`` from token ``t - 1``'s, ``-inf`` in the lanes past their end.  ``scores``:
-    NULL, or where to leave the running lanes' state scores (lane ``b``'s ``S`` at
-    ``scores + b * S``) for the caller (:func:`_decode_lanes`)."""
-    cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b
+    NULL, or where to leave the running lanes' state scores (``S x SKFCRF_LANES``,
+    interleaved) for the caller (:func:`_decode_lanes`)."""
+    cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b, stride
     cdef double* delta = v.delta
     cdef double* best = v.best
     cdef double* phi
@@ -560,14 +561,15 @@ cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long lon
             for s in range(S):
                 delta[t * row + s * nl + b] = -INFINITY
             continue
-        phi = v.phi if scores == NULL else scores + b * S
-        _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
+        phi = v.phi if scores == NULL else scores + b
+        stride = 1 if scores == NULL else nl
+        _state_scores(tb, seq_ptr[seqs[b]] + t, phi, stride)
         if t == 0:
             for s in range(S):
-                delta[s * nl + b] = phi[s]
+                delta[s * nl + b] = phi[s * stride]
         else:
             for s in range(S):
-                delta[t * row + s * nl + b] = phi[s] + best[s * nl + b]
+                delta[t * row + s * nl + b] = phi[s * stride] + best[s * nl + b]
 
 
 cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long long* seq_ptr,
@@ -1112,18 +1114,21 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
                                double* given) noexcept nogil:
     """Token ``t``'s scaled forward step of :func:`_fb_lanes`' lanes (``T``: their
     lengths, 0 past the block): the product of token ``t - 1``'s ``alpha`` (1 at the
-    first token), each running lane weighed by its state scores (:func:`_weigh_scores`;
-    ``f.log_z`` and ``f.norm`` updated), then ``alpha`` and ``psi`` of token ``t``
-    (zero in the lanes not running).  ``given``: the lanes' state scores, lane ``b``'s
-    ``S`` at ``given + b * S`` (overwritten), computed by the caller
-    (:func:`_decode_lanes`); NULL: computed here."""
+    first token), then every running lane weighed by its state scores as
+    :func:`_weigh_scores` weighs one sequence, as vector operations over the lanes
+    (``skfcrf_lane_best``, ``skfcrf_lane_shift``, ``exp_shifted``,
+    ``skfcrf_lane_weigh``: each lane's arithmetic in its order; ``f.log_z`` and
+    ``f.norm`` updated), then ``alpha`` and ``psi`` of token ``t`` (zero in the lanes
+    not running).  ``given``: the lanes' state scores (``S x SKFCRF_LANES``,
+    interleaved; overwritten), computed by the caller (:func:`_decode_lanes`); NULL:
+    computed here."""
     cdef Py_ssize_t S = tb.S, s, b, nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
     cdef double scale[SKFCRF_LANES]
-    cdef double m, m_all, total
+    cdef double best[SKFCRF_LANES]
+    cdef double total[SKFCRF_LANES]
     cdef double* tmp = f.tmp                       # S x lanes: the product's result
-    cdef double* phi
-    cdef double* phis = f.lane_m                   # S x lanes: the lanes' exp-shifted scores
+    cdef double* phis = f.lane_m if given == NULL else given   # S x lanes: the scores
     cdef double* log_z = f.log_z
     if t == 0:
         for s in range(row_len):
@@ -1131,32 +1136,39 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
     else:
         _lane_step(tr, S, f.alpha + (t - 1) * row_len, tmp, True, NULL, NULL, f)
     for b in range(nl):
-        on[b] = 0
+        on[b] = 0 if t >= T[b] or log_z[b] == -INFINITY else -1     # no mass either way
+        best[b], total[b] = -INFINITY, 0.0
+        if not on[b]:
+            for s in range(S):
+                phis[s * nl + b] = 0.0
+        elif given == NULL:
+            _state_scores(tb, seq_ptr[seqs[b]] + t, phis + b, nl)
+    # exp(score - the best reachable state's score), zero where no mass comes in
+    skfcrf_lane_best(S, tmp, phis, best)
+    for b in range(nl):
+        if not on[b] or best[b] == -INFINITY:
+            best[b] = 0.0                       # the lane's total is then 0 (or not kept)
+    skfcrf_lane_shift(S, phis, best, phis)
+    exp_shifted(phis, 0.0, phis, <int> row_len)
+    skfcrf_lane_weigh(S, tmp, phis, total)
+    for b in range(nl):
         scale[b] = 1.0
-        if t >= T[b] or log_z[b] == -INFINITY:  # no mass either way
+        if not on[b]:
             continue
         if t > 0:
             log_z[b] += shift
-        if given == NULL:
-            phi = f.tmp + row_len                  # S: one lane's state scores
-            _state_scores(tb, seq_ptr[seqs[b]] + t, phi)
-        else:
-            phi = given + b * S
-        total = _weigh_scores(S, tmp + b, nl, phi, &m, &m_all)
-        for s in range(S):
-            phis[s * nl + b] = phi[s]
-        if not (total > 0):
+        on[b] = 0
+        if not (total[b] > 0):
             log_z[b] = -INFINITY
             continue
-        log_z[b] += m + log(total)
-        f.norm[t * nl + b] = total
+        log_z[b] += best[b] + log(total[b])
+        f.norm[t * nl + b] = total[b]
         on[b] = -1
-        scale[b] = total
+        scale[b] = total[b]
     # alpha = tmp / total and psi = the scores, zero below NEGLIGIBLE of the
     # token's mass (as in _fb_block) and in the lanes not running
     skfcrf_lane_normalize(S, tmp, phis, scale, on, NEGLIGIBLE, f.alpha + t * row_len,
                           f.psi + t * row_len)
-
 
 cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,

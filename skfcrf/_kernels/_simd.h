@@ -52,7 +52,8 @@
  *    chain-wise kernel's expected transition counts over interleaved lanes;
  *    skfcrf_lane_reach, skfcrf_lane_shift, skfcrf_lane_weigh, skfcrf_lane_clear: its
  *    elementwise steps (each lane's arithmetic and order as in the one-sequence
- *    loops).
+ *    loops); skfcrf_lane_best, with the shift and the weighing, the joint
+ *    forward-backward's.
  *    skfcrf_lane_tree_sum: the grouped transition form's projection tree, lanes
  *    interleaved; skfcrf_lane_normalize, skfcrf_lane_scale: the forward-backward's
  *    elementwise steps over the lanes; skfcrf_lane_maxplus, skfcrf_lane_tree_max: the
@@ -757,6 +758,26 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_reach(
         m = (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
     }
     memcpy(mx, &m, sizeof m);
+}
+
+/* skfcrf_lane_best: best[b] becomes the largest phi[s, b] over the states whose
+   incoming mass tmp[s, b] is positive, from its value on entry, in ascending order of
+   s -- the one-sequence loop's comparisons (_joint.pyx's _weigh_scores; a NaN never
+   wins). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_best(
+    long S, const double *tmp, const double *phi, double *best)
+{
+    long s;
+    const skfcrf_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    skfcrf_v4d m;
+    memcpy(&m, best, sizeof m);
+    for (s = 0; s < S; s++) {
+        const skfcrf_v4d t = SKFCRF_LD4(tmp + s * SKFCRF_LANES);
+        const skfcrf_v4d v = SKFCRF_LD4(phi + s * SKFCRF_LANES);
+        const skfcrf_v4i take = (t > zero) & (v > m);
+        m = (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+    }
+    memcpy(best, &m, sizeof m);
 }
 
 /* skfcrf_lane_shift: out[l, b] = u[l, b] - mx[b] (then exp'd: psi). */
