@@ -762,8 +762,8 @@ cdef void _decode_lanes(const Tables* tb, const Trans* tr_max, const Trans* tr_s
                         int* labels, double* score, double* log_z) noexcept nogil:
     """:func:`_viterbi_lanes` (``tr_max``) and the forward pass of :func:`_fb_lanes`
     (``tr_sum``) of one block in one sweep over its tokens: each token's Viterbi step
-    leaves the lanes' state scores in ``scores`` (``S x SKFCRF_LANES``, lane after
-    lane) and the forward step weighs with them.  Writes the ``B`` sequences' labels,
+    leaves the lanes' state scores in ``scores`` (``S x SKFCRF_LANES``, interleaved)
+    and the forward step weighs with them.  Writes the ``B`` sequences' labels,
     scores and ``log Z``."""
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef Py_ssize_t t, b, T_max = _lane_lengths(seq_ptr, seqs, B, T)
@@ -870,37 +870,30 @@ cdef void _single_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const flo
         out[i] = f.out32[i]
 
 
-cdef double _weigh_token(const Tables* tb, Py_ssize_t g, double* incoming, Py_ssize_t stride,
-                         double* phi, double* m, double* m_all) noexcept nogil:
+cdef double _weigh_token(const Tables* tb, Py_ssize_t g, double* incoming, double* phi,
+                         double* m, double* m_all) noexcept nogil:
     """The scaled forward step at global token ``g`` after the transition product, for
-    one sequence (of :func:`_fb_block`'s rows or :func:`_fb_lanes`' lanes):
-    ``incoming[s * stride]`` is state ``s``'s incoming mass (1 at the first token).
-    ``phi`` gets the state scores shifted by the best *reachable* state's score
-    ``m`` (so that the token's total cannot underflow however far apart the scores
-    are) and exponentiated, zero where no mass comes in; ``incoming`` is multiplied
-    by them.  Returns the token's total (0 when nothing is reachable); ``m_all`` is
-    the best score of any state."""
-    _state_scores(tb, g, phi)
-    return _weigh_scores(tb.S, incoming, stride, phi, m, m_all)
-
-
-cdef double _weigh_scores(Py_ssize_t S, double* incoming, Py_ssize_t stride, double* phi,
-                          double* m, double* m_all) noexcept nogil:
-    """:func:`_weigh_token` with the token's state scores given in ``phi`` (overwritten
-    as there)."""
-    cdef Py_ssize_t s
+    one of :func:`_fb_block`'s rows (the lanes: :func:`_lanes_forward_token`, the same
+    arithmetic across four sequences): ``incoming[s]`` is state ``s``'s incoming mass
+    (1 at the first token).  ``phi`` gets the state scores shifted by the best
+    *reachable* state's score ``m`` (so that the token's total cannot underflow however
+    far apart the scores are) and exponentiated, zero where no mass comes in;
+    ``incoming`` is multiplied by them.  Returns the token's total (0 when nothing is
+    reachable); ``m_all`` is the best score of any state."""
+    cdef Py_ssize_t s, S = tb.S
     cdef double total = 0.0, best = -INFINITY, best_all = -INFINITY
+    _state_scores(tb, g, phi)
     for s in range(S):
-        if incoming[s * stride] > 0.0 and phi[s] > best:
+        if incoming[s] > 0.0 and phi[s] > best:
             best = phi[s]
         if phi[s] > best_all:
             best_all = phi[s]
     if best != -INFINITY:
         exp_shifted(phi, best, phi, <int> S)
     for s in range(S):
-        if incoming[s * stride] > 0.0 and best != -INFINITY:
-            incoming[s * stride] *= phi[s]
-            total += incoming[s * stride]
+        if incoming[s] > 0.0 and best != -INFINITY:
+            incoming[s] *= phi[s]
+            total += incoming[s]
         else:
             phi[s] = 0.0                 # unreachable: no mass either way
     m[0] = best
@@ -983,7 +976,7 @@ cdef bint _fb_block(const Tables* tb, const Trans* tr, double shift, const long 
                 continue
             if t > 0:
                 log_z[b] += shift
-            total = _weigh_token(tb, seq_ptr[seqs[b]] + t, row, 1, phi, &m, &m_all)
+            total = _weigh_token(tb, seq_ptr[seqs[b]] + t, row, phi, &m, &m_all)
             if not (total > 0) or (single and log(total) + m - m_all < SINGLE_RANGE):
                 if single:
                     return False
@@ -1115,7 +1108,7 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
     """Token ``t``'s scaled forward step of :func:`_fb_lanes`' lanes (``T``: their
     lengths, 0 past the block): the product of token ``t - 1``'s ``alpha`` (1 at the
     first token), then every running lane weighed by its state scores as
-    :func:`_weigh_scores` weighs one sequence, as vector operations over the lanes
+    :func:`_weigh_token` weighs one sequence, as vector operations over the lanes
     (``skfcrf_lane_best``, ``skfcrf_lane_shift``, ``exp_shifted``,
     ``skfcrf_lane_weigh``: each lane's arithmetic in its order; ``f.log_z`` and
     ``f.norm`` updated), then ``alpha`` and ``psi`` of token ``t`` (zero in the lanes

@@ -762,7 +762,7 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_reach(
 
 /* skfcrf_lane_best: best[b] becomes the largest phi[s, b] over the states whose
    incoming mass tmp[s, b] is positive, from its value on entry, in ascending order of
-   s -- the one-sequence loop's comparisons (_joint.pyx's _weigh_scores; a NaN never
+   s -- the one-sequence loop's comparisons (_joint.pyx's _weigh_token; a NaN never
    wins). */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_best(
     long S, const double *tmp, const double *phi, double *best)
