@@ -279,26 +279,37 @@ cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ss
     return 0
 
 
+cdef inline void _fold_uncoupled(const Model* m, Py_ssize_t c, Py_ssize_t g,
+                                 const double* row, double* u,
+                                 Py_ssize_t stride) noexcept nogil:
+    """:func:`_fold_unaries` of one token ``g`` without the couplings (all of it for a
+    chain no coupling touches, :func:`_chain_coupled`): label ``l``'s score column of
+    ``row``, ``-inf`` where not allowed, into ``u[l * stride]``."""
+    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], l
+    for l in range(L):
+        u[l * stride] = row[off + l]
+    if m.has_allowed:
+        for l in range(L):
+            if not m.allowed[g * m.p.ltot + off + l]:
+                u[l * stride] = -INFINITY
+
+
 cdef void _fold_unaries(const Model* m, Scratch* s, Py_ssize_t c, Py_ssize_t g0,
                         Py_ssize_t T) noexcept nogil:
-    """u[t, l]: chain c's unary plus its couplings to the other chains' gold labels."""
-    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c]
+    """u[t, l]: chain c's unary plus its couplings to the other chains' gold labels
+    (``-inf`` where not allowed: the couplings' scores, never ``+inf``, keep it)."""
+    cdef Py_ssize_t L = m.p.n_labels[c]
     cdef Py_ssize_t t, l, e, stride, base
     cdef const double* row
     cdef double* u
     for t in range(T):
         row = s.scores + t * m.p.width
         u = s.u + t * L
-        for l in range(L):
-            u[l] = row[off + l]
+        _fold_uncoupled(m, c, g0 + t, row, u, 1)
         for e in range(m.p.n_edges):
             if _coupling_slot(m, c, e, g0 + t, &stride, &base):
                 for l in range(L):
                     u[l] += _edge_score(m, row, e, l * stride + base)
-        if m.has_allowed:
-            for l in range(L):
-                if not m.allowed[(g0 + t) * m.p.ltot + off + l]:
-                    u[l] = -INFINITY
 
 
 cdef int _chain_coupled(const Model* m, Py_ssize_t c) noexcept nogil:
@@ -312,20 +323,6 @@ cdef int _chain_coupled(const Model* m, Py_ssize_t c) noexcept nogil:
             return 1
     return 0
 
-
-cdef inline void _fold_uncoupled(const Model* m, Py_ssize_t c, Py_ssize_t g,
-                                 const double* row, double* u,
-                                 Py_ssize_t stride) noexcept nogil:
-    """:func:`_fold_unaries` of one token ``g`` of a chain no coupling touches
-    (:func:`_chain_coupled`): label ``l``'s score column of ``row``, ``-inf`` where
-    not allowed, into ``u[l * stride]``."""
-    cdef Py_ssize_t L = m.p.n_labels[c], off = m.p.label_offset[c], l
-    for l in range(L):
-        u[l * stride] = row[off + l]
-    if m.has_allowed:
-        for l in range(L):
-            if not m.allowed[g * m.p.ltot + off + l]:
-                u[l * stride] = -INFINITY
 
 cdef double _untied_transition(const Model* m, Scratch* s, Py_ssize_t c,
                                Py_ssize_t t) noexcept nogil:
