@@ -489,3 +489,27 @@ def test_single_precision_falls_back_where_it_would_lose_the_best_state(monkeypa
     np.testing.assert_allclose(log_z, log_z64, rtol=1e-6)
     np.testing.assert_allclose(node, node64, atol=1e-5)
     np.testing.assert_allclose(pairs, pairs64, rtol=1e-4, atol=1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 2**31 - 1), st.floats(0.0, 1.0))
+def test_allowed_pairs_log_sum_exps_equal_dense_ones(S, seed, p_forbidden):
+    """The log-domain fallback's steps over the allowed pairs alone equal scipy's
+    log-sum-exp over the dense ``S x S`` matrix with ``-inf`` where forbidden: states
+    without an allowed pair, and runs whose messages are all ``-inf``, give ``-inf``."""
+    from skfcrf._kernels.states import _AllowedPairs
+
+    rng = np.random.default_rng(seed)
+    trans = np.where(rng.random((S, S)) < p_forbidden, -np.inf, rng.normal(scale=30, size=(S, S)))
+    msg = np.where(rng.random(S) < 0.3, -np.inf, rng.normal(scale=500, size=S))
+    allowed = _AllowedPairs(trans)
+    assert len(allowed.src) == np.isfinite(trans).sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        into = logsumexp(msg[:, None] + trans, axis=0)
+        out_of = logsumexp(trans + msg[None, :], axis=1)
+        got_into = allowed.into_targets(msg[allowed.src] + allowed.val)
+        got_out = allowed.from_sources(allowed.val + msg[allowed.dst])
+    for got, ref in ((got_into, into), (got_out, out_of)):
+        np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))
+        finite = np.isfinite(ref)
+        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-12, atol=1e-9)
