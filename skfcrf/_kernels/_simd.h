@@ -613,11 +613,18 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_sums(
    step of the joint Viterbi over lanes.  Four running maxima per row (entries k, k+1, k+2,
    k+3): one running maximum is a latency chain; a maximum does not depend on the order,
    so every lane's result is that of its own sequence alone. */
+static inline __attribute__((always_inline)) skfcrf_v4d skfcrf_v4_select(skfcrf_v4i take,
+                                                                         skfcrf_v4d v,
+                                                                         skfcrf_v4d m)
+{
+    /* v in the lanes of the all-ones mask take, m elsewhere (bitwise: no rounding) */
+    return (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+}
+
 static inline __attribute__((always_inline)) skfcrf_v4d skfcrf_v4_max(skfcrf_v4d v,
                                                                       skfcrf_v4d m)
 {
-    const skfcrf_v4i take = v > m;
-    return (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+    return skfcrf_v4_select(v > m, v, m);
 }
 
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_maxplus(
@@ -755,7 +762,7 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_reach(
         const skfcrf_v4i kept = ~(t * big < lim);
         const skfcrf_v4i take = kept & (v > m);
         SKFCRF_ST4(tmp + l * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)t & kept));
-        m = (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+        m = skfcrf_v4_select(take, v, m);
     }
     memcpy(mx, &m, sizeof m);
 }
@@ -775,7 +782,7 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_best(
         const skfcrf_v4d t = SKFCRF_LD4(tmp + s * SKFCRF_LANES);
         const skfcrf_v4d v = SKFCRF_LD4(phi + s * SKFCRF_LANES);
         const skfcrf_v4i take = (t > zero) & (v > m);
-        m = (skfcrf_v4d)(((skfcrf_v4i)v & take) | ((skfcrf_v4i)m & ~take));
+        m = skfcrf_v4_select(take, v, m);
     }
     memcpy(best, &m, sizeof m);
 }
@@ -806,8 +813,7 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_weigh(
         const skfcrf_v4d p = SKFCRF_LD4(psi + l * SKFCRF_LANES);
         const skfcrf_v4i pos = t > zero;
         const skfcrf_v4d x = t * p;
-        SKFCRF_ST4(tmp + l * SKFCRF_LANES, (skfcrf_v4d)(((skfcrf_v4i)x & pos)
-                                                        | ((skfcrf_v4i)t & ~pos)));
+        SKFCRF_ST4(tmp + l * SKFCRF_LANES, skfcrf_v4_select(pos, x, t));
         SKFCRF_ST4(psi + l * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)p & pos));
         tot = tot + (skfcrf_v4d)((skfcrf_v4i)x & pos);
     }
