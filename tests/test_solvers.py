@@ -173,6 +173,23 @@ def test_online_lbfgs_reports_a_rising_loss_as_divergence_with_the_best_weights(
     assert 0.5 * float((result.coef - 1) @ (result.coef - 1)) <= min(monitor.history) + 1e-12
 
 
+def test_online_lbfgs_compares_the_first_epochs_with_the_starting_loss():
+    # one sequence per batch and a first step far too long: the first epoch's later
+    # batches blow the loss up, and the next epochs fall back only slowly.  Measured
+    # against the first epoch alone, the fall looked like progress (issue 29's
+    # dictation fit: loss about 1e6 at the start, 2.7e9 after one epoch, no warning)
+    start = _Quadratic(a=1000.0)
+    start_loss = start.loss_gradient(np.zeros(1))[0]
+    monitor = ConvergenceMonitor()
+    result = OnlineLBFGS(max_iter=5, batch_size=1, eta0=0.1, epsilon=30.0,
+                         random_state=np.random.RandomState(0)).solve(
+        _Quadratic(a=1000.0), np.zeros(1), monitor)
+    assert monitor.history[0] > 1e3 * start_loss and monitor.history[1] < monitor.history[0]
+    assert result.diverged and not result.converged
+    assert "starting weights" in result.message and result.n_iter == 2
+    np.testing.assert_array_equal(result.coef, np.zeros(1))
+
+
 def test_online_lbfgs_stops_at_a_non_finite_loss_with_the_last_finite_weights():
     result = OnlineLBFGS(max_iter=10, batch_size=8, random_state=np.random.RandomState(0)).solve(
         _Quadratic(nan_after=5), np.zeros(2), ConvergenceMonitor())

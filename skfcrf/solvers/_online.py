@@ -23,10 +23,14 @@ class OnlineLBFGS:
 
     Divergence is detected and reported, never taken for convergence: a
     non-finite batch loss or weight stops at once with the last weights whose
-    loss was finite, and an epoch loss that exceeds the best epoch's by more
+    loss was finite, and an epoch loss that exceeds the best so far by more
     than ``divergence`` times its magnitude, twice in a row, stops with the
     weights the best epoch started from (its loss was measured along the epoch
-    from them); either returns ``converged=False, diverged=True``.
+    from them); either returns ``converged=False, diverged=True``.  The best so
+    far starts as the loss of the starting weights over all the sequences (one
+    evaluation before the first epoch), so steps that blow the loss up in the
+    first epoch are caught too, not taken as the reference the next epochs
+    improve on.
 
     Parameters
     ----------
@@ -103,7 +107,10 @@ class OnlineLBFGS:
         n_seq = objective.batch.n_sequences
         size = min(self.batch_size, n_seq)
         theta = last_finite = theta0
-        best, best_theta = np.inf, theta0
+        best, best_theta = objective.loss_gradient(theta0)[0], theta0
+        if not np.isfinite(best):      # the first batch with such a loss stops the run
+            best = np.inf
+        described = "the starting weights' loss"
         stalls = rises = 0
         for epoch in range(self.max_iter):
             order = rng.permutation(n_seq)
@@ -125,8 +132,8 @@ class OnlineLBFGS:
                 if rises >= 2:
                     return self._diverged(
                         best_theta, epoch + 1,
-                        f"the epoch loss rose from {best:.6g} to {epoch_loss:.6g}; the weights "
-                        "are those the best epoch started from")
+                        f"the epoch loss rose from {described} {best:.6g} to "
+                        f"{epoch_loss:.6g}; the weights are those that loss was measured from")
             elif epoch_loss > best - self.tol * max(abs(best), 1.0):
                 stalls += 1
                 rises = 0
@@ -137,6 +144,7 @@ class OnlineLBFGS:
                 stalls = rises = 0
             if epoch_loss < best:         # the epoch's loss was measured from its start
                 best, best_theta = epoch_loss, start
+                described = f"epoch {epoch + 1}'s"
         return SolverResult(theta, self.max_iter, False,
                             f"stopped at max_iter={self.max_iter} epochs", at_max_iter=True)
 
