@@ -11,6 +11,14 @@ gold labelling has probability 0 (``log_prob == -inf``).
     python benchmarks/bench_calibration.py --task conll --n-train 2000 --n-test 500
     python benchmarks/bench_calibration.py --task dictations --calibration none temperature \
         --random-state 0
+    python benchmarks/bench_calibration.py --task conll --n-test 2012 \
+        --forbidden-transitions auto backoff none --bootstrap 2000
+
+``--bootstrap N``: for every model after the first, the difference of its chunk F1
+(``conll``) or joint accuracy (``dictations``) to the first model's, with a 95% interval
+from ``N`` paired bootstrap resamples of the test sequences.  Test sequences with a
+label never seen in training have no ``log_prob``; the share of impossible gold
+labellings leaves them out and says how many.
 
 ``--calibration temperature`` fits ``FactorialCRF(calibration="temperature")``
 (``calibration_cv`` from ``--calibration-cv``, the folds from
@@ -90,6 +98,34 @@ def data(task, n_train, n_test):
     return both[:len(Xtr)], ytr, both[len(Xtr):], yte, {}
 
 
+def sequence_counts(task, y, pred):
+    """``(n, 3)``: per test sequence, the matched, reference and predicted chunks
+    (``conll``) or the jointly right tokens and the tokens twice (``dictations``), so
+    that ``2 * a / (b + c)`` of the summed rows is chunk F1 or joint accuracy."""
+    if task == "conll":
+        from skfcrf.metrics import segment_counts
+        rows = []
+        for s, p in zip(y, pred):
+            counts = segment_counts([[t[1] for t in s]], [list(p[:, 1])])
+            true, guessed, right = (sum(c[i] for c in counts.values()) for i in range(3))
+            rows.append((right, true, guessed))
+        return np.array(rows, dtype=float)
+    right = [float(np.sum(np.all(np.asarray(s, dtype=object) == p, axis=1))) for s, p in zip(y, pred)]
+    n = [float(len(s)) for s in y]
+    return np.column_stack([right, n, n])
+
+
+def paired_bootstrap(counts_a, counts_b, n_resamples, random_state=0):
+    """``a - b`` of the score ``2 * sum(right) / (sum(reference) + sum(predicted))`` and
+    its 95% interval over ``n_resamples`` resamples of the sequences (the same for both)."""
+    def score(c):
+        return 2 * c[..., 0].sum(-1) / (c[..., 1].sum(-1) + c[..., 2].sum(-1))
+    rng = np.random.default_rng(random_state)
+    idx = rng.integers(0, len(counts_a), (n_resamples, len(counts_a)))
+    diffs = score(counts_a[idx]) - score(counts_b[idx])
+    return score(counts_a) - score(counts_b), *np.percentile(diffs, [2.5, 97.5])
+
+
 def timed_fit(model, X, y):
     """Fit ``model`` with its warnings silenced; the seconds it took."""
     t0 = time.perf_counter()
@@ -137,8 +173,10 @@ def main():
                     choices=("none", "temperature"))
     ap.add_argument("--calibration-cv", type=int, default=4)
     ap.add_argument("--random-state", type=int, default=None)
+    ap.add_argument("--bootstrap", type=int, default=0)
     args = ap.parse_args()
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    first = None
     for forbidden, calibration in [(f, c) for f in args.forbidden_transitions
                                    for c in args.calibration]:
         crf = FactorialCRF(n_jobs=args.n_jobs,
@@ -154,7 +192,13 @@ def main():
         t0 = time.perf_counter()
         pred = crf.predict(Xte)
         decode = time.perf_counter() - t0
-        impossible = float(np.mean(np.isneginf(crf.log_prob(Xte, yte))))
+        known = [i for i, s in enumerate(yte)
+                 if all(np.isin(np.asarray(s, dtype=object)[:, c], crf.classes_[c]).all()
+                        for c in range(crf.n_chains_))]
+        impossible = float(np.mean(np.isneginf(
+            crf.log_prob([Xte[i] for i in known], [yte[i] for i in known]))))
+        unknown = (f" ({len(yte) - len(known)} with labels never seen in training left out)"
+                   if len(known) < len(yte) else "")
         ece = chain_ece(crf, Xte, yte)
         chunks = ""
         if args.task == "conll":
@@ -162,6 +206,14 @@ def main():
             f1 = chunk_f1([[t[1] for t in s] for s in yte], [list(s[:, 1]) for s in pred])
             chunks = f"  chunk F1 {f1:.4f}"
         extra = ""
+        if args.bootstrap:
+            counts = sequence_counts(args.task, yte, pred)
+            if first is None:
+                first = forbidden, counts
+            else:
+                diff, low, high = paired_bootstrap(counts, first[1], args.bootstrap)
+                extra += (f"  {'chunk F1' if args.task == 'conll' else 'joint'} - "
+                          f"{first[0]}'s {diff:+.4f} [{low:+.4f}, {high:+.4f}]")
         if calibration != "none":
             temperatures = crf.marginal_temperatures_
             crf.marginal_temperatures_ = np.ones(crf.n_chains_)
@@ -172,7 +224,7 @@ def main():
         print(f"{args.task} forbidden_transitions={forbidden} calibration={calibration}: "
               f"joint {joint_accuracy(yte, pred):.4f}{chunks}"
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
-              f"  gold impossible {impossible:.1%}  fit {fit:.1f} s  decode {decode:.2f} s"
+              f"  gold impossible {impossible:.1%}{unknown}  fit {fit:.1f} s  decode {decode:.2f} s"
               + extra, flush=True)
 
 
