@@ -110,9 +110,9 @@ def sequence_counts(task, y, pred):
             true, guessed, right = (sum(c[i] for c in counts.values()) for i in range(3))
             rows.append((right, true, guessed))
         return np.array(rows, dtype=float)
-    right = [float(np.sum(np.all(np.asarray(s, dtype=object) == p, axis=1))) for s, p in zip(y, pred)]
-    n = [float(len(s)) for s in y]
-    return np.column_stack([right, n, n])
+    from skfcrf.metrics import sequence_scores
+    n = np.array([len(s) for s in y], dtype=float)
+    return np.column_stack([sequence_scores(y, pred, joint_accuracy) * n, n, n])
 
 
 def paired_bootstrap(counts_a, counts_b, n_resamples, random_state=0):

@@ -177,7 +177,7 @@ def test_online_lbfgs_compares_the_first_epochs_with_the_starting_loss():
     # one sequence per batch and a first step far too long: the first epoch's later
     # batches blow the loss up, and the next epochs fall back only slowly.  Measured
     # against the first epoch alone, the fall looked like progress (issue 29's
-    # dictation fit: loss about 1e6 at the start, 2.7e9 after one epoch, no warning)
+    # dictation fit: loss 4.3e5 at the start, 2.6e9 after one epoch, no warning)
     start = _Quadratic(a=1000.0)
     start_loss = start.loss_gradient(np.zeros(1))[0]
     monitor = ConvergenceMonitor()
