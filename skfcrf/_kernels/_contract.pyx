@@ -472,6 +472,18 @@ def dense_rows(feat_ptr, ent_col, occurrences=None):
     return of, slot, base
 
 
+def block_accumulators(workspace, shape):
+    """An uninitialised float64 array of ``shape`` for the blocks' accumulators:
+    ``workspace``'s (a dict the caller keeps between calls, or None) if it holds one
+    of that shape, else a new one, left there for the next call."""
+    if workspace is None:
+        return np.empty(shape)
+    arr = workspace.get("block_rows")
+    if arr is None or arr.shape != shape:
+        arr = workspace["block_rows"] = np.empty(shape)
+    return arr
+
+
 def summed_rows(block_rows):
     """The rows of ``block_rows`` (one per block) added in order (the same sum for
     every thread count)."""

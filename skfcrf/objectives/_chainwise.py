@@ -68,6 +68,7 @@ class ChainTerms:
         self.occurrences = np.bincount(batch.X.tocsr().indices, minlength=self.layout.n_features)
         self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col, self.occurrences)
         self._table_cache = None
+        self._workspace = {}    # the kernel's gradient accumulators, kept between calls
 
     def losses_gradient(self, theta, n_threads, chains=None, couplings=True):
         """Per chain its loss summed over the batch (``(n_chains,)``) and the gradient
@@ -89,7 +90,8 @@ class ChainTerms:
         # would only oversubscribe the cores
         with single_blas_thread():
             losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
-                                               self.allowed, chain_on, dense, couplings)
+                                               self.allowed, chain_on, dense, couplings,
+                                               self._workspace)
         if reduced:
             full = np.zeros(layout.n_params)
             full[entries] = grad[:len(entries)]
