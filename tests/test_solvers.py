@@ -316,3 +316,56 @@ def test_bad_olbfgs_options_raise(options, named):
     X, y = sequences()
     with pytest.raises(ValueError, match=named):
         FactorialCRF(solver="olbfgs", max_iter=2, solver_options=options).fit(X, y)
+
+
+def _bfgs_inverse_hessian(pairs, scale):
+    """The L-BFGS inverse-Hessian estimate as a dense matrix: BFGS updates of
+    ``scale * I`` by the pairs, oldest first (Nocedal & Wright, eq. 7.19)."""
+    n = len(pairs[0][0])
+    H = scale * np.eye(n)
+    for s, y in pairs:
+        rho = 1.0 / (y @ s)
+        V = np.eye(n) - rho * np.outer(y, s)
+        H = V.T @ H @ V + rho * np.outer(s, s)
+    return H
+
+
+@pytest.mark.parametrize("memory", [1, 3])
+def test_curvature_pairs_direction_is_minus_the_bfgs_inverse_hessian_times_g(memory):
+    from skfcrf.solvers._lbfgs import CurvaturePairs, two_loop
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    A = A @ A.T + 6 * np.eye(6)             # a convex quadratic's Hessian: s.y > 0
+    pairs = CurvaturePairs(memory)
+    kept = []
+    for _ in range(5):
+        s = rng.normal(size=6)
+        y = A @ s
+        pairs.add(s, y)
+        kept = (kept + [(s, y)])[-memory:]
+    assert len(pairs) == memory
+    g = rng.normal(size=6)
+    g_before = g.copy()
+    scale = (kept[-1][0] @ kept[-1][1]) / (kept[-1][1] @ kept[-1][1])
+    expected = -_bfgs_inverse_hessian(kept, scale) @ g
+    np.testing.assert_allclose(pairs.direction(g), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(-two_loop(g, [s for s, _ in kept], [y for _, y in kept], scale),
+                               expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(g, g_before)          # the recursion works on a copy
+    pairs.clear()
+    assert not pairs
+
+
+def test_axpy_updates_in_place_and_refuses_what_it_cannot_update():
+    from skfcrf._blas import axpy
+
+    y = np.arange(4.0)
+    axpy(np.ones(4), y, 2.0)
+    np.testing.assert_array_equal(y, [2.0, 3.0, 4.0, 5.0])
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        axpy(np.ones(2), np.arange(4.0)[::2], 1.0)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        axpy(np.ones(4), np.arange(4), 1.0)
+    with pytest.raises(ValueError, match="shape"):
+        axpy(np.ones(3), np.zeros(4), 1.0)

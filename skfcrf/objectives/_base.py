@@ -3,6 +3,8 @@ of an objective to some of its weights.
 """
 import numpy as np
 
+from skfcrf._blas import axpy
+
 __all__ = ["Objective", "Restricted"]
 
 
@@ -83,8 +85,11 @@ class Objective:
         """Penalised loss and gradient at ``theta`` (what the solvers minimise)."""
         loss, grad = self.data_loss_gradient(theta)
         inv_var = self.inv_var
-        return (self.scale * loss + 0.5 * inv_var * (theta @ theta),
-                self.scale * grad + inv_var * theta)
+        theta = np.asarray(theta, dtype=np.float64)
+        grad = np.multiply(grad, self.scale, dtype=np.float64)  # a new array: ours to update
+        if inv_var:
+            axpy(theta, grad, inv_var)
+        return self.scale * loss + 0.5 * inv_var * (theta @ theta), grad
 
     def _options(self):
         """Keyword arguments that rebuild this objective over another batch."""

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from skfcrf.solvers._lbfgs import two_loop
+from skfcrf.solvers._lbfgs import CurvaturePairs
 from skfcrf.solvers._monitor import SolverResult
 
 __all__ = ["BlockObjective", "BlockLBFGS"]
@@ -99,7 +99,7 @@ class BlockLBFGS:
         caps = self.block_iterations(objective)
         theta = np.array(theta0, dtype=np.float64)
         f, g = objective.block_losses_gradient(theta)
-        pairs = [([], []) for _ in range(n_blocks)]
+        pairs = [CurvaturePairs(self.memory) for _ in range(n_blocks)]
         active = np.array([np.abs(g[blk]).max(initial=0.0) > self.tol for blk in blocks])
         failed = np.zeros(n_blocks, dtype=bool)
         capped = np.zeros(n_blocks, dtype=bool)
@@ -112,16 +112,14 @@ class BlockLBFGS:
             directions, steps, slopes = {}, np.zeros(n_blocks), np.zeros(n_blocks)
             for b in np.flatnonzero(active):
                 gb = g[blocks[b]]
-                s_list, y_list = pairs[b]
-                if s_list:
-                    d = -two_loop(gb, s_list, y_list, (s_list[-1] @ y_list[-1])
-                                  / (y_list[-1] @ y_list[-1]))
+                if pairs[b]:
+                    d = pairs[b].direction(gb)
                     steps[b] = 1.0
                 else:
                     d = -gb
                     steps[b] = 1.0 / max(np.linalg.norm(gb), 1e-300)
                 if not gb @ d < 0:                     # not a descent direction: restart
-                    s_list.clear(), y_list.clear()
+                    pairs[b].clear()
                     d = -gb
                     steps[b] = 1.0 / max(np.linalg.norm(gb), 1e-300)
                 directions[b], slopes[b] = d, gb @ d
@@ -152,11 +150,9 @@ class BlockLBFGS:
             for b in np.flatnonzero(active):
                 blk = blocks[b]
                 s_vec, y_vec = trial[blk] - theta[blk], g_new[blk] - g[blk]
-                if s_vec @ y_vec > 1e-10 * (s_vec @ s_vec):
-                    s_list, y_list = pairs[b]
-                    s_list.append(s_vec), y_list.append(y_vec)
-                    if len(s_list) > self.memory:
-                        s_list.pop(0), y_list.pop(0)
+                sy = float(s_vec @ y_vec)
+                if sy > 1e-10 * (s_vec @ s_vec):
+                    pairs[b].add(s_vec, y_vec, sy)
                 reduction = (f[b] - f_new[b]) / max(abs(f[b]), abs(f_new[b]), 1.0)
                 if reduction <= self.tol or np.abs(g_new[blk]).max(initial=0.0) <= self.tol:
                     active[b] = False

@@ -12,6 +12,7 @@ iteration, 10% of the training time (``benchmarks/ab_lbfgs.py``).
 
 import numpy as np
 
+from skfcrf._blas import axpy
 from skfcrf.solvers._monitor import SolverResult
 
 try:    # More and Thuente's search, as L-BFGS-B runs it (not public in scipy)
@@ -19,28 +20,69 @@ try:    # More and Thuente's search, as L-BFGS-B runs it (not public in scipy)
 except ImportError:                     # pragma: no cover - a scipy without it
     _more_thuente = None                # backtracking then (_backtracking)
 
-__all__ = ["LBFGS", "two_loop"]
+__all__ = ["CurvaturePairs", "LBFGS", "two_loop"]
 
 #: L-BFGS-B's line search constants: sufficient decrease, curvature, interval tolerance,
 #: largest step.
 LINE_SEARCH = dict(c1=1e-3, c2=0.9, xtol=0.1, amin=0.0, amax=1e10)
 
 
-def two_loop(g, s_list, y_list, scale):
+def two_loop(g, s_list, y_list, scale, rhos=None):
     """``H g`` for the L-BFGS inverse-Hessian estimate ``H`` of the pairs ``(s, y)``
-    (oldest first) with initial matrix ``scale * I`` (Nocedal & Wright, Alg. 7.4)."""
+    (oldest first) with initial matrix ``scale * I`` (Nocedal & Wright, Alg. 7.4).
+
+    ``rhos`` (optional): each pair's ``1 / (y . s)``, computed here when not given.
+    The updates run in place (BLAS ``axpy``): one pass over a pair's vector each,
+    without temporaries, which matters at a million weights."""
+    if rhos is None:
+        rhos = [1.0 / (y @ s) for s, y in zip(s_list, y_list)]
     q = np.array(g, dtype=np.float64)
     alphas = []
-    for s, y in zip(reversed(s_list), reversed(y_list)):
-        rho = 1.0 / (y @ s)
+    for s, y, rho in zip(reversed(s_list), reversed(y_list), reversed(rhos)):
         a = rho * (s @ q)
-        alphas.append((a, rho))
-        q -= a * y
-    r = scale * q
-    for (s, y), (a, rho) in zip(zip(s_list, y_list), reversed(alphas)):
-        b = rho * (y @ r)
-        r += (a - b) * s
-    return r
+        alphas.append(a)
+        axpy(y, q, -a)
+    q *= scale
+    for s, y, rho, a in zip(s_list, y_list, rhos, reversed(alphas)):
+        axpy(s, q, a - rho * (y @ q))
+    return q
+
+
+class CurvaturePairs:
+    """The last ``memory`` L-BFGS pairs ``(s, y)`` and the direction they give.
+
+    Keeps each pair's ``1 / (s . y)`` and the newest pair's initial scaling
+    ``s . y / y . y``, so that :meth:`direction` computes no dot product twice.
+    The solvers decide which pairs to keep (:meth:`add`); all of them share
+    this one recursion.
+    """
+
+    def __init__(self, memory):
+        self.memory = int(memory)
+        self.s, self.y, self.rho = [], [], []
+        self.scale = 1.0
+
+    def __len__(self):
+        return len(self.s)
+
+    def clear(self):
+        self.s, self.y, self.rho = [], [], []
+
+    def add(self, s, y, sy=None, yy=None):
+        """Keep the pair (forgetting the oldest beyond ``memory``); ``sy = s . y`` and
+        ``yy = y . y`` when the caller has them."""
+        sy = float(s @ y) if sy is None else sy
+        yy = float(y @ y) if yy is None else yy
+        self.s.append(s), self.y.append(y), self.rho.append(1.0 / sy)
+        if len(self.s) > self.memory:
+            del self.s[0], self.y[0], self.rho[0]
+        self.scale = sy / yy
+
+    def direction(self, g):
+        """``-H g`` (the two-loop recursion over the kept pairs); needs at least one."""
+        d = two_loop(g, self.s, self.y, self.scale, self.rho)
+        d *= -1.0
+        return d
 
 
 class _TooManyEvaluations(Exception):
@@ -66,7 +108,8 @@ class _LineFunction:
             if self.n_evaluations >= self.budget:
                 raise _TooManyEvaluations
             self.n_evaluations += 1
-            x = self.theta + alpha * self.d
+            x = self.d * alpha
+            x += self.theta
             f, g = self.objective.loss_gradient(x)
             self.alpha, self.x, self.f = alpha, x, float(f)
             self.g = np.asarray(g, dtype=np.float64)
@@ -161,21 +204,20 @@ class LBFGS:
         self.n_evaluations = 1
         if not np.isfinite(f):
             return SolverResult(theta, 0, False, "the loss is not finite at the start")
-        s_list, y_list = [], []
+        pairs = CurvaturePairs(self.memory)
         eps = np.finfo(np.float64).eps
         for it in range(1, self.max_iter + 1):
-            if np.abs(g).max(initial=0.0) <= self.tol:
+            if _largest_magnitude(g) <= self.tol:
                 return SolverResult(theta, it - 1, True, "the largest gradient component <= tol")
             found = None
-            if s_list:
-                d = -two_loop(g, s_list, y_list, (s_list[-1] @ y_list[-1])
-                              / (y_list[-1] @ y_list[-1]))
+            if pairs:
+                d = pairs.direction(g)
                 if g @ d < 0:
                     found = self._search(objective, theta, f, g, d)
                 if found is None and self._out_of_budget:
                     return SolverResult(theta, it - 1, False, self._budget_message)
             if found is None:                   # first iteration, or restart along -g
-                s_list, y_list = [], []
+                pairs.clear()
                 found = self._search(objective, theta, f, g,
                                      -g / max(np.linalg.norm(g), 1e-300))
                 if found is None:
@@ -184,10 +226,9 @@ class LBFGS:
                                         "along the steepest descent")
             x, f_new, g_new = found
             s_vec, y_vec = x - theta, g_new - g
-            if s_vec @ y_vec > eps * (y_vec @ y_vec):
-                s_list.append(s_vec), y_list.append(y_vec)
-                if len(s_list) > self.memory:
-                    s_list.pop(0), y_list.pop(0)
+            sy, yy = float(s_vec @ y_vec), float(y_vec @ y_vec)
+            if sy > eps * yy:
+                pairs.add(s_vec, y_vec, sy, yy)
             reduction = (f - f_new) / max(abs(f), abs(f_new), 1.0)
             theta, f, g = x, f_new, g_new
             if monitor.report(theta, f):
@@ -196,10 +237,15 @@ class LBFGS:
                 return SolverResult(theta, it, True, "relative reduction of the loss <= tol")
             if self._out_of_budget:
                 return SolverResult(theta, it, False, self._budget_message)
-        if np.abs(g).max(initial=0.0) <= self.tol:
+        if _largest_magnitude(g) <= self.tol:
             return SolverResult(theta, self.max_iter, True, "the largest gradient component <= tol")
         return SolverResult(theta, self.max_iter, False,
                             f"stopped at max_iter={self.max_iter} iterations", at_max_iter=True)
+
+
+def _largest_magnitude(v):
+    """``max |v_i|`` (0 for an empty vector) without an ``|v|`` temporary."""
+    return max(float(v.max(initial=0.0)), -float(v.min(initial=0.0)))
 
 
 def _step(line, f0, slope0):

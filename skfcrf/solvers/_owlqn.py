@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from skfcrf.solvers._lbfgs import two_loop
+from skfcrf.solvers._lbfgs import CurvaturePairs
 from skfcrf.solvers._monitor import SolverResult
 
 __all__ = ["OWLQN", "pseudo_gradient"]
@@ -90,21 +90,20 @@ class OWLQN:
         F, g = self._evaluate(objective, theta)
         pg = pseudo_gradient(theta, g, l1)
         self.last_pg_norm = float(np.linalg.norm(pg))
-        s_list, y_list = [], []
+        pairs = CurvaturePairs(self.memory)
         if np.abs(pg).max(initial=0.0) <= self.tol:
             return SolverResult(theta, 0, True, "the pseudo-gradient is zero at the start")
         for it in range(1, self.max_iter + 1):
             d = None
-            if s_list:
-                d = -two_loop(pg, s_list, y_list, (s_list[-1] @ y_list[-1])
-                              / (y_list[-1] @ y_list[-1]))
+            if pairs:
+                d = pairs.direction(pg)
                 if l1 > 0:
                     d[d * pg >= 0] = 0.0              # keep the descending components only
                 step = 1.0
                 if not pg @ d < 0:
                     d = None
             if d is None:                             # first iteration, or restart
-                s_list.clear(), y_list.clear()
+                pairs.clear()
                 d = -pg
                 step = 1.0 / max(np.linalg.norm(pg), 1e-300)
             orthant = np.where(theta != 0, np.sign(theta), -np.sign(pg))
@@ -120,10 +119,9 @@ class OWLQN:
                 return SolverResult(theta, it - 1, False,
                                     "the line search found no lower loss")
             s_vec, y_vec = trial - theta, g_new - g
-            if s_vec @ y_vec > 1e-10 * (s_vec @ s_vec):
-                s_list.append(s_vec), y_list.append(y_vec)
-                if len(s_list) > self.memory:
-                    s_list.pop(0), y_list.pop(0)
+            sy = float(s_vec @ y_vec)
+            if sy > 1e-10 * (s_vec @ s_vec):
+                pairs.add(s_vec, y_vec, sy)
             reduction = (F - F_new) / max(abs(F), abs(F_new), 1.0)
             theta, F, g = trial, F_new, g_new
             pg = pseudo_gradient(theta, g, l1)
