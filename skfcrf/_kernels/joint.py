@@ -51,7 +51,16 @@ def joint_states_from_labels(gold):
     gold = np.asarray(gold)
     if gold.ndim != 2:
         raise ValueError(f"gold must be 2-D (N, n_chains), got shape {gold.shape}")
-    return np.ascontiguousarray(np.unique(gold, axis=0), dtype=np.int32)
+    if gold.size == 0 or gold.min() < 0:     # missing labels: rows compared as they are
+        return np.ascontiguousarray(np.unique(gold, axis=0), dtype=np.int32)
+    # each row as one mixed-radix code (lexicographic order kept): a 1-D sort of
+    # integers, where np.unique(axis=0) sorts rows as structured values (5x slower)
+    radix = gold.max(axis=0).astype(np.int64) + 1
+    if np.prod(radix.astype(float)) >= 2.0 ** 62:
+        return np.ascontiguousarray(np.unique(gold, axis=0), dtype=np.int32)
+    weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    codes = np.unique(gold.astype(np.int64) @ weights)
+    return np.ascontiguousarray((codes[:, None] // weights) % radix, dtype=np.int32)
 
 
 def state_index(states, labels):
