@@ -108,6 +108,27 @@ def encode_labels(classes, y_seqs, unknown="the model knows only the labels it w
     ``ValueError`` that names it and ends with ``unknown`` (why it is not known)."""
     n_chains = len(classes)
     gold = np.full((sum(len(s) for s in y_seqs), n_chains), -1, dtype=np.int32)
+    if not len(gold):
+        return gold
+    stacked = np.concatenate([np.asarray(s).reshape(len(s), n_chains) for s in y_seqs])
+    for c in range(n_chains):      # every chain's labels at once; one by one to name a bad one
+        chain_classes = classes[c]
+        given = np.flatnonzero(np.not_equal(stacked[:, c], None))
+        values = stacked[given, c]
+        try:
+            idx = np.minimum(np.searchsorted(chain_classes, values), len(chain_classes) - 1)
+        except TypeError:
+            return _encode_labels_by_sequence(classes, y_seqs, unknown)
+        if np.any(chain_classes[idx] != values):
+            return _encode_labels_by_sequence(classes, y_seqs, unknown)
+        gold[given, c] = idx
+    return gold
+
+
+def _encode_labels_by_sequence(classes, y_seqs, unknown):
+    """:func:`encode_labels` sequence by sequence: raises naming the first bad label."""
+    n_chains = len(classes)
+    gold = np.full((sum(len(s) for s in y_seqs), n_chains), -1, dtype=np.int32)
     row = 0
     for i, seq in enumerate(y_seqs):
         for c in range(n_chains):
