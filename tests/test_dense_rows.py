@@ -71,3 +71,56 @@ def test_products_through_dense_rows_equal_the_entries(objective, n_chains):
         terms.dense, terms._table_cache = dense, cache
         np.testing.assert_allclose(loss, ref_loss, rtol=1e-12)
         np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+
+
+def test_resolve_slots_packs_each_observations_entries_or_dense_row():
+    from skfcrf._kernels._contract import SLOT_BITS, resolve_slots
+
+    feat_ptr = np.array([0, 5, 7, 11, 11])
+    indices = np.array([2, 0, 3, 1, 0], dtype=np.int32)
+    slots = resolve_slots(indices, feat_ptr)
+    starts, counts = slots >> SLOT_BITS, slots & ((1 << SLOT_BITS) - 1)
+    assert starts.tolist() == feat_ptr[indices].tolist()
+    assert counts.tolist() == np.diff(feat_ptr)[indices].tolist()
+    # observation 0 has dense row 1: its occurrences name it (-2), the others unchanged
+    dense_of = np.array([1, -1, -1, -1], dtype=np.int32)
+    with_dense = resolve_slots(indices, feat_ptr, dense_of)
+    assert with_dense.tolist() == [slots[0], -2, slots[2], slots[3], -2]
+    # an observation with too many entries for the packing: none (looked up as they go)
+    assert resolve_slots(np.zeros(1, np.int32), np.array([0, 1 << SLOT_BITS])) is None
+
+
+@pytest.mark.parametrize("objective, n_chains", [("likelihood", 1), ("chainwise", 3),
+                                                 ("independent", 3)])
+def test_resolved_observations_give_the_bits_of_the_lookups(objective, n_chains):
+    X, y = _data(n_chains)
+    est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
+    problem, theta0, _ = training_problem(est, X, y)
+    terms = problem._fused if objective == "likelihood" else problem.terms
+    theta = np.random.default_rng(2).normal(size=theta0.shape)
+    chains = None if n_chains == 1 else np.array([False, True, True])
+    for which in (None, chains):
+        if which is None and objective == "independent":
+            continue
+        loss, grad = terms.losses_gradient(theta, 2, which)
+        assert terms._slots[2][0] is not None       # the kernel read resolved observations
+        tables, dense = terms._slots[:2]
+        terms._slots = (tables, dense, (None, None))  # the kernel looks them up instead
+        ref_loss, ref_grad = terms.losses_gradient(theta, 2, which)
+        np.testing.assert_array_equal(loss, ref_loss)
+        np.testing.assert_array_equal(grad, ref_grad)
+        terms._slots = None
+
+
+def test_slots_that_name_dense_rows_need_dense_rows():
+    X, y = _data(1)
+    est = FactorialCRF(objective="likelihood", unary_features="all")
+    problem, theta0, _ = training_problem(est, X, y)
+    terms = problem._fused
+    terms.losses_gradient(theta0, 1)
+    tables, dense, slots = terms._slots
+    assert (slots[0] < 0).any()
+    terms._slots = (tables, None, slots)
+    terms.dense = None
+    with pytest.raises(ValueError, match="dense rows"):
+        terms.losses_gradient(theta0, 1)

@@ -1028,9 +1028,20 @@ def _sparse_transitions(ParameterTables tables, tied_exp):
             np.concatenate(cval))
 
 
+def _slots_for(slot, Py_ssize_t nnz, bint has_dense):
+    """``slot`` as int64, checked to resolve ``nnz`` stored observations, none of them
+    to a dense row unless there are dense rows."""
+    slot = np.ascontiguousarray(slot, dtype=np.int64)
+    if slot.ndim != 1 or slot.shape[0] != nnz:
+        raise ValueError(f"slots for {slot.shape} observations, the batch has {nnz}")
+    if not has_dense and slot.size and slot.min() < 0:
+        raise ValueError("the slots name dense rows, and the kernel was given none")
+    return slot
+
+
 def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                         const double[::1] theta, int n_threads=1, allowed=None, chain_on=None,
-                        dense=None, bint couplings=True, dict workspace=None):
+                        dense=None, bint couplings=True, dict workspace=None, slots=None):
     """Per-sequence and chain losses ``(n_seq, n_chains)`` and the gradient of their sum.
 
     ``tables`` is the model (:class:`~skfcrf._kernels._contract.ParameterTables`;
@@ -1046,6 +1057,9 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     gradient: the results of coupling weights at zero with none of their
     assignments forbidden, on every weight but the couplings' (whose gradient is
     then zero), without their work (the independent chains' objective).
+    ``slots`` (optional): the observations of ``obs.direct`` and ``obs.diff``
+    resolved against ``tables`` and ``dense``
+    (:func:`~skfcrf._kernels._contract.resolve_slots`; either may be None).
     ``workspace`` (optional): a dict the caller keeps between calls, where the
     blocks' gradient accumulators stay allocated while their shape fits (a fresh
     ``(n_blocks, n_params)`` array every call cost a tenth of a one-chain CoNLL-2000
@@ -1103,6 +1117,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
     cdef int has_diff = obs.diff is not None
+    cdef const long long[::1] d_slot, f_slot
     n_blocks = block_ptr.shape[0] - 1
     t_max = longest_sequence(seq_ptr)
     m.p = tables.view()
@@ -1138,6 +1153,13 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
         block_dgrad_arr = np.zeros((len(blocks_arr) - 1, n_dense))
         block_dgrad = block_dgrad_arr
         m.dense.of, m.dense.values, m.dense.base = &dense_of[0], &dense_theta[0], dense[2]
+    if slots is not None:   # (a dense row's slot with no dense rows would read nothing valid)
+        if slots[0] is not None:
+            d_slot = _slots_for(slots[0], xd.nnz, m.has_dense)
+            xd.slot = &d_slot[0] if xd.nnz else NULL
+        if slots[1] is not None and has_diff:
+            f_slot = _slots_for(slots[1], xf.nnz, m.has_dense)
+            xf.slot = &f_slot[0] if xf.nnz else NULL
     ranges_arr, col_bias_arr = _score_columns(tables, chain_on,
                                               int(dense[2]) if m.has_dense else None)
     ranges, col_bias = np.concatenate([ranges_arr, [0, 0]]).astype(np.int32), col_bias_arr

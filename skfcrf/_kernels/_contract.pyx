@@ -472,6 +472,42 @@ def dense_rows(feat_ptr, ent_col, occurrences=None):
     return of, slot, base
 
 
+#: ``_simd.h``'s SKFCRF_SLOT_BITS: the low bits of a resolved observation's slot hold
+#: its entry count, the others its first entry (:func:`resolve_slots`).
+cdef long long _SLOT_BITS = 20
+SLOT_BITS = _SLOT_BITS
+
+
+def resolve_slots(indices, feat_ptr, dense_of=None):
+    """Per stored observation of a CSR (``indices``: its observation columns) where the
+    feature table keeps its weights: an int64 array (``_simd.h``'s slot layout) --
+    ``start << SLOT_BITS | count`` of its entries ``feat_ptr[f]:feat_ptr[f + 1]``, or
+    ``-k - 1`` when ``dense_of[f] = k >= 0`` (its dense row; ``dense_of`` as
+    :func:`dense_rows` returns it, or None: no dense rows).  None when some
+    observation has ``2**SLOT_BITS`` entries or more, or the table more than
+    ``2**42`` (the kernels then look the observations up as they go)."""
+    cdef const int[::1] idx = np.ascontiguousarray(indices, dtype=np.int32)
+    cdef const long long[::1] fp = np.ascontiguousarray(feat_ptr, dtype=np.int64)
+    counts = np.diff(np.asarray(fp))
+    if counts.size and (fp[fp.shape[0] - 1] >= (1 << 42) or counts.max() >= (1 << SLOT_BITS)):
+        return None
+    cdef const int[::1] of = (np.ascontiguousarray(dense_of, dtype=np.int32)
+                              if dense_of is not None else np.full(1, -1, np.int32))
+    cdef bint has_dense = dense_of is not None
+    out_arr = np.empty(idx.shape[0], dtype=np.int64)
+    cdef long long[::1] out = out_arr
+    cdef Py_ssize_t j
+    cdef int f
+    with nogil:
+        for j in range(idx.shape[0]):
+            f = idx[j]
+            if has_dense and of[f] >= 0:
+                out[j] = -<long long> of[f] - 1
+            else:
+                out[j] = (fp[f] << _SLOT_BITS) | (fp[f + 1] - fp[f])
+    return out_arr
+
+
 def block_accumulators(workspace, shape):
     """An uninitialised float64 array of ``shape`` for the blocks' accumulators:
     ``workspace``'s (a dict the caller keeps between calls, or None) if it holds one

@@ -376,6 +376,97 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_gradient(
     }
 }
 
+/* ---- the same products over observations resolved against one table ----
+
+   slot[j], per stored observation j of the CSR (skfcrf._kernels._contract.
+   resolve_slots): >= 0 packs the observation's table entries, start << SKFCRF_SLOT_BITS
+   | count; < 0 is its dense row, -slot[j] - 1.  The loops then read one sequential
+   array instead of two dependent random ones (the observation's dense-row index and
+   its feat_ptr pair), and prefetch the table entries 16 ahead straight from it. */
+#define SKFCRF_SLOT_BITS 20
+
+#define SKFCRF_PREFETCH_SLOT(slot, nnz, j, ent_col, entry_values, dense, rw) do {    \
+    if ((j) + 16 < (nnz)) {                                                       \
+        long long skfcrf_s_ = (slot)[(j) + 16];                                   \
+        if (skfcrf_s_ < 0) {                                                      \
+            const double *skfcrf_a_ = (dense)->values                             \
+                + (size_t)(-skfcrf_s_ - 1) * SKFCRF_DENSE_WIDTH;                  \
+            __builtin_prefetch(skfcrf_a_, (rw), 0);                               \
+            __builtin_prefetch(skfcrf_a_ + 8, (rw), 0);                           \
+            __builtin_prefetch(skfcrf_a_ + 16, (rw), 0);                          \
+            __builtin_prefetch(skfcrf_a_ + 24, (rw), 0);                          \
+        } else {                                                                  \
+            long long skfcrf_q_ = skfcrf_s_ >> SKFCRF_SLOT_BITS;                  \
+            __builtin_prefetch(&(ent_col)[skfcrf_q_], 0, 0);                      \
+            __builtin_prefetch(&(entry_values)[skfcrf_q_], (rw), 0);              \
+        } } } while (0)
+
+/* skfcrf_row_scores with the observations of row g resolved (slot). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_scores_slots(
+    const int *indptr, const long long *slot, const double *data, long nnz, long g,
+    const int *ent_col, const double *theta, double *out, long width,
+    const skfcrf_dense *dense)
+{
+    double acc[SKFCRF_DENSE_WIDTH];
+    long j, p, end;
+    long long sl;
+    int i, any = 0;
+    double v;
+    for (i = 0; i < SKFCRF_DENSE_WIDTH; i++)
+        acc[i] = 0.0;
+    for (j = indptr[g]; j < indptr[g + 1]; j++) {
+        SKFCRF_PREFETCH_SLOT(slot, nnz, j, ent_col, theta, dense, 0);
+        sl = slot[j];
+        v = data[j];
+        if (sl < 0) {
+            const double *d = dense->values + (size_t)(-sl - 1) * SKFCRF_DENSE_WIDTH;
+            for (i = 0; i < SKFCRF_DENSE_WIDTH; i++)
+                acc[i] += v * d[i];
+            any = 1;
+            continue;
+        }
+        p = (long)(sl >> SKFCRF_SLOT_BITS);
+        end = p + (long)(sl & ((1LL << SKFCRF_SLOT_BITS) - 1));
+        for (; p < end; p++)
+            out[ent_col[p]] += v * theta[p];
+    }
+    if (any) {
+        long n = width - dense->base;
+        double *o = out + dense->base;
+        if (n > SKFCRF_DENSE_WIDTH)
+            n = SKFCRF_DENSE_WIDTH;
+        for (i = 0; i < n; i++)
+            o[i] += acc[i];
+    }
+}
+
+/* skfcrf_row_gradient with the observations of row g resolved (slot). */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_gradient_slots(
+    const int *indptr, const long long *slot, const double *data, long nnz, long g,
+    const int *ent_col, const double *drow, double *grad, const skfcrf_dense *dense)
+{
+    long j, p, end;
+    long long sl;
+    int i;
+    double v;
+    for (j = indptr[g]; j < indptr[g + 1]; j++) {
+        SKFCRF_PREFETCH_SLOT(slot, nnz, j, ent_col, grad, dense, 1);
+        sl = slot[j];
+        v = data[j];
+        if (sl < 0) {
+            double *d = dense->values + (size_t)(-sl - 1) * SKFCRF_DENSE_WIDTH;
+            const double *r = drow + dense->base;
+            for (i = 0; i < SKFCRF_DENSE_WIDTH; i++)
+                d[i] += v * r[i];
+            continue;
+        }
+        p = (long)(sl >> SKFCRF_SLOT_BITS);
+        end = p + (long)(sl & ((1LL << SKFCRF_SLOT_BITS) - 1));
+        for (; p < end; p++)
+            grad[p] += v * drow[ent_col[p]];
+    }
+}
+
 /* ---- max-product / max-plus matrix-vector products ---- */
 
 /* Outputs j0 .. j0+nb-1 (nb <= SKFCRF_BLOCK), accumulated in a fixed-size block

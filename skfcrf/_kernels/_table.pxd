@@ -25,7 +25,12 @@ afterwards.
 Over a large table the other observations are bound by memory latency, not
 arithmetic: an observation's entries sit at a random place of the table (megabytes),
 found through ``feat_ptr[f]`` (another random place), so every stored observation
-costs two dependent cache misses.  The loops therefore prefetch ahead in the
+costs two dependent cache misses.  A caller that keeps the batch can resolve its
+observations once (:func:`skfcrf._kernels._contract.resolve_slots`, the chain-wise
+objectives do): per stored observation one int64 *slot* with the start and count of
+its entries, or its dense row, in ``CSR.slot``; the loops then read that sequential
+array instead of the two lookups (x1.2 an evaluation on CoNLL-2000 chunking).
+Otherwise the loops prefetch ahead in the
 observations' CSR order (which runs on across rows, ``SKFCRF_PREFETCH_AHEAD`` in
 ``_simd.h``): ``feat_ptr`` of the observation 32 entries ahead, and the table
 entries (``ent_col`` and the weights or the gradient) of the one 16 entries ahead,
@@ -46,6 +51,14 @@ cdef extern from "_simd.h" nogil:
     void skfcrf_row_gradient(const int* indptr, const int* indices, const double* data,
                              long nnz, long g, const long long* feat_ptr, const int* ent_col,
                              const double* drow, double* grad, const Dense* dense)
+    # the same over resolved observations (``CSR.slot``, see the module docstring)
+    void skfcrf_row_scores_slots(const int* indptr, const long long* slot,
+                                 const double* data, long nnz, long g, const int* ent_col,
+                                 const double* theta, double* out, long width,
+                                 const Dense* dense)
+    void skfcrf_row_gradient_slots(const int* indptr, const long long* slot,
+                                   const double* data, long nnz, long g, const int* ent_col,
+                                   const double* drow, double* grad, const Dense* dense)
 
 
 cdef struct CSR:
@@ -53,6 +66,31 @@ cdef struct CSR:
     const int* indices
     const double* data
     Py_ssize_t nnz
+    const long long* slot   # the observations resolved against the table, or NULL
+
+
+cdef inline void row_scores(CSR x, Py_ssize_t g, const long long* feat_ptr, const int* ent_col,
+                            const double* theta, double* out, Py_ssize_t width,
+                            const Dense* dense) noexcept nogil:
+    """Row ``g``'s products into ``out`` (through ``x.slot`` when it has them)."""
+    if x.slot != NULL:
+        skfcrf_row_scores_slots(x.indptr, x.slot, x.data, x.nnz, g, ent_col, theta, out,
+                                width, dense)
+    else:
+        skfcrf_row_scores(x.indptr, x.indices, x.data, x.nnz, g, feat_ptr, ent_col, theta,
+                          out, width, dense)
+
+
+cdef inline void row_gradient(CSR x, Py_ssize_t g, const long long* feat_ptr,
+                              const int* ent_col, const double* drow, double* grad,
+                              const Dense* dense) noexcept nogil:
+    """Row ``g``'s gradient into ``grad`` (through ``x.slot`` when it has them)."""
+    if x.slot != NULL:
+        skfcrf_row_gradient_slots(x.indptr, x.slot, x.data, x.nnz, g, ent_col, drow, grad,
+                                  dense)
+    else:
+        skfcrf_row_gradient(x.indptr, x.indices, x.data, x.nnz, g, feat_ptr, ent_col, drow,
+                            grad, dense)
 
 
 cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
@@ -63,6 +101,7 @@ cdef inline CSR as_csr(const int[::1] indptr, const int[::1] indices,
     x.indices = &indices[0] if indices.shape[0] else NULL
     x.data = &data[0] if data.shape[0] else NULL
     x.nnz = indices.shape[0]
+    x.slot = NULL
     return x
 
 
@@ -93,8 +132,7 @@ cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long 
     cdef Py_ssize_t t, k, r
     cdef int whole[2]
     for t in range(T):
-        skfcrf_row_scores(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
-                          feat_ptr, ent_col, theta, out + t * width, width, dense)
+        row_scores(direct, g0 + t, feat_ptr, ent_col, theta, out + t * width, width, dense)
     if not has_diff:
         return
     if ranges == NULL:
@@ -104,8 +142,7 @@ cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long 
         for k in range(ranges[2 * r], ranges[2 * r + 1]):
             acc[k] = 0.0
     for t in range(T):
-        skfcrf_row_scores(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
-                          ent_col, theta, acc, width, dense)
+        row_scores(diff, g0 + t, feat_ptr, ent_col, theta, acc, width, dense)
         for r in range(n_ranges):
             for k in range(ranges[2 * r], ranges[2 * r + 1]):
                 out[t * width + k] += acc[k]
@@ -140,8 +177,7 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
     cdef Py_ssize_t t
     cdef int whole[2]
     for t in range(T):
-        skfcrf_row_gradient(direct.indptr, direct.indices, direct.data, direct.nnz, g0 + t,
-                            feat_ptr, ent_col, dscore + t * width, grad, dense)
+        row_gradient(direct, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)
     if not has_diff:
         return
     if ranges == NULL:
@@ -149,5 +185,4 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
         ranges, n_ranges = whole, 1
     suffix_sum_rows(dscore, T, width, ranges, n_ranges)
     for t in range(T):
-        skfcrf_row_gradient(diff.indptr, diff.indices, diff.data, diff.nnz, g0 + t, feat_ptr,
-                            ent_col, dscore + t * width, grad, dense)
+        row_gradient(diff, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)

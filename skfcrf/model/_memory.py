@@ -116,7 +116,9 @@ def estimate_fit_memory(graph, n_tokens, n_features, nnz, *, unary_features,
         optimizer=8 * n_weights * (2 * lbfgs_memory + _OPTIMIZER_VECTORS),
         gradient_blocks=8 * n_weights * gradient_vectors,
         batch_arrays=8 * n_tokens * width * (5 if objective == "likelihood" else 0),
-        observations=12 * nnz * 2,
+        # direct and differenced rows: index and value per stored observation, and
+        # the chain-wise kernel's resolved slot (``_contract.resolve_slots``)
+        observations=(12 + 8) * nnz * 2,
     )
     est["dominant_template"] = max(templates, key=lambda t: t[1])[0] if templates else None
     est["feature_table_build"] = 3 * 8 * n_weights

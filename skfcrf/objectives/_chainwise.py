@@ -6,7 +6,7 @@ import numpy as np
 
 from skfcrf._blas import single_blas_thread
 from skfcrf._kernels._chainwise import chainwise_objective
-from skfcrf._kernels._contract import dense_rows
+from skfcrf._kernels._contract import dense_rows, resolve_slots
 from skfcrf._kernels.graph import COUPLING
 from skfcrf.model._inspection import weight_mask
 from skfcrf.objectives._base import Objective
@@ -68,6 +68,7 @@ class ChainTerms:
         self.occurrences = np.bincount(batch.X.tocsr().indices, minlength=self.layout.n_features)
         self.dense = dense_rows(self.tables.feat_ptr, self.tables.ent_col, self.occurrences)
         self._table_cache = None
+        self._slots = None      # (tables, dense, slots) of the last call
         self._workspace = {}    # the kernel's gradient accumulators, kept between calls
 
     def losses_gradient(self, theta, n_threads, chains=None, couplings=True):
@@ -86,12 +87,13 @@ class ChainTerms:
             # the kernel's theta: the kept table entries, then everything after the table
             theta = np.concatenate([theta[entries], theta[layout.n_table:]])
             chain_on = np.asarray(chains, dtype=np.uint8)
+        slots = self._resolved(tables, dense)
         # the kernel calls BLAS on L x L matrices from every thread: BLAS's own threads
         # would only oversubscribe the cores
         with single_blas_thread():
             losses, grad = chainwise_objective(tables, b.obs, b.gold, theta, n_threads,
                                                self.allowed, chain_on, dense, couplings,
-                                               self._workspace)
+                                               self._workspace, slots)
         if reduced:
             full = np.zeros(layout.n_params)
             full[entries] = grad[:len(entries)]
@@ -106,6 +108,19 @@ class ChainTerms:
         graph = self.layout.graph
         return any(np.any(mask) for e, mask in self.forbidden.items()
                    if graph.edge_kind[e] == COUPLING)
+
+    def _resolved(self, tables, dense):
+        """The batch's observations resolved against ``tables`` and ``dense``
+        (:func:`~skfcrf._kernels._contract.resolve_slots`): a pair for
+        ``obs.direct`` and ``obs.diff`` (None where there is none); kept for the
+        last pair of objects asked (held, so that their ids stay theirs)."""
+        if self._slots is None or self._slots[0] is not tables or self._slots[1] is not dense:
+            of = None if dense is None else dense[0]
+            direct, diff = self.batch.obs.direct, self.batch.obs.diff
+            slots = (resolve_slots(direct[1], tables.feat_ptr, of),
+                     None if diff is None else resolve_slots(diff[1], tables.feat_ptr, of))
+            self._slots = (tables, dense, slots)
+        return self._slots[2]
 
     def _table_of(self, chains):
         """``(entries, tables, dense)``: the feature-table entries of ``chains`` (bool
