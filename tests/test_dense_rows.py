@@ -23,6 +23,15 @@ def _data(n_chains, seed=4):
     return X, y
 
 
+def _terms(objective, n_chains):
+    """The chain-wise kernel's terms of a fit of :func:`_data` (every label's weights,
+    so that frequent observations get dense rows), and the starting weights."""
+    X, y = _data(n_chains)
+    est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
+    problem, theta0, _ = training_problem(est, X, y)
+    return (problem._fused if objective == "likelihood" else problem.terms), theta0
+
+
 def test_dense_rows_selection():
     # observation 0: 5 entries in columns 0..8; 1: 2 entries (too few); 2: 4 entries but
     # reaching column 40 (outside the 32 columns from the table's first); 3: none
@@ -51,10 +60,7 @@ def test_dense_rows_selection():
 @pytest.mark.parametrize("objective, n_chains", [("likelihood", 1), ("chainwise", 3),
                                                  ("independent", 3)])
 def test_products_through_dense_rows_equal_the_entries(objective, n_chains):
-    X, y = _data(n_chains)
-    est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
-    problem, theta0, _ = training_problem(est, X, y)
-    terms = problem._fused if objective == "likelihood" else problem.terms
+    terms, theta0 = _terms(objective, n_chains)
     assert (terms.dense[0] >= 0).any()          # the test exercises dense rows
     theta = np.random.default_rng(1).normal(size=theta0.shape)
     chains = None if n_chains == 1 else np.array([True, False, False])
@@ -93,10 +99,7 @@ def test_resolve_slots_packs_each_observations_entries_or_dense_row():
 @pytest.mark.parametrize("objective, n_chains", [("likelihood", 1), ("chainwise", 3),
                                                  ("independent", 3)])
 def test_resolved_observations_give_the_bits_of_the_lookups(objective, n_chains):
-    X, y = _data(n_chains)
-    est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
-    problem, theta0, _ = training_problem(est, X, y)
-    terms = problem._fused if objective == "likelihood" else problem.terms
+    terms, theta0 = _terms(objective, n_chains)
     theta = np.random.default_rng(2).normal(size=theta0.shape)
     chains = None if n_chains == 1 else np.array([False, True, True])
     for which in (None, chains):
@@ -113,10 +116,7 @@ def test_resolved_observations_give_the_bits_of_the_lookups(objective, n_chains)
 
 
 def test_slots_that_name_dense_rows_need_dense_rows():
-    X, y = _data(1)
-    est = FactorialCRF(objective="likelihood", unary_features="all")
-    problem, theta0, _ = training_problem(est, X, y)
-    terms = problem._fused
+    terms, theta0 = _terms("likelihood", 1)
     terms.losses_gradient(theta0, 1)
     tables, dense, slots = terms._slots
     assert (slots[0] < 0).any()

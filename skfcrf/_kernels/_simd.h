@@ -303,6 +303,19 @@ typedef struct {
             __builtin_prefetch(&(entry_values)[skfcrf_q_], (rw), 0);              \
         } } } while (0)
 
+/* A row's dense-row sums `acc` into its score columns from dense->base (those of the
+   SKFCRF_DENSE_WIDTH that the row has). */
+static inline __attribute__((always_inline)) void skfcrf_add_dense_sums(
+    const double *acc, double *out, long width, const skfcrf_dense *dense)
+{
+    long n = width - dense->base, i;
+    double *o = out + dense->base;
+    if (n > SKFCRF_DENSE_WIDTH)
+        n = SKFCRF_DENSE_WIDTH;
+    for (i = 0; i < n; i++)
+        o[i] += acc[i];
+}
+
 /* out[ent_col[p]] += x[g, f] * theta[p] over row g's observations f and their
    entries p (out: `width` score columns).  With dense rows, those observations'
    rows (theta's values) are summed in vector registers first, in the order of the
@@ -335,14 +348,8 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_scores(
         for (p = feat_ptr[f]; p < feat_ptr[f + 1]; p++)
             out[ent_col[p]] += v * theta[p];
     }
-    if (any) {
-        long n = width - dense->base;
-        double *o = out + dense->base;
-        if (n > SKFCRF_DENSE_WIDTH)
-            n = SKFCRF_DENSE_WIDTH;
-        for (i = 0; i < n; i++)
-            o[i] += acc[i];
-    }
+    if (any)
+        skfcrf_add_dense_sums(acc, out, width, dense);
 }
 
 /* grad[p] += x[g, f] * drow[ent_col[p]] over row g's observations and entries; an
@@ -430,14 +437,8 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_row_scores_slots(
         for (; p < end; p++)
             out[ent_col[p]] += v * theta[p];
     }
-    if (any) {
-        long n = width - dense->base;
-        double *o = out + dense->base;
-        if (n > SKFCRF_DENSE_WIDTH)
-            n = SKFCRF_DENSE_WIDTH;
-        for (i = 0; i < n; i++)
-            o[i] += acc[i];
-    }
+    if (any)
+        skfcrf_add_dense_sums(acc, out, width, dense);
 }
 
 /* skfcrf_row_gradient with the observations of row g resolved (slot). */
