@@ -659,7 +659,6 @@ cdef struct FBWork:
     double* xg          # G rows (grouped form: the group sums)
     double* yg          # G
     double* ag          # G
-    double* lane_counts  # nnz rows (the transition counts)
     double* lane_m      # S rows (a token's scores, then its marginals)
     double* lane_sums   # n_agg rows (the marginals' sums, Tables.agg_*)
 
@@ -687,7 +686,6 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
     f.w32 = take_floats(c, r32 * S)
     f.out32 = take_floats(c, b32 * S)
     f.counts32 = take_floats(c, S * S if single else 0)
-    f.lane_counts = take_doubles(c, nnz * SKFCRF_LANES)
     f.lane_m = take_doubles(c, S * SKFCRF_LANES if nnz or n_agg else 0)
     f.lane_sums = take_doubles(c, n_agg * SKFCRF_LANES)
     return f
@@ -1051,7 +1049,7 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
                      bint transpose, const double* a_prev, double* counts,
                      const FBWork* f) noexcept nogil:
     """:func:`_product` of :func:`_fb_lanes`' interleaved lanes (``x``, ``out``,
-    ``a_prev``: ``S x SKFCRF_LANES``; ``counts``, or NULL: ``nnz x SKFCRF_LANES``),
+    ``a_prev``: ``S x SKFCRF_LANES``; ``counts``, or NULL: ``nnz``, the lanes summed),
     in the sparse form (a CSR product over the states; with ``counts`` the
     backward step also adds ``a_prev[i] * x[j]`` to every allowed pair's count,
     ``out`` CSR order) or the grouped one (``f``'s ``xg``, ``yg``, ``ag``: ``G x
@@ -1175,14 +1173,13 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     pair once.  Lanes past their sequence's end, and past ``B``, hold zeros.  The
     one-sequence code summed each lane's products the same way and did the same
     per-lane arithmetic, so ``log Z`` and the node marginals have its bits.  The
-    transition counts are summed per lane over the block (``f.lane_counts``), then
-    added to ``counts``.  Unless ``forward_only``, the backward pass adds every
+    backward steps add the transition counts, the lanes' sum at each token, to
+    ``counts`` (one per allowed pair).  Unless ``forward_only``, the backward pass adds every
     token's marginals up as it goes (:func:`_lane_aggregate`; the arguments after
     ``forward_only`` are :func:`_aggregate`'s).
     """
-    cdef Py_ssize_t S = tb.S, t, s, b, k, T_max = _length(seq_ptr, seqs, 0)
+    cdef Py_ssize_t S = tb.S, t, s, b, T_max = _length(seq_ptr, seqs, 0)
     cdef Py_ssize_t nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
-    cdef Py_ssize_t nnz = _n_pairs(tr, S)
     cdef Py_ssize_t T[SKFCRF_LANES]
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
     cdef double scale[SKFCRF_LANES]
@@ -1192,7 +1189,6 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     cdef double* norm = f.norm
     cdef double* tmp = f.tmp                       # S x lanes: a product's result, or w_t
     cdef double* log_z = f.log_z
-    cdef double* lc = f.lane_counts
     for b in range(nl):
         T[b] = _length(seq_ptr, seqs, b) if b < B else 0
         log_z[b] = 0.0 if b < B else -INFINITY
@@ -1200,12 +1196,7 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     # not run: past its end, or with no allowed labelling)
     for t in range(T_max):
         _lanes_forward_token(tb, tr, shift, seq_ptr, seqs, T, t, f, NULL)
-    if forward_only:
-        return
-    if counts != NULL:
-        for k in range(nnz * nl):
-            lc[k] = 0.0
-    if T_max == 0:
+    if forward_only or T_max == 0:
         return
     for b in range(nl):
         if T[b] == T_max:
@@ -1220,7 +1211,7 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
             scale[b] = norm[t * nl + b] if on[b] else 1.0
         skfcrf_lane_scale(S, psi + t * row_len, beta + t * row_len, scale, on, 0, tmp)
         _lane_step(tr, S, tmp, beta + (t - 1) * row_len, False, alpha + (t - 1) * row_len,
-                   lc if counts != NULL else NULL, f)
+                   counts, f)
         for b in range(nl):
             if T[b] == t:               # the lane's last token is t - 1
                 for s in range(S):
@@ -1228,10 +1219,6 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
         _lane_aggregate(tb, t - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn,
                         pmarg, tied_acc, tied_off)
         t = t - 1
-    if counts != NULL:
-        for k in range(nnz):
-            for b in range(nl):
-                counts[k] += lc[k * nl + b]
 
 
 cdef void _lane_aggregate(const Tables* tb, Py_ssize_t t, Py_ssize_t B, const Py_ssize_t* T,

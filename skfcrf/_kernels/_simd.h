@@ -617,8 +617,28 @@ typedef long long skfcrf_v4i __attribute__((vector_size(32)));
 #define SKFCRF_LD4(p) ({ skfcrf_v4d v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define SKFCRF_ST4(p, v) do { skfcrf_v4d w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
 
-/* One row of skfcrf_lane_product: counts[k] += a where a != 0 (a * x masked, so that a
-   zero a with an infinite x adds nothing, as the one-vector product skips such rows). */
+#if defined(__clang__)
+#define SKFCRF_SHUF4(a, b, i, j, k, l) __builtin_shufflevector((a), (b), i, j, k, l)
+#else
+#define SKFCRF_SHUF4(a, b, i, j, k, l) __builtin_shuffle((a), (b), (skfcrf_v4i){i, j, k, l})
+#endif
+
+/* Each vector's total over its lanes, {p0, p1, p2, p3}'s, as one vector: every total
+   (p[0] + p[1]) + (p[2] + p[3]), a 4 x 4 transpose folded into the additions. */
+static inline __attribute__((always_inline)) skfcrf_v4d skfcrf_v4_totals(
+    skfcrf_v4d p0, skfcrf_v4d p1, skfcrf_v4d p2, skfcrf_v4d p3)
+{
+    /* {p0[0] + p0[1], p1[0] + p1[1], p0[2] + p0[3], p1[2] + p1[3]}, and for p2, p3 */
+    const skfcrf_v4d t0 = SKFCRF_SHUF4(p0, p1, 0, 4, 2, 6) + SKFCRF_SHUF4(p0, p1, 1, 5, 3, 7);
+    const skfcrf_v4d t1 = SKFCRF_SHUF4(p2, p3, 0, 4, 2, 6) + SKFCRF_SHUF4(p2, p3, 1, 5, 3, 7);
+    return SKFCRF_SHUF4(t0, t1, 0, 1, 4, 5) + SKFCRF_SHUF4(t0, t1, 2, 3, 6, 7);
+}
+
+/* One row of skfcrf_lane_product: counts[k] += the lanes' total of a * x where a != 0
+   (a * x masked, so that a zero a with an infinite x adds nothing, as the one-vector
+   product skips such rows).  One count per entry, the lanes' sequences summed at
+   every token: a quarter of the memory that a count per lane took (39 KB instead of
+   156 KB a thread for 4,864 allowed pairs), and no sum over the lanes at the end. */
 static inline __attribute__((always_inline)) void skfcrf_lane_row(
     const int *idx, const double *val, long long k, long long hi, const double *x,
     const double *a, double *counts, double *out, const int with_counts)
@@ -638,20 +658,19 @@ static inline __attribute__((always_inline)) void skfcrf_lane_row(
         v1 += val[k + 1] * x1;
         v2 += val[k + 2] * x2;
         v3 += val[k + 3] * x3;
-        if (with_counts) {
-            double *c = counts + (size_t)k * SKFCRF_LANES;
-            SKFCRF_ST4(c, SKFCRF_LD4(c) + (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep));
-            SKFCRF_ST4(c + 4, SKFCRF_LD4(c + 4) + (skfcrf_v4d)((skfcrf_v4i)(ai * x1) & keep));
-            SKFCRF_ST4(c + 8, SKFCRF_LD4(c + 8) + (skfcrf_v4d)((skfcrf_v4i)(ai * x2) & keep));
-            SKFCRF_ST4(c + 12, SKFCRF_LD4(c + 12) + (skfcrf_v4d)((skfcrf_v4i)(ai * x3) & keep));
-        }
+        if (with_counts)
+            SKFCRF_ST4(counts + k, SKFCRF_LD4(counts + k) + skfcrf_v4_totals(
+                (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep),
+                (skfcrf_v4d)((skfcrf_v4i)(ai * x1) & keep),
+                (skfcrf_v4d)((skfcrf_v4i)(ai * x2) & keep),
+                (skfcrf_v4d)((skfcrf_v4i)(ai * x3) & keep)));
     }
     for (; k < hi; k++) {
         const skfcrf_v4d x0 = SKFCRF_LD4(x + (size_t)idx[k] * SKFCRF_LANES);
         v0 += val[k] * x0;
         if (with_counts) {
-            double *c = counts + (size_t)k * SKFCRF_LANES;
-            SKFCRF_ST4(c, SKFCRF_LD4(c) + (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep));
+            const skfcrf_v4d p = (skfcrf_v4d)((skfcrf_v4i)(ai * x0) & keep);
+            counts[k] += (p[0] + p[1]) + (p[2] + p[3]);
         }
     }
     SKFCRF_ST4(out, (v0 + v1) + (v2 + v3));
@@ -659,8 +678,9 @@ static inline __attribute__((always_inline)) void skfcrf_lane_row(
 
 /* out[i, b] = sum_k val[k] * x[idx[k], b] over row i's entries k (ptr[i] .. ptr[i+1]),
    for every lane b (rows i = 0 .. nrows-1; x, out interleaved, see 5. above).  With
-   `counts` (or NULL), also counts[k, b] += a[i, b] * x[idx[k], b] where a[i, b] != 0
-   (the expected transition counts of the backward step; counts interleaved too). */
+   `counts` (or NULL), also counts[k] += sum over the lanes b of a[i, b] * x[idx[k], b]
+   where a[i, b] != 0 (the expected transition counts of the backward step, one per
+   entry: the lanes' sequences summed). */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_product(
     const long long *ptr, const int *idx, const double *val, long nrows, const double *x,
     const double *a, double *counts, double *out)
@@ -984,23 +1004,29 @@ static void skfcrf_lane_product(const long long *ptr, const int *idx, const doub
     long i;
     int b;
     for (i = 0; i < nrows; i++) {
-        double v[4][SKFCRF_LANES] = {{0.0}};
+        double v[4][SKFCRF_LANES] = {{0.0}}, p[SKFCRF_LANES];
         long long k = ptr[i], hi = ptr[i + 1], q;
         for (; k + 4 <= hi; k += 4)
-            for (q = 0; q < 4; q++)
+            for (q = 0; q < 4; q++) {
                 for (b = 0; b < SKFCRF_LANES; b++) {
                     const double xb = x[(size_t)idx[k + q] * SKFCRF_LANES + b];
                     v[q][b] += val[k + q] * xb;
-                    if (counts && a[i * SKFCRF_LANES + b] != 0.0)
-                        counts[(size_t)(k + q) * SKFCRF_LANES + b] += a[i * SKFCRF_LANES + b] * xb;
+                    p[b] = counts && a[i * SKFCRF_LANES + b] != 0.0
+                        ? a[i * SKFCRF_LANES + b] * xb : 0.0;
                 }
-        for (; k < hi; k++)
+                if (counts)
+                    counts[k + q] += (p[0] + p[1]) + (p[2] + p[3]);
+            }
+        for (; k < hi; k++) {
             for (b = 0; b < SKFCRF_LANES; b++) {
                 const double xb = x[(size_t)idx[k] * SKFCRF_LANES + b];
                 v[0][b] += val[k] * xb;
-                if (counts && a[i * SKFCRF_LANES + b] != 0.0)
-                    counts[(size_t)k * SKFCRF_LANES + b] += a[i * SKFCRF_LANES + b] * xb;
+                p[b] = counts && a[i * SKFCRF_LANES + b] != 0.0
+                    ? a[i * SKFCRF_LANES + b] * xb : 0.0;
             }
+            if (counts)
+                counts[k] += (p[0] + p[1]) + (p[2] + p[3]);
+        }
         for (b = 0; b < SKFCRF_LANES; b++)
             out[i * SKFCRF_LANES + b] = (v[0][b] + v[1][b]) + (v[2][b] + v[3][b]);
     }
