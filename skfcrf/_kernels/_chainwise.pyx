@@ -70,7 +70,9 @@ a ``log Z`` below the gold labelling's score (forbidden transitions once let thi
 drive the loss negative and the weights to 1e3).  Such a chain term is redone in
 the log domain (:func:`_chain_term_log`: log-alpha, log-beta, log-sum-exp), exact
 for any weights and slower; a term with no allowed labelling at all gets loss
-``+inf``, which makes L-BFGS's line search step back.
+``+inf``, which makes L-BFGS's line search step back.  The threads compute with
+subnormal numbers taken as zero (``skfcrf_subnormals_off``, :file:`_simd.h`): a mass
+below 2.2e-308 is then zero, and the checks above see it so.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.float cimport DBL_MAX
@@ -85,7 +87,7 @@ from ._alloc cimport Block, Carver, _take, allocate, carver, take_doubles
 from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence, lse,
                        matvec, skfcrf_lane_clear, skfcrf_lane_counts, skfcrf_lane_normalize,
                        skfcrf_lane_reach, skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
-                       skfcrf_lane_weigh)
+                       skfcrf_lane_weigh, skfcrf_restore_fp, skfcrf_subnormals_off)
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
@@ -1081,6 +1083,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     cdef Py_ssize_t n_blocks, b, sq, t_max
     cdef size_t per
     cdef Block scratch
+    cdef unsigned int fp
     cdef char* base
     cdef Carver c
     cdef Scratch* s
@@ -1181,6 +1184,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
         # assigned in the parallel block, so private to each thread
+        fp = skfcrf_subnormals_off()
         c = carver(base + threadid() * per)
         s = _carve_thread(&c, t_max, m.p.width, m.p.max_labels)
         q = _carve_lanes(&c, t_max, m.p.max_labels)
@@ -1193,6 +1197,7 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
                             &block_grad[b, 0], &block_dgrad[b, 0] if m.has_dense else NULL,
                             &losses[0, 0])
                 sq = sq + lanes
+        skfcrf_restore_fp(fp)
     if m.has_dense:
         # the dense rows' gradient back to their entries (which the blocks left at 0)
         block_grad_arr[:, entries] = block_dgrad_arr[:, slot[entries]]

@@ -12,6 +12,9 @@ from ._contract cimport LinkView
 
 
 cdef extern from "_simd.h" nogil:
+    # subnormal numbers as zero in this thread until restored (see _simd.h)
+    unsigned int skfcrf_subnormals_off()
+    void skfcrf_restore_fp(unsigned int old)
     # out[j] = max_i x[i] * P[i, j] (plus = 0) or max_i x[i] + P[i, j] (plus = 1), P row-major;
     # vectorised, AVX-512/AVX2 where the CPU has them (see _simd.h)
     void skfcrf_matmax(const double* x, int nin, const double* P, int nout, double* out,

@@ -79,7 +79,9 @@ as one vector (:func:`_fb_lanes`; one sequence at a time, a CSR step is a
 chain of dependent scalar gathers).  :func:`joint_decode` runs the Viterbi pass
 and the forward pass of a block's lanes in one sweep over its tokens, so that a
 token's state scores are computed once for both (decoding, which reports each
-labelling's probability).
+labelling's probability).  Every parallel region runs with subnormal numbers taken
+as zero (``skfcrf_subnormals_off``, :file:`_simd.h`): a forward-backward's products
+of small masses otherwise spend most of their time in the processor's assists.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
@@ -92,7 +94,8 @@ from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats,
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
                        skfcrf_lane_best, skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
                        skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
-                       skfcrf_lane_tree_max, skfcrf_lane_tree_sum, skfcrf_lane_weigh)
+                       skfcrf_lane_tree_max, skfcrf_lane_tree_sum, skfcrf_lane_weigh,
+                       skfcrf_restore_fp, skfcrf_subnormals_off)
 
 
 #: Forward mass (relative to the token's) below which a state counts as unreached.
@@ -709,6 +712,7 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     cdef Block scratch
     cdef char* base
     cdef Carver cv
+    cdef unsigned int fp
     cdef ViterbiWork v
     t_max = longest_sequence(seq_ptr)
     n_threads = max(1, n_threads)
@@ -733,13 +737,16 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
     base = <char*> scratch.ptr
     if lanes:
         with nogil, parallel(num_threads=n_threads):
+            fp = skfcrf_subnormals_off()
             cv = carver(base + threadid() * per)
             v = _carve_viterbi(&cv, t_max, S, G, width)
             for sq in prange(n_blocks, schedule="dynamic", chunksize=1):
                 _viterbi_lanes(&tb, &tr, &seq_ptr[0], &seqs[block_ptr[sq]],
                                block_ptr[sq + 1] - block_ptr[sq], &v, labels_p, &score[0])
+            skfcrf_restore_fp(fp)
         return
     with nogil, parallel(num_threads=n_threads):
+        fp = skfcrf_subnormals_off()
         cv = carver(base + threadid() * per)
         v = _carve_viterbi(&cv, t_max, S, G, width)
         for sq in prange(n_seq, schedule="dynamic", chunksize=1):
@@ -752,6 +759,7 @@ def joint_viterbi(JointTables jt, const long long[::1] seq_ptr, const double[:, 
             for t in range(T):
                 for c in range(C):
                     labels[seq_ptr[sq] + t, c] = tb.states[v.path[t] * C + c]
+        skfcrf_restore_fp(fp)
 
 
 cdef void _decode_lanes(const Tables* tb, const Trans* tr_max, const Trans* tr_sum,
@@ -797,6 +805,7 @@ def joint_decode(JointTables jt_max, JointTables jt_sum, const long long[::1] se
     cdef Block scratch
     cdef char* base
     cdef Carver cv
+    cdef unsigned int fp
     cdef ViterbiWork v
     cdef FBWork f
     cdef double* sc
@@ -822,6 +831,7 @@ def joint_decode(JointTables jt_max, JointTables jt_sum, const long long[::1] se
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
+        fp = skfcrf_subnormals_off()
         cv = carver(base + threadid() * per)
         v = _carve_viterbi(&cv, t_max, S, G_max, SKFCRF_LANES)
         f = _carve_fb(&cv, rows, LOCKSTEP, S, G_sum, False, nnz, n_agg)
@@ -830,6 +840,7 @@ def joint_decode(JointTables jt_max, JointTables jt_sum, const long long[::1] se
             _decode_lanes(&tb, &tr_max, &tr_sum, shift, &seq_ptr[0], &seqs[block_ptr[k]],
                           block_ptr[k + 1] - block_ptr[k], &v, &f, sc, labels_p, &score[0],
                           &log_z[0])
+        skfcrf_restore_fp(fp)
 
 
 cdef void _block_product(const Trans* tr, Py_ssize_t S, Py_ssize_t n, const double* x,
@@ -1354,6 +1365,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     cdef Block scratch
     cdef char* base
     cdef Carver cv
+    cdef unsigned int fp
     cdef FBWork f
     cdef double* node_p = &node[0, 0] if node.shape[0] else NULL
     cdef Py_ssize_t ldn = node.shape[1]
@@ -1375,6 +1387,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     scratch = allocate(n_threads * per, 1)
     base = <char*> scratch.ptr
     with nogil, parallel(num_threads=n_threads):
+        fp = skfcrf_subnormals_off()
         cv = carver(base + threadid() * per)
         f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single, nnz, n_agg)
         # blocks dealt round-robin (longest first), not on demand: each thread's
@@ -1404,3 +1417,4 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
                     _aggregate(&tb, seq_ptr[sq], seq_ptr[sq + 1] - seq_ptr[sq],
                                f.alpha + b * S, f.beta + b * S, B * S, node_p, ldn, pm,
                                &tied_acc[threadid(), 0], toff)
+        skfcrf_restore_fp(fp)
