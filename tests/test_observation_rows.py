@@ -81,9 +81,14 @@ def test_products_equal_dense_products(lengths, seed, n_threads):
     for counts in (np.full(X.shape[1], 1000), np.zeros(X.shape[1])):
         obs = ObservationRows(X, seq_ptr, counts, width)
         out = rng.normal(size=(X.shape[0], width))
-        expected = out + X @ dense_weights(feat_ptr, ent_col, theta, width)
+        products = X @ dense_weights(feat_ptr, ent_col, theta, width)
+        expected = out + products
         obs.add_scores(feat_ptr, ent_col, theta, out, n_threads)
         np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+        # clear=True writes the products, whatever the array held (NaN here)
+        written = np.full_like(out, np.nan)
+        obs.add_scores(feat_ptr, ent_col, theta, written, n_threads, clear=True)
+        np.testing.assert_allclose(written, products, rtol=1e-12, atol=1e-12)
 
         dscore = rng.normal(size=(X.shape[0], width))
         dense_grad = X.T @ dscore
@@ -134,3 +139,28 @@ def test_fit_predict_do_not_depend_on_differencing(monkeypatch):
     ref = FactorialCRF(max_iter=30, random_state=0).fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
     assert [p.tolist() for p in est.predict(X)] == [p.tolist() for p in ref.predict(X)]
+
+
+def test_potentials_into_a_reused_array_have_the_bits_of_a_new_one():
+    """``Layout.potentials(out=...)`` (an objective's array kept between evaluations)
+    overwrites whatever ``out`` held and gives the potentials of a new array, bit for
+    bit; an array of the wrong shape, type or layout is refused."""
+    X, y = concept_data()
+    est = FactorialCRF(objective="likelihood", random_state=0)
+    objective = training_problem(est, X, y).objective
+    layout, obs = objective.layout, objective.batch.obs
+    theta = np.random.default_rng(1).normal(size=layout.n_params)
+    unary, pair, eo = layout.potentials(theta, obs, 2)
+    out = np.full((obs.shape[0], layout.score_width), np.nan)
+    unary2, pair2, eo2 = layout.potentials(theta, obs, 2, out=out)
+    np.testing.assert_array_equal(unary2, unary)
+    np.testing.assert_array_equal(pair2, pair)
+    np.testing.assert_array_equal(eo2, eo)
+    for bad in (out[:-1], out.astype(np.float32), np.asfortranarray(out)):
+        with pytest.raises(ValueError, match="out must be"):
+            layout.potentials(theta, obs, 2, out=bad)
+    # the objective's evaluations reuse its arrays and keep their results
+    first = objective.data_loss_gradient(theta)
+    again = objective.data_loss_gradient(theta)
+    assert first[0] == again[0]
+    np.testing.assert_array_equal(first[1], again[1])

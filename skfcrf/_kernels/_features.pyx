@@ -15,6 +15,7 @@ within a sequence.  Both functions run over sequences in parallel; the inner
 loops are those of :mod:`skfcrf._kernels._table`.
 """
 from cython.parallel cimport parallel, prange, threadid
+from libc.string cimport memset
 
 import numpy as np
 
@@ -24,12 +25,15 @@ from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_
 
 def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
                const int[::1] ent_col, const double[::1] theta, double[:, ::1] out,
-               int n_threads=1):
+               int n_threads=1, bint clear=False):
     """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table.
 
     ``direct`` and ``diff`` are ``(indptr, indices, data)`` triples (``diff``
     may be None); ``theta`` holds one weight per table entry (its first
-    ``feat_ptr[-1]`` values are used).
+    ``feat_ptr[-1]`` values are used).  ``clear``: write ``X @ W`` instead, each
+    sequence's rows zeroed by the thread that adds to them, just before (an
+    array reused between evaluations is then neither faulted in again nor
+    cleared in a pass of its own).
     """
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = out.shape[0]
@@ -49,6 +53,8 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
         acc = <double*> scratch.ptr + threadid() * width
         for s in prange(n_seq, schedule="dynamic"):
             g0 = seq_ptr[s]
+            if clear:
+                memset(&out[g0, 0], 0, (seq_ptr[s + 1] - g0) * width * sizeof(double))
             sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0,
                             seq_ptr[s + 1] - g0, width, &out[g0, 0], acc, NULL, NULL, 0)
 

@@ -372,19 +372,33 @@ class ParameterLayout:
         """Observations ``X`` (N, n_features) of sequences ``seq_ptr``, ready for the products."""
         return ObservationRows(X, seq_ptr, np.diff(self.feat_ptr), self.score_width)
 
-    def potentials(self, theta, obs, n_threads=1, forbidden=None):
+    def potentials(self, theta, obs, n_threads=1, forbidden=None, out=None):
         """Unary ``(N, Ltot)`` and flat pairwise log-potentials for observations ``obs``.
 
         ``obs`` comes from :meth:`observation_rows`.  ``forbidden`` maps an edge
         index to a boolean ``(L_a, L_b)`` mask of assignments that get a ``-inf``
-        potential.
+        potential.  ``out``: a float64 C-contiguous ``(N, score_width)`` array
+        for the per-token scores, whatever it held (an objective's, reused
+        between evaluations: a new array of that size is faulted in page by page
+        every time); the unary potentials are then ``out`` itself when the
+        scores are those alone (``score_width == Ltot``).
         """
         graph = self.graph
         n = obs.shape[0]
         ltot = graph.total_labels
-        scores = np.zeros((n, self.score_width), dtype=np.float64)
+        if out is None:
+            scores = np.zeros((n, self.score_width), dtype=np.float64)
+        elif (out.shape != (n, self.score_width) or out.dtype != np.float64
+              or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
+                             f"({n}, {self.score_width})")
+        else:
+            scores = out
+            if not self.n_table:
+                scores.fill(0.0)
         if self.n_table:
-            obs.add_scores(self.feat_ptr, self.ent_col, theta, scores, n_threads)
+            obs.add_scores(self.feat_ptr, self.ent_col, theta, scores, n_threads,
+                           clear=out is not None)
         if self.score_width == ltot:
             unary = scores
         else:

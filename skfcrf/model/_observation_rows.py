@@ -95,10 +95,11 @@ class ObservationRows:
     def has_differences(self):
         return self.diff is not None
 
-    def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1):
-        """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table."""
+    def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1, clear=False):
+        """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table
+        (``clear``: write it, whatever ``out`` held)."""
         add_scores(self.seq_ptr, self.direct, self.diff, feat_ptr, ent_col, theta, out,
-                   n_threads)
+                   n_threads, clear)
 
     def add_gradient(self, feat_ptr, ent_col, dscore, grad, n_threads=1):
         """Add ``X.T @ dscore`` (mapped through the feature table) to ``grad``.

@@ -32,7 +32,7 @@ from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
 from skfcrf.model._layout import labelled_pair_rows
-from skfcrf.objectives._base import Objective, Restricted
+from skfcrf.objectives._base import Objective, Restricted, reused_rows
 
 __all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff", "fold_state_pair_counts"]
 
@@ -94,6 +94,7 @@ class DeletedLikelihood(Objective):
                 active &= _state_pairs_seen(len(joint_states), pairs, fold_of != k)
             self.folds.append((batch.subset(inside), masks, active))
         self._node = None       # the folds' node marginals, one fold at a time (_fold_loss)
+        self._scores = None     # and their scores (_fold_potentials)
 
     def _options(self):
         return dict(super()._options(), joint_states=self.joint_states, n_folds=self.n_folds)
@@ -114,11 +115,18 @@ class DeletedLikelihood(Objective):
             active &= ~mask[states[:, c][:, None], states[:, c][None, :]]
         return active
 
-    def _fold_potentials(self, theta, part, masks):
+    def _fold_potentials(self, theta, part, masks, reuse=False):
         """Fold ``part``'s potentials at ``theta`` with its back-off transitions
-        (``masks``) at the back-off weights: ``unary, pair, edge_offset``."""
+        (``masks``) at the back-off weights: ``unary, pair, edge_offset``.
+        ``reuse``: the scores in the one array of every fold's (the caller uses
+        them up before the next fold's)."""
         layout = self.layout
-        unary, pair, eo = layout.potentials(theta, part.obs, self.n_threads, self.forbidden)
+        out = None
+        if reuse:
+            out, self._scores = reused_rows(self._scores, (part.obs.shape[0], layout.score_width),
+                                            self._longest_fold)
+        unary, pair, eo = layout.potentials(theta, part.obs, self.n_threads, self.forbidden,
+                                            out=out)
         self._set_backoff(pair, eo, layout.backoff_weights(theta), masks)
         return unary, pair, eo
 
@@ -166,19 +174,21 @@ class DeletedLikelihood(Objective):
 
     def _node_rows(self, shape):
         """A ``shape`` view of the one array every fold's node marginals are written
-        into: a fold's are used up before the next fold's are computed, and a fresh
-        array per fold would be cleared by the operating system each time."""
-        if self._node is None or self._node.shape[1] != shape[1]:
-            n = max(len(fold[0].gold) for fold in self.folds)
-            self._node = np.empty((n, shape[1]))
-        return self._node[:shape[0]]
+        into: a fold's are used up before the next fold's are computed."""
+        view, self._node = reused_rows(self._node, shape, self._longest_fold)
+        return view
+
+    @property
+    def _longest_fold(self):
+        """The most tokens of a fold."""
+        return max(len(fold[0].gold) for fold in self.folds)
 
     def _data_loss_gradient(self, theta):
         layout = self.layout
         loss = 0.0
         grad = np.zeros(layout.n_params)
         for fold in self.folds:
-            unary, pair, eo = self._fold_potentials(theta, fold[0], fold[1])
+            unary, pair, eo = self._fold_potentials(theta, fold[0], fold[1], reuse=True)
             fold_loss, node, dpair, grad_b, grad_state = self._fold_loss(
                 theta, fold, unary, pair, eo)
             loss += fold_loss

@@ -5,7 +5,20 @@ import numpy as np
 
 from skfcrf._blas import axpy
 
-__all__ = ["Objective", "Restricted"]
+__all__ = ["Objective", "Restricted", "reused_rows"]
+
+
+def reused_rows(array, shape, n_rows=None):
+    """A ``shape`` view of ``array``, an objective's float64 scratch array of
+    ``n_rows`` (default ``shape[0]``) rows kept between evaluations, or of a new
+    one where ``array`` is None or too small: ``(view, array)``.  A new array of
+    the size of a batch's scores or marginals is faulted in and cleared by the
+    operating system page by page at every evaluation (8% of a joint likelihood
+    evaluation); the caller uses the view up before asking again."""
+    n_rows = shape[0] if n_rows is None else n_rows
+    if array is None or array.shape[1] != shape[1] or array.shape[0] < shape[0]:
+        array = np.empty((max(n_rows, shape[0]), shape[1]))
+    return array[:shape[0]], array
 
 
 class Objective:

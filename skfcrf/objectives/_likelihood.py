@@ -4,7 +4,7 @@ its joint-state transition stage.
 import numpy as np
 
 from skfcrf.inference import resolve_method
-from skfcrf.objectives._base import Objective, Restricted
+from skfcrf.objectives._base import Objective, Restricted, reused_rows
 from skfcrf.objectives._chainwise import ChainTerms
 
 __all__ = ["Likelihood", "StateTransitionStage"]
@@ -50,6 +50,7 @@ class Likelihood(Objective):
         self._converged = []
         self._n_iter = []
         self._node = None
+        self._scores = None
         self._fused = (ChainTerms(batch, self.forbidden)
                        if self.layout.graph.n_chains == 1 and batch.known is None
                        and not self.clamp else None)
@@ -63,11 +64,16 @@ class Likelihood(Objective):
         target._converged.append(np.asarray(converged))
         target._n_iter.append(np.asarray(n_iter))
 
-    def _potentials(self, theta):
+    def _potentials(self, theta, reuse=False):
         """Log-potentials of the batch at ``theta`` (clamped if ``clamp``):
-        ``unary, pair, edge_offset``."""
+        ``unary, pair, edge_offset``.  ``reuse``: the scores in this objective's
+        array of the previous evaluation (the caller drops them before the next)."""
+        out = None
+        if reuse:
+            out, self._scores = reused_rows(
+                self._scores, (self.batch.obs.shape[0], self.layout.score_width))
         unary, pair, edge_offset = self.layout.potentials(theta, self.batch.obs, self.n_threads,
-                                                          self.forbidden)
+                                                          self.forbidden, out=out)
         if self.clamp:
             unary = self.batch.given_labels().clamp(self.layout.graph, unary)
         return unary, pair, edge_offset
@@ -80,12 +86,13 @@ class Likelihood(Objective):
         b = self.batch
         method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
         gold_path = method.extra_scores(b.seq_ptr, b.gold)
-        if method.writes_out and self._node is None:
-            self._node = np.empty(unary.shape)
+        out = None
+        if method.writes_out:
+            out, self._node = reused_rows(self._node, unary.shape)
         # the gold labelling's score is a lower bound on log Z
         node, pmarg, log_z, state_counts, converged, n_iter = method.training_marginals(
             b.seq_ptr, unary, pair, lower=lambda: stats.sequence_scores(unary, pair) + gold_path,
-            out=self._node if method.writes_out else None)
+            out=out)
         return node, pmarg, log_z, state_counts, gold_path, converged, n_iter
 
     def _state_loss_gradient(self, gold_path, state_counts):
@@ -119,7 +126,7 @@ class Likelihood(Objective):
             losses, grad = self._fused.losses_gradient(theta, self.n_threads)
             return float(losses.sum()), grad
         b, layout = self.batch, self.layout
-        unary, pair, edge_offset = self._potentials(theta)
+        unary, pair, edge_offset = self._potentials(theta, reuse=True)
         stats = b.gold_stats(edge_offset)
         state_trans = layout.state_transitions(theta, self.joint_states)
         node, pmarg, log_z, state_counts, gold_path, converged, n_iter = self._inference(
