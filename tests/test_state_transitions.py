@@ -163,17 +163,20 @@ def test_partial_labels_gradient_with_state_transitions():
 def test_likelihood_keeps_one_marginals_array_between_evaluations():
     """The likelihood over the joint states hands the inference the same node
     marginals array at every evaluation (not a new ``(N, Ltot)`` one, which the
-    operating system clears each time); what it held before changes nothing."""
+    operating system clears each time), and computes the scores into one array
+    too; what they held before changes nothing."""
     X, y = synthetic(n_seq=6, n_chains=2, length=(1, 5), noise=0.3)
     objective, theta0, _ = training_problem(FactorialCRF(**_params(2)), X, y)
     a, b = np.random.default_rng(1).normal(scale=0.5, size=(2,) + theta0.shape)
     first = objective.data_loss_gradient(a)
-    kept = objective._node
+    kept, scores = objective._node, objective._scores
     assert kept is not None and kept.shape == (objective.batch.seq_ptr[-1],
                                                objective.layout.graph.total_labels)
+    assert scores is not None and scores.shape == (objective.batch.seq_ptr[-1],
+                                                   objective.layout.score_width)
     objective.data_loss_gradient(b)
     again = objective.data_loss_gradient(a)
-    assert objective._node is kept
+    assert objective._node is kept and objective._scores is scores
     assert first[0] == again[0]
     np.testing.assert_array_equal(first[1], again[1])
 
@@ -327,6 +330,10 @@ def test_state_transition_stage_equals_the_likelihood(partial, n_chains):
     full_loss, full_grad = objective.loss_gradient(stage.full(v))
     assert loss == pytest.approx(full_loss, rel=1e-12)
     np.testing.assert_allclose(grad, full_grad[first:], rtol=1e-10, atol=1e-12)
+    # the held potentials are the stage's own: the likelihood's evaluations at other
+    # weights (into the arrays it keeps) leave them alone
+    objective.loss_gradient(theta + 1.0)
+    assert stage.loss_gradient(v)[0] == loss
     np.testing.assert_array_equal(stage.full(v)[:first], theta[:first])
     assert_central_differences(stage.loss_gradient, v, grad, range(v.size), eps=1e-6, rel=1e-5)
 

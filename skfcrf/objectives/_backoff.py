@@ -232,6 +232,7 @@ class HeldStage(Restricted):
         self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
         self._held = [deleted._fold_potentials(self.theta, fold[0], fold[1])
                       for fold in deleted.folds]
+        deleted._scores = None      # not needed while the potentials are held
 
     def loss_gradient(self, v):
         v = np.asarray(v, dtype=np.float64)

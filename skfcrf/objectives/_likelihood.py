@@ -106,7 +106,10 @@ class Likelihood(Objective):
         """What :meth:`state_transition_loss_gradient` holds fixed: the log-potentials
         of ``theta`` (clamped if ``clamp``), the gold statistics and the gold
         labelling's score under them, ``(unary, pair, stats, gold_score)``."""
-        unary, pair, edge_offset = self._potentials(theta)
+        # the objective's scores array becomes the held one (the evaluations of a
+        # held stage do not compute scores; a later evaluation allocates another)
+        unary, pair, edge_offset = self._potentials(theta, reuse=True)
+        self._scores = None
         stats = self.batch.gold_stats(edge_offset)
         return unary, pair, stats, stats.score(unary, pair)
 
