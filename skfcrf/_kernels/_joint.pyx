@@ -85,7 +85,7 @@ of small masses otherwise spend most of their time in the processor's assists.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv, sgemm
 
 import numpy as np
@@ -366,6 +366,23 @@ cdef class JointTables:
         return tb
 
 
+cdef inline void _states_to_groups(Py_ssize_t S, const int* full, const double* x,
+                                   double* xg) noexcept nogil:
+    """The grouped form's full term: state ``s``'s row of ``x`` (its ``SKFCRF_LANES``
+    interleaved lanes) into row ``full[s]`` of ``xg``, one 32-byte move per state."""
+    cdef Py_ssize_t s
+    for s in range(S):
+        memcpy(xg + full[s] * SKFCRF_LANES, x + s * SKFCRF_LANES, SKFCRF_LANES * sizeof(double))
+
+
+cdef inline void _groups_to_states(Py_ssize_t S, const int* full, const double* yg,
+                                   double* out) noexcept nogil:
+    """Back from the full term: row ``full[s]`` of ``yg`` into state ``s``'s row of ``out``."""
+    cdef Py_ssize_t s
+    for s in range(S):
+        memcpy(out + s * SKFCRF_LANES, yg + full[s] * SKFCRF_LANES, SKFCRF_LANES * sizeof(double))
+
+
 cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
                                  double* out, double* xg, double* yg) noexcept nogil:
     """The grouped form's (relaxed) max-plus step of ``SKFCRF_LANES`` interleaved lanes
@@ -374,19 +391,15 @@ cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
     of V_k[g, group[k, s']] + max over the states s of g of x[s]`` in every lane,
     projected and gathered along the tree (its maxima: ``skfcrf_lane_tree_max``; the
     CSR tables are over the groups)."""
-    cdef Py_ssize_t G = tr.n_groups, s, b, nl = SKFCRF_LANES
+    cdef Py_ssize_t G = tr.n_groups, s, nl = SKFCRF_LANES
     cdef const int* full = tr.group + (tr.n_terms - 1) * S
     for s in range(G * nl):
         xg[s] = -INFINITY
-    for s in range(S):
-        for b in range(nl):
-            xg[full[s] * nl + b] = x[s * nl + b]
+    _states_to_groups(S, full, x, xg)
     skfcrf_lane_tree_max(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
     skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, yg)
     skfcrf_lane_tree_max(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, tr.up.w, yg)
-    for s in range(S):
-        for b in range(nl):
-            out[s * nl + b] = yg[full[s] * nl + b]
+    _groups_to_states(S, full, yg, out)
 
 
 cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
@@ -1072,7 +1085,7 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
     groups and the gathering go along the projection tree (module docstring).
     Every row's sum is four partial sums over its entries ``k, k+1, k+2, k+3``
     (``skfcrf_lane_product``), the tree's in entry order."""
-    cdef Py_ssize_t G = tr.n_groups, s, b
+    cdef Py_ssize_t G = tr.n_groups
     cdef const int* full
     cdef double* xg = f.xg
     cdef double* yg = f.yg
@@ -1085,9 +1098,7 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
         return
     full = tr.group + (tr.n_terms - 1) * S
     memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
-    for s in range(S):
-        for b in range(SKFCRF_LANES):
-            xg[full[s] * SKFCRF_LANES + b] = x[s * SKFCRF_LANES + b]
+    _states_to_groups(S, full, x, xg)
     if transpose:
         skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
         skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, NULL, NULL, yg)
@@ -1097,17 +1108,13 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
                              tr.down.w, xg)
         if counts != NULL:
             memset(ag, 0, G * SKFCRF_LANES * sizeof(double))
-            for s in range(S):
-                for b in range(SKFCRF_LANES):
-                    ag[full[s] * SKFCRF_LANES + b] = a_prev[s * SKFCRF_LANES + b]
+            _states_to_groups(S, full, a_prev, ag)
             skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL,
                                  ag)
         skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, G, xg,
                             ag if counts != NULL else NULL, counts, yg)
         skfcrf_lane_tree_sum(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, NULL, yg)
-    for s in range(S):
-        for b in range(SKFCRF_LANES):
-            out[s * SKFCRF_LANES + b] = yg[full[s] * SKFCRF_LANES + b]
+    _groups_to_states(S, full, yg, out)
 
 
 cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
