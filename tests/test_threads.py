@@ -4,11 +4,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_limits
 
 from skfcrf import FactorialCRF
 from skfcrf.estimators._fcrf import kernel_threads
+from skfcrf.model._observation_rows import ObservationRows
 
 from _helpers import sequences, short_fit
 
@@ -49,3 +51,27 @@ def test_nested_grid_search_does_not_oversubscribe():
     search.fit(X, y)
     per_worker = max(1, (os.cpu_count() or 1) // 2)
     assert np.all(search.cv_results_["mean_test_score"] <= per_worker)
+
+
+@short_fit
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_kernels_give_the_threads_back_their_subnormal_numbers(n_jobs):
+    """The joint and chain-wise kernels take subnormal numbers as zero in their threads
+    (``skfcrf_subnormals_off``) and restore each thread's state afterwards: after a fit
+    and a decode, the calling thread and the kernels' worker threads (a kernel that does
+    not flush, ``add_scores``, on both) still compute subnormal numbers."""
+    X, y = sequences(n_seq=12)
+    est = FactorialCRF(max_iter=5, finetune_iter=2, state_transition_iter=2, n_jobs=n_jobs,
+                       random_state=0).fit(X, y)
+    est.decode(X)
+    tiny = 1e-300
+    assert tiny * 1e-10 > 0.0                                   # this thread, Python floats
+    assert np.float64(tiny) * np.float64(1e-10) > 0.0           # and numpy's
+    # one token per sequence, so that every thread adds some rows: x = 1, w = 1e-310
+    n = 64
+    seq_ptr = np.arange(n + 1, dtype=np.int64)
+    obs = ObservationRows(sp.csr_matrix(np.ones((n, 1))), seq_ptr, np.ones(1), width=1)
+    out = np.zeros((n, 1))
+    obs.add_scores(np.array([0, 1], np.int64), np.zeros(1, np.int32), np.array([1e-310]),
+                   out, n_threads=2)
+    assert (out > 0.0).all() and np.allclose(out, 1e-310, rtol=1e-6, atol=0.0)
