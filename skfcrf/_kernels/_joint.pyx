@@ -484,6 +484,50 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi,
             phi[s * stride] += P[ci[s]]
 
 
+cdef void _lane_state_scores(const Tables* tb, const Py_ssize_t* g,
+                             double* phis) noexcept nogil:
+    """``phis[s * SKFCRF_LANES + b]``: :func:`_state_scores` of every state at global
+    token ``g[b]`` in every lane, 0.0 in the lanes with ``g[b] == -1``.  The lanes'
+    unary rows are read together, state by state (each state's label columns once for
+    all four); each lane's sum has :func:`_state_scores`' terms in its order, so its
+    bits."""
+    cdef Py_ssize_t s, c, k, b, C = tb.C, nl = SKFCRF_LANES, first = -1
+    cdef const double* u[SKFCRF_LANES]
+    cdef double v[SKFCRF_LANES]
+    cdef const int* ui
+    cdef const int* ci
+    cdef const double* P
+    for b in range(nl):
+        if g[b] >= 0 and first < 0:
+            first = g[b]
+    if first < 0:
+        memset(phis, 0, tb.S * nl * sizeof(double))
+        return
+    for b in range(nl):             # a lane not running reads a running one's row
+        u[b] = tb.unary + (g[b] if g[b] >= 0 else first) * tb.ldu
+    for s in range(tb.S):
+        ui = tb.unary_index + s * C
+        for b in range(nl):
+            v[b] = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
+        for c in range(C):
+            for b in range(nl):
+                v[b] += u[b][ui[c]]
+        for b in range(nl):
+            phis[s * nl + b] = v[b] if g[b] >= 0 else 0.0
+    if not tb.any_untied:
+        return
+    for k in range(tb.K):
+        if tb.cpl_tied[k]:
+            continue
+        ci = tb.cpl_index + k * tb.S
+        for b in range(nl):
+            if g[b] < 0:
+                continue
+            P = _coupling_matrix(tb, k, g[b])
+            for s in range(tb.S):
+                phis[s * nl + b] += P[ci[s]]
+
+
 cdef inline const double* _coupling_matrix(const Tables* tb, Py_ssize_t k,
                                            Py_ssize_t g) noexcept nogil:
     """Coupling ``k``'s potentials at token ``g`` (its one matrix when tied)."""
@@ -1133,6 +1177,7 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
     computed here."""
     cdef Py_ssize_t S = tb.S, s, b, nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
     cdef long long on[SKFCRF_LANES]      # -1: the lane runs at this token, 0: it does not
+    cdef Py_ssize_t g[SKFCRF_LANES]      # the running lanes' global token, -1 in the others
     cdef double scale[SKFCRF_LANES]
     cdef double best[SKFCRF_LANES]
     cdef double total[SKFCRF_LANES]
@@ -1147,11 +1192,12 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
     for b in range(nl):
         on[b] = 0 if t >= T[b] or log_z[b] == -INFINITY else -1     # no mass either way
         best[b], total[b] = -INFINITY, 0.0
-        if not on[b]:
+        g[b] = seq_ptr[seqs[b]] + t if on[b] else -1
+        if not on[b] and given != NULL:
             for s in range(S):
                 phis[s * nl + b] = 0.0
-        elif given == NULL:
-            _state_scores(tb, seq_ptr[seqs[b]] + t, phis + b, nl)
+    if given == NULL:
+        _lane_state_scores(tb, g, phis)
     # exp(score - the best reachable state's score), zero where no mass comes in
     skfcrf_lane_best(S, tmp, phis, best)
     for b in range(nl):
