@@ -491,20 +491,14 @@ cdef void _lane_state_scores(const Tables* tb, const Py_ssize_t* g,
     unary rows are read together, state by state (each state's label columns once for
     all four); each lane's sum has :func:`_state_scores`' terms in its order, so its
     bits."""
-    cdef Py_ssize_t s, c, k, b, C = tb.C, nl = SKFCRF_LANES, first = -1
+    cdef Py_ssize_t s, c, k, b, C = tb.C, nl = SKFCRF_LANES
     cdef const double* u[SKFCRF_LANES]
     cdef double v[SKFCRF_LANES]
     cdef const int* ui
     cdef const int* ci
     cdef const double* P
-    for b in range(nl):
-        if g[b] >= 0 and first < 0:
-            first = g[b]
-    if first < 0:
-        memset(phis, 0, tb.S * nl * sizeof(double))
-        return
-    for b in range(nl):             # a lane not running reads a running one's row
-        u[b] = tb.unary + (g[b] if g[b] >= 0 else first) * tb.ldu
+    for b in range(nl):             # a lane not running reads token 0's row, then drops it
+        u[b] = tb.unary + (g[b] if g[b] >= 0 else 0) * tb.ldu
     for s in range(tb.S):
         ui = tb.unary_index + s * C
         for b in range(nl):

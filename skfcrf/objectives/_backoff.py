@@ -230,9 +230,9 @@ class HeldStage(Restricted):
         self.weights = weights
         held = self.theta[~free]
         self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
+        deleted._scores = None      # not needed while the potentials are held
         self._held = [deleted._fold_potentials(self.theta, fold[0], fold[1])
                       for fold in deleted.folds]
-        deleted._scores = None      # not needed while the potentials are held
 
     def loss_gradient(self, v):
         v = np.asarray(v, dtype=np.float64)

@@ -106,10 +106,10 @@ class Likelihood(Objective):
         """What :meth:`state_transition_loss_gradient` holds fixed: the log-potentials
         of ``theta`` (clamped if ``clamp``), the gold statistics and the gold
         labelling's score under them, ``(unary, pair, stats, gold_score)``."""
-        # the objective's scores array becomes the held one (the evaluations of a
-        # held stage do not compute scores; a later evaluation allocates another)
-        unary, pair, edge_offset = self._potentials(theta, reuse=True)
+        # a held stage's evaluations compute no scores: the kept array goes before the
+        # held potentials are made, not to stand beside them
         self._scores = None
+        unary, pair, edge_offset = self._potentials(theta)
         stats = self.batch.gold_stats(edge_offset)
         return unary, pair, stats, stats.score(unary, pair)
 
