@@ -9,24 +9,24 @@ from skfcrf._kernels._contract import DENSE_WIDTH, dense_rows
 from skfcrf.estimators import training_problem
 
 
-def _data(n_chains, seed=4):
-    """Sequences of random observations; chain 0 has six labels, the others two."""
+def _data(n_chains, seed=4, n_labels=6):
+    """Sequences of random observations; chain 0 has ``n_labels`` labels, the others two."""
     rng = np.random.default_rng(seed)
     X, y = [], []
     for _ in range(30):
         T = int(rng.integers(2, 9))
         X.append([{f"w={rng.integers(12)}": 1.0, f"s={rng.integers(3)}": float(rng.random()),
                    "bias": 1.0} for _ in range(T)])
-        labels = [(f"a{rng.integers(6)}", f"b{rng.integers(2)}", f"c{rng.integers(2)}")
+        labels = [(f"a{rng.integers(n_labels)}", f"b{rng.integers(2)}", f"c{rng.integers(2)}")
                   for _ in range(T)]
         y.append([lab[0] if n_chains == 1 else lab[:n_chains] for lab in labels])
     return X, y
 
 
-def _terms(objective, n_chains):
+def _terms(objective, n_chains, n_labels=6):
     """The chain-wise kernel's terms of a fit of :func:`_data` (every label's weights,
     so that frequent observations get dense rows), and the starting weights."""
-    X, y = _data(n_chains)
+    X, y = _data(n_chains, n_labels=n_labels)
     est = FactorialCRF(objective=objective, unary_features="all", n_jobs=2)
     problem, theta0, _ = training_problem(est, X, y)
     return (problem._fused if objective == "likelihood" else problem.terms), theta0
@@ -37,31 +37,39 @@ def test_dense_rows_selection():
     # reaching column 40 (outside the 32 columns from the table's first); 3: none
     feat_ptr = np.array([0, 5, 7, 11, 11])
     ent_col = np.array([1, 2, 3, 5, 8, 0, 1, 2, 3, 4, 40])
-    of, slot, base = dense_rows(feat_ptr, ent_col)
-    assert base == 0
+    of, slot, base, width = dense_rows(feat_ptr, ent_col)
+    assert base == 0 and width == 16        # columns 0..8, rounded up to DENSE_STEP
     assert of.tolist() == [0, -1, -1, -1]
     assert slot.tolist() == [1, 2, 3, 5, 8] + [-1] * 6
     # a table reduced to columns from 10: the rows start there
-    of, slot, base = dense_rows(feat_ptr[:2], ent_col[:5] + 10)
-    assert base == 11 and slot.tolist() == [0, 1, 2, 4, 7]
+    of, slot, base, width = dense_rows(feat_ptr[:2], ent_col[:5] + 10)
+    assert base == 11 and width == 8 and slot.tolist() == [0, 1, 2, 4, 7]
     # at most DENSE_MAX_ROWS rows, those updated most often
     many = np.arange(0, 4 * 10 + 1, 4)
     cols = np.tile(np.arange(4), 10)
     old = _contract.DENSE_MAX_ROWS
     try:
         _contract.DENSE_MAX_ROWS = 3
-        of, slot, _ = dense_rows(many, cols, occurrences=np.array([5, 1, 9, 0, 7, 2, 2, 8, 1, 1]))
+        of, slot, _, width = dense_rows(many, cols,
+                                        occurrences=np.array([5, 1, 9, 0, 7, 2, 2, 8, 1, 1]))
     finally:
         _contract.DENSE_MAX_ROWS = old
     assert np.flatnonzero(of >= 0).tolist() == [2, 4, 7]
-    assert (slot >= 0).sum() == 3 * 4 and slot.max() < 3 * DENSE_WIDTH
+    assert width == 8 and (slot >= 0).sum() == 3 * 4 and slot.max() < 3 * width
+    # rows reaching the 32nd column: the longest rows
+    _, _, _, width = dense_rows(np.array([0, 4]), np.array([0, 9, 20, 31]))
+    assert width == DENSE_WIDTH
 
 
-@pytest.mark.parametrize("objective, n_chains", [("likelihood", 1), ("chainwise", 3),
-                                                 ("independent", 3)])
-def test_products_through_dense_rows_equal_the_entries(objective, n_chains):
-    terms, theta0 = _terms(objective, n_chains)
-    assert (terms.dense[0] >= 0).any()          # the test exercises dense rows
+@pytest.mark.parametrize("objective, n_chains, n_labels, width",
+                         [("likelihood", 1, 6, 8), ("chainwise", 3, 6, 8),
+                          ("independent", 3, 6, 8), ("likelihood", 1, 12, 16),
+                          ("likelihood", 1, 20, 24), ("independent", 3, 30, 32)])
+def test_products_through_dense_rows_equal_the_entries(objective, n_chains, n_labels, width):
+    # rows of every length (their copies of the loops in _simd.h) against the entries
+    terms, theta0 = _terms(objective, n_chains, n_labels)
+    rows = terms.dense if n_chains == 1 else terms._table_of(np.array([True, False, False]))[2]
+    assert (rows[0] >= 0).any() and rows[3] == width    # the test exercises such rows
     theta = np.random.default_rng(1).normal(size=theta0.shape)
     chains = None if n_chains == 1 else np.array([True, False, False])
     for which in (None, chains):

@@ -273,11 +273,11 @@ def test_reduced_score_columns_change_no_bit(monkeypatch, transitions):
                    [True, False, True]):
         active = np.array(active)
         _, tables, dense = indep.terms._table_of(active)
-        ranges, _ = columns(tables, active.astype(np.uint8), int(dense[2]))
+        ranges, _ = columns(tables, active.astype(np.uint8), (int(dense[2]), int(dense[3])))
         assert 0 < np.diff(ranges)[::2].sum() < tables.width      # some columns skipped
         some = indep.block_losses_gradient(theta, active)
         monkeypatch.setattr(_chainwise, "_score_columns",
-                            lambda t, on, base: columns(t, None, base))
+                            lambda t, on, span: columns(t, None, span))
         every = indep.block_losses_gradient(theta, active)
         monkeypatch.undo()
         np.testing.assert_array_equal(some[0], every[0])

@@ -91,7 +91,7 @@ from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence,
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
 
-from ._contract import DENSE_WIDTH, block_accumulators, sequence_blocks, summed_rows
+from ._contract import block_accumulators, sequence_blocks, summed_rows
 
 #: Most blocks of sequences (gradient accumulators, see
 #: :func:`skfcrf._kernels._contract.sequence_blocks`).
@@ -961,13 +961,13 @@ cdef void _lane_group(const Model* m, Scratch* s, const Lanes* q, CSR direct, CS
             _score_gradient(m, &s[b], direct, diff, has_diff, g0[b], T[b], grad, dense_grad)
 
 
-def _score_columns(ParameterTables tables, chain_on, dense_base):
+def _score_columns(ParameterTables tables, chain_on, dense_span):
     """The score columns an evaluation touches (module docstring): int32 pairs ``lo,
     hi`` of ascending, disjoint column ranges, and per column the offset of its bias
     in ``theta``.  Every column without ``chain_on`` (per chain, whether its term is
     computed); with it the unary columns of those chains, the untied edges' columns
     that touch one of them, every column of a feature-table entry and the dense
-    rows' (from ``dense_base``, or None without)."""
+    rows' (``dense_span``: their first column and length, or None without)."""
     width = tables.width
     col_bias = np.empty(max(width, 1), np.int64)
     col_bias[:tables.total_labels] = tables.bias_unary + np.arange(tables.total_labels)
@@ -989,8 +989,8 @@ def _score_columns(ParameterTables tables, chain_on, dense_base):
     if on is None:
         return np.array([0, width], np.int32), col_bias
     used[np.asarray(tables.ent_col)] = True
-    if dense_base is not None:
-        used[dense_base:min(dense_base + DENSE_WIDTH, width)] = True
+    if dense_span is not None:
+        used[dense_span[0]:min(dense_span[0] + dense_span[1], width)] = True
     used[width] = False
     bounds = np.flatnonzero(np.diff(np.concatenate([[0], used.astype(np.int8)])))
     return bounds.astype(np.int32), col_bias
@@ -1149,13 +1149,14 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
     if m.has_dense:
         dense_of, slot = dense[0], np.asarray(dense[1])
         entries = np.flatnonzero(slot >= 0)
-        n_dense = (int(np.max(dense_of)) + 1) * DENSE_WIDTH
+        n_dense = (int(np.max(dense_of)) + 1) * int(dense[3])
         dense_theta_arr = np.zeros(n_dense)
         dense_theta_arr[slot[entries]] = np.asarray(theta)[entries]
         dense_theta = dense_theta_arr
         block_dgrad_arr = np.zeros((len(blocks_arr) - 1, n_dense))
         block_dgrad = block_dgrad_arr
         m.dense.of, m.dense.values, m.dense.base = &dense_of[0], &dense_theta[0], dense[2]
+        m.dense.width = dense[3]
     if slots is not None:   # (a dense row's slot with no dense rows would read nothing valid)
         if slots[0] is not None:
             d_slot = _slots_for(slots[0], xd.nnz, m.has_dense)
@@ -1164,7 +1165,8 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
             f_slot = _slots_for(slots[1], xf.nnz, m.has_dense)
             xf.slot = &f_slot[0] if xf.nnz else NULL
     ranges_arr, col_bias_arr = _score_columns(tables, chain_on,
-                                              int(dense[2]) if m.has_dense else None)
+                                              (int(dense[2]), int(dense[3])) if m.has_dense
+                                              else None)
     ranges, col_bias = np.concatenate([ranges_arr, [0, 0]]).astype(np.int32), col_bias_arr
     bias = np.asarray(theta)[col_bias_arr]
     m.ranges, m.n_ranges, m.col_bias = &ranges[0], len(ranges_arr) // 2, &col_bias[0]

@@ -429,9 +429,11 @@ def sequence_blocks(seq_ptr, row_doubles, max_blocks=MAX_BLOCKS):
     return np.concatenate([[0], np.clip(cuts, 0, n_seq), [n_seq]]).astype(np.int64)
 
 
-#: Dense rows (:func:`dense_rows`): width, the leading score columns they cover
-#: (``SKFCRF_DENSE_WIDTH`` of ``_simd.h``), and the fewest entries that earn one.
+#: Dense rows (:func:`dense_rows`): the score columns from the table's first that
+#: they may cover (their most values, ``SKFCRF_DENSE_WIDTH`` of ``_simd.h``), their
+#: length's multiple (a vector of doubles), and the fewest entries that earn one.
 DENSE_WIDTH = 32
+DENSE_STEP = 8
 DENSE_MIN_ENTRIES = 4
 #: At most this many dense rows (256 KiB of values), those that save the most work:
 #: many more (17,000 on CoNLL-2000 chunking) left the cache and lost what they saved.
@@ -447,9 +449,12 @@ def dense_rows(feat_ptr, ent_col, occurrences=None):
     columns, gets a dense row: its weights (or their gradient) at their columns,
     zeros elsewhere; with ``occurrences`` (per observation, its number of stored
     values in the data) only the :data:`DENSE_MAX_ROWS` whose entries are updated
-    most often.  Returns ``(of, slot, base)``: per observation its dense row
-    or -1, and per table entry its place in the rows' values (row ``k`` at ``k *
-    DENSE_WIDTH``), or -1.
+    most often.  The rows are ``width`` values long: the columns from ``base`` to
+    the rows' last one, rounded up to :data:`DENSE_STEP` (8 for a 7-label chain's
+    table, where 32 did four times the vector work and touched four times the
+    score columns).  Returns ``(of, slot, base, width)``: per observation its
+    dense row or -1, per table entry its place in the rows' values (row ``k`` at
+    ``k * width``) or -1, the rows' first score column and their length.
     """
     feat_ptr = np.asarray(feat_ptr, dtype=np.int64)
     ent_col = np.asarray(ent_col, dtype=np.int64)
@@ -464,12 +469,13 @@ def dense_rows(feat_ptr, ent_col, occurrences=None):
     if occurrences is not None and len(rows) > DENSE_MAX_ROWS:
         work = np.asarray(occurrences, dtype=np.int64)[rows] * count[rows]
         rows = np.sort(rows[np.argsort(-work, kind="stable")[:DENSE_MAX_ROWS]])
+    span = int(hi[rows].max()) - base if len(rows) else 1
+    width = min(DENSE_WIDTH, -(-span // DENSE_STEP) * DENSE_STEP)
     of = np.full(n_features, -1, dtype=np.int32)
     of[rows] = np.arange(len(rows), dtype=np.int32)
     entry_row = of[np.repeat(np.arange(n_features), count)]
-    slot = np.where(entry_row >= 0, entry_row.astype(np.int64) * DENSE_WIDTH + ent_col - base,
-                    -1)
-    return of, slot, base
+    slot = np.where(entry_row >= 0, entry_row.astype(np.int64) * width + ent_col - base, -1)
+    return of, slot, base, width
 
 
 #: ``_simd.h``'s SKFCRF_SLOT_BITS: the low bits of a resolved observation's slot hold

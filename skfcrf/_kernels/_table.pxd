@@ -14,7 +14,8 @@ the fused objectives (one sequence at a time, in cache), in C in ``_simd.h``
 *Dense rows* (optional; :func:`skfcrf._kernels._contract.dense_rows`): an
 observation with several entries, all in 32 score columns from the table's first
 -- a frequent one, which carries weights for many labels of a chain -- is stored again
-as one row of 32 values, zeros where it has no entry (at most
+as one row of values, zeros where it has no entry: as many as the rows' columns need,
+rounded up to a vector of 8 (8 for a 7-label chain's table, 32 at most; at most
 :data:`~skfcrf._kernels._contract.DENSE_MAX_ROWS` rows, those updated most
 often, so that they stay in cache).  A token's dense rows are summed in vector
 registers and added to its score row once, instead of one scattered entry at a
@@ -43,8 +44,9 @@ cdef extern from "_simd.h" nogil:
     # the prefetching described above; the dense rows (see the module docstring)
     ctypedef struct Dense "skfcrf_dense":
         const int* of           # per observation: its dense row, or -1 (entries one by one)
-        double* values          # the rows, 32 doubles each: theta's values, or a gradient
+        double* values          # the rows, width doubles each: theta's values, or a gradient
         long base               # the rows' first score column
+        long width              # the rows' length: a multiple of 8, at most 32
     void skfcrf_row_scores(const int* indptr, const int* indices, const double* data,
                            long nnz, long g, const long long* feat_ptr, const int* ent_col,
                            const double* theta, double* out, long width, const Dense* dense)
