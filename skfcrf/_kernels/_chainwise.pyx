@@ -157,7 +157,7 @@ cdef struct Scratch:
 cdef struct Lanes:
     # the forward-backward of SKFCRF_LANES sequences in lockstep (_chain_terms_lanes):
     # label l of lane b at token t is at (t * L + l) * SKFCRF_LANES + b
-    double* u           # T x L x lanes   folded unary scores
+    double* u           # L x lanes       one token's folded unary scores
     double* psi         # T x L x lanes   exp(u - m_t), zero where unreachable
     double* alpha       # T x L x lanes
     double* beta        # T x L x lanes
@@ -169,7 +169,7 @@ cdef struct Lanes:
 cdef Lanes _carve_lanes(Carver* c, Py_ssize_t T, Py_ssize_t L) noexcept nogil:
     """One thread's lockstep buffers, taken from ``c`` after its lanes' scratch."""
     cdef Lanes q
-    q.u = take_doubles(c, T * L * SKFCRF_LANES)
+    q.u = take_doubles(c, L * SKFCRF_LANES)
     q.psi = take_doubles(c, T * L * SKFCRF_LANES)
     q.alpha = take_doubles(c, T * L * SKFCRF_LANES)
     q.beta = take_doubles(c, T * L * SKFCRF_LANES)
@@ -636,23 +636,22 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
             _fold_unaries(m, &s[b], c, g0[b], T[b])
             for t in range(T[b]):
                 gold_score[b] += s[b].u[t * L + m.gold[(g0[b] + t) * C + c]]
-    # the folded unaries interleaved (0.0 where a lane has no token); a chain without
-    # couplings takes its score columns as they are, straight from the score rows
-    for t in range(T_max):
-        for b in range(nl):
-            ut = q.u + t * row + b
-            if live[b] and t < T[b] and coupled:
-                for l in range(L):
-                    ut[l * nl] = s[b].u[t * L + l]
-            elif live[b] and t < T[b]:
-                _fold_uncoupled(m, c, g0[b] + t, s[b].scores + t * m.p.width, ut, nl)
-                gold_score[b] += ut[m.gold[(g0[b] + t) * C + c] * nl]
-            else:
-                for l in range(L):
-                    ut[l * nl] = 0.0
     # forward (_chain_term's steps, each over every lane at once)
     for t in range(T_max):
-        ut, pt, at = q.u + t * row, q.psi + t * row, alpha + t * row
+        # the token's folded unaries interleaved (0.0 where a lane has no token), in a
+        # row of their own; a chain without couplings takes its score columns as they
+        # are, straight from the score rows (and the gold path's unary score with them)
+        ut, pt, at = q.u, q.psi + t * row, alpha + t * row
+        for b in range(nl):
+            if live[b] and t < T[b] and coupled:
+                for l in range(L):
+                    ut[l * nl + b] = s[b].u[t * L + l]
+            elif live[b] and t < T[b]:
+                _fold_uncoupled(m, c, g0[b] + t, s[b].scores + t * m.p.width, ut + b, nl)
+                gold_score[b] += ut[m.gold[(g0[b] + t) * C + c] * nl + b]
+            else:
+                for l in range(L):
+                    ut[l * nl + b] = 0.0
         if t == 0:
             for k in range(row):
                 tmp[k] = 1.0
@@ -671,8 +670,6 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
                 continue
             if t > 0:
                 log_z[b] += shift
-                y, yp = m.gold[(g0[b] + t) * C + c], m.gold[(g0[b] + t - 1) * C + c]
-                gold_score[b] += W[yp * L + y]
             if mx[b] == -INFINITY or not (total[b] > 1e-200) or not isfinite(total[b]):
                 run[b] = 0                      # to the log domain
                 continue
@@ -684,6 +681,11 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
         for b in range(nl):
             if on[b] and not at[m.gold[(g0[b] + t) * C + c] * nl + b] > 0.0:
                 lost[b] = 1                     # the gold path's mass underflowed here
+    # the gold path's transition scores, after its unary scores (_chain_term's order)
+    for b in range(nl):
+        for t in range(1, T[b] if live[b] else 0):
+            y, yp = m.gold[(g0[b] + t) * C + c], m.gold[(g0[b] + t - 1) * C + c]
+            gold_score[b] += W[yp * L + y]
     for b in range(nl):
         if run[b] and (lost[b] or log_z[b] < gold_score[b] - 1e-9 * max(1.0, fabs(gold_score[b]))):
             run[b] = 0
