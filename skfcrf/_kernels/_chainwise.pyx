@@ -89,7 +89,8 @@ from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence,
                        skfcrf_lane_reach, skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
                        skfcrf_lane_weigh, skfcrf_restore_fp, skfcrf_subnormals_off)
 from ._contract cimport ParameterTables, ParameterView
-from ._table cimport CSR, Dense, as_csr, sequence_gradient, sequence_scores, triple_or_empty
+from ._table cimport (CSR, Dense, add_row_biases, as_csr, sequence_gradient, sequence_scores,
+                      triple_or_empty)
 
 from ._contract import block_accumulators, sequence_blocks, summed_rows
 
@@ -252,18 +253,6 @@ cdef inline double _edge_score(const Model* m, const double* row, Py_ssize_t e,
     if m.p.e_col[e] >= 0:
         return row[m.p.e_col[e] + k]
     return m.theta[m.p.bias_edge[e] + k]
-
-
-cdef void _add_biases(const Model* m, double* scores, Py_ssize_t T) noexcept nogil:
-    """Add the unary biases and untied edges' biases to the score rows (the columns of
-    ``m.ranges``)."""
-    cdef Py_ssize_t t, k, r
-    cdef double* row
-    for t in range(T):
-        row = scores + t * m.p.width
-        for r in range(m.n_ranges):
-            for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-                row[k] += m.bias[k]
 
 
 cdef inline int _coupling_slot(const Model* m, Py_ssize_t c, Py_ssize_t e, Py_ssize_t g,
@@ -884,11 +873,13 @@ cdef void _scores(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff
                     s.dscore[k] = 0.0
     for k in range(T * width, T * width + 32):
         s.dscore[k] = 0.0     # read by the dense rows (into gradient slots never used)
+    # the unary and untied edges' biases (the columns of m.ranges) last
     if m.p.n_table:
         sequence_scores(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, m.theta, g0, T,
                         width, s.scores, s.acc, &m.dense if m.has_dense else NULL,
-                        m.ranges, m.n_ranges)
-    _add_biases(m, s.scores, T)
+                        m.ranges, m.n_ranges, m.bias)
+    else:
+        add_row_biases(s.scores, T, width, m.bias, m.ranges, m.n_ranges)
 
 
 cdef void _score_gradient(const Model* m, Scratch* s, CSR direct, CSR diff, int has_diff,
@@ -900,21 +891,23 @@ cdef void _score_gradient(const Model* m, Scratch* s, CSR direct, CSR diff, int 
     cdef Dense dgrad = m.dense
     cdef double* sums = s.acc
     dgrad.values = dense_grad
-    # the biases' gradient: the columns' sums over the tokens, then each into grad
+    # the biases' gradient: the columns' sums over the tokens (in the table's pass over
+    # the rows when there is a table), then each into grad
     for r in range(m.n_ranges):
         for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
             sums[k] = 0.0
-    for t in range(T):
-        for r in range(m.n_ranges):
-            for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-                sums[k] += s.dscore[t * width + k]
-    for r in range(m.n_ranges):
-        for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-            grad[m.col_bias[k]] += sums[k]
     if m.p.n_table:
         sequence_gradient(direct, diff, has_diff, m.p.feat_ptr, m.p.ent_col, g0, T, width,
                           s.dscore, grad, &dgrad if m.has_dense else NULL, m.ranges,
-                          m.n_ranges)
+                          m.n_ranges, sums)
+    else:
+        for t in range(T):
+            for r in range(m.n_ranges):
+                for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+                    sums[k] += s.dscore[t * width + k]
+    for r in range(m.n_ranges):
+        for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
+            grad[m.col_bias[k]] += sums[k]
 
 
 cdef void _lane_group(const Model* m, Scratch* s, const Lanes* q, CSR direct, CSR diff,

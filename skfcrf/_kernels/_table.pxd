@@ -116,11 +116,22 @@ cdef inline tuple triple_or_empty(object triple, Py_ssize_t n_rows):
             np.zeros(0, dtype=np.float64))
 
 
+cdef inline void add_row_biases(double* out, Py_ssize_t T, Py_ssize_t width, const double* bias,
+                                const int* ranges, int n_ranges) noexcept nogil:
+    """Add ``bias`` (per score column) to each row of ``out`` (T x width) in the columns of
+    ``ranges`` (``n_ranges`` pairs ``lo, hi``)."""
+    cdef Py_ssize_t t, k, r
+    for t in range(T):
+        for r in range(n_ranges):
+            for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                out[t * width + k] += bias[k]
+
+
 cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long long* feat_ptr,
                                  const int* ent_col, const double* theta, Py_ssize_t g0,
                                  Py_ssize_t T, Py_ssize_t width, double* out,
                                  double* acc, const Dense* dense, const int* ranges,
-                                 int n_ranges) noexcept nogil:
+                                 int n_ranges, const double* bias=NULL) noexcept nogil:
     """Add the scores of rows ``g0 .. g0+T-1`` to ``out`` (T x width, row-major).
 
     ``direct`` holds observations used as they are; ``diff`` (when ``has_diff``)
@@ -129,25 +140,33 @@ cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long 
     (their values theta's), or NULL.  ``ranges``: ``n_ranges`` pairs ``lo, hi``
     of score columns that hold every column the table's entries and dense rows
     write (a table reduced to some chains'); the running sums touch those alone.
-    NULL: every column.
+    NULL: every column.  ``bias`` (optional, per score column; then ``ranges``
+    must hold every column it is added to): added to every row last, in the
+    running sums' pass when there is one (a pass over the rows fewer).
     """
     cdef Py_ssize_t t, k, r
     cdef int whole[2]
     for t in range(T):
         row_scores(direct, g0 + t, feat_ptr, ent_col, theta, out + t * width, width, dense)
-    if not has_diff:
-        return
     if ranges == NULL:
         whole[0], whole[1] = 0, <int> width
         ranges, n_ranges = whole, 1
+    if not has_diff:
+        if bias != NULL:
+            add_row_biases(out, T, width, bias, ranges, n_ranges)
+        return
     for r in range(n_ranges):
         for k in range(ranges[2 * r], ranges[2 * r + 1]):
             acc[k] = 0.0
     for t in range(T):
         row_scores(diff, g0 + t, feat_ptr, ent_col, theta, acc, width, dense)
         for r in range(n_ranges):
-            for k in range(ranges[2 * r], ranges[2 * r + 1]):
-                out[t * width + k] += acc[k]
+            if bias == NULL:
+                for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                    out[t * width + k] += acc[k]
+            else:
+                for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                    out[t * width + k] = (out[t * width + k] + acc[k]) + bias[k]
 
 
 cdef inline void suffix_sum_rows(double* a, Py_ssize_t T, Py_ssize_t width, const int* ranges,
@@ -168,23 +187,30 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
                                    Py_ssize_t g0, Py_ssize_t T, Py_ssize_t width,
                                    double* dscore, double* grad,
                                    const Dense* dense, const int* ranges,
-                                   int n_ranges) noexcept nogil:
+                                   int n_ranges, double* col_sums=NULL) noexcept nogil:
     """Add the weight gradient of rows ``g0 .. g0+T-1`` with score gradient ``dscore``.
 
     ``dscore`` (T x width) is overwritten by its suffix sums when ``has_diff`` (in
     the columns of ``ranges``, as :func:`sequence_scores`; NULL: every column);
     ``dense``: the dense rows (their gradient into its values; ``dscore`` then
     needs 32 readable doubles from its last row's dense columns), or NULL.
+    ``col_sums`` (optional, per score column): the rows of ``dscore`` as given
+    are added to it in the columns of ``ranges``, in ascending order (the biases'
+    gradient), in the pass that reads them for the table.
     """
-    cdef Py_ssize_t t
+    cdef Py_ssize_t t, k, r
     cdef int whole[2]
-    for t in range(T):
-        row_gradient(direct, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)
-    if not has_diff:
-        return
     if ranges == NULL:
         whole[0], whole[1] = 0, <int> width
         ranges, n_ranges = whole, 1
+    for t in range(T):
+        row_gradient(direct, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)
+        if col_sums != NULL:
+            for r in range(n_ranges):
+                for k in range(ranges[2 * r], ranges[2 * r + 1]):
+                    col_sums[k] += dscore[t * width + k]
+    if not has_diff:
+        return
     suffix_sum_rows(dscore, T, width, ranges, n_ranges)
     for t in range(T):
         row_gradient(diff, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)
