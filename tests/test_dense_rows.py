@@ -132,3 +132,12 @@ def test_slots_that_name_dense_rows_need_dense_rows():
     terms.dense = None
     with pytest.raises(ValueError, match="dense rows"):
         terms.losses_gradient(theta0, 1)
+
+
+def test_dense_rows_of_a_length_without_row_products_are_refused():
+    terms, theta0 = _terms("likelihood", 1)
+    of, slot, base, _ = terms.dense
+    terms.dense = (of, slot, base, 40)
+    terms._slots = None
+    with pytest.raises(ValueError, match="dense rows of 40 values"):
+        terms.losses_gradient(theta0, 1)

@@ -89,10 +89,10 @@ from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence,
                        skfcrf_lane_reach, skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
                        skfcrf_lane_weigh, skfcrf_restore_fp, skfcrf_subnormals_off)
 from ._contract cimport ParameterTables, ParameterView
-from ._table cimport (CSR, Dense, add_row_biases, as_csr, sequence_gradient, sequence_scores,
-                      triple_or_empty)
+from ._table cimport (CSR, Dense, add_row_biases, add_to_column_sums, as_csr, sequence_gradient,
+                      sequence_scores, triple_or_empty)
 
-from ._contract import block_accumulators, sequence_blocks, summed_rows
+from ._contract import DENSE_LENGTHS, block_accumulators, sequence_blocks, summed_rows
 
 #: Most blocks of sequences (gradient accumulators, see
 #: :func:`skfcrf._kernels._contract.sequence_blocks`).
@@ -902,9 +902,7 @@ cdef void _score_gradient(const Model* m, Scratch* s, CSR direct, CSR diff, int 
                           m.n_ranges, sums)
     else:
         for t in range(T):
-            for r in range(m.n_ranges):
-                for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
-                    sums[k] += s.dscore[t * width + k]
+            add_to_column_sums(sums, s.dscore + t * width, m.ranges, m.n_ranges)
     for r in range(m.n_ranges):
         for k in range(m.ranges[2 * r], m.ranges[2 * r + 1]):
             grad[m.col_bias[k]] += sums[k]
@@ -1142,6 +1140,9 @@ def chainwise_objective(ParameterTables tables, obs, const int[:, ::1] gold,
         m.chain_on = &chain_on_view[0]
     m.has_dense = dense is not None and int(np.max(dense[0], initial=-1)) >= 0
     if m.has_dense:
+        if int(dense[3]) not in DENSE_LENGTHS:
+            raise ValueError(f"dense rows of {dense[3]} values: the row products take "
+                             f"{DENSE_LENGTHS}")
         dense_of, slot = dense[0], np.asarray(dense[1])
         entries = np.flatnonzero(slot >= 0)
         n_dense = (int(np.max(dense_of)) + 1) * int(dense[3])

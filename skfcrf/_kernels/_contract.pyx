@@ -434,6 +434,8 @@ def sequence_blocks(seq_ptr, row_doubles, max_blocks=MAX_BLOCKS):
 #: length's multiple (a vector of doubles), and the fewest entries that earn one.
 DENSE_WIDTH = 32
 DENSE_STEP = 8
+#: The row lengths that ``_simd.h``'s row products have a copy for.
+DENSE_LENGTHS = (8, 16, 24, 32)
 DENSE_MIN_ENTRIES = 4
 #: At most this many dense rows (256 KiB of values), those that save the most work:
 #: many more (17,000 on CoNLL-2000 chunking) left the cache and lost what they saved.

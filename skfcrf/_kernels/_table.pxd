@@ -127,6 +127,15 @@ cdef inline void add_row_biases(double* out, Py_ssize_t T, Py_ssize_t width, con
                 out[t * width + k] += bias[k]
 
 
+cdef inline void add_to_column_sums(double* col_sums, const double* row, const int* ranges,
+                                    int n_ranges) noexcept nogil:
+    """Add ``row`` (one token's score columns) to ``col_sums`` in the columns of ``ranges``."""
+    cdef Py_ssize_t k, r
+    for r in range(n_ranges):
+        for k in range(ranges[2 * r], ranges[2 * r + 1]):
+            col_sums[k] += row[k]
+
+
 cdef inline void sequence_scores(CSR direct, CSR diff, int has_diff, const long long* feat_ptr,
                                  const int* ent_col, const double* theta, Py_ssize_t g0,
                                  Py_ssize_t T, Py_ssize_t width, double* out,
@@ -198,7 +207,7 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
     are added to it in the columns of ``ranges``, in ascending order (the biases'
     gradient), in the pass that reads them for the table.
     """
-    cdef Py_ssize_t t, k, r
+    cdef Py_ssize_t t
     cdef int whole[2]
     if ranges == NULL:
         whole[0], whole[1] = 0, <int> width
@@ -206,9 +215,7 @@ cdef inline void sequence_gradient(CSR direct, CSR diff, int has_diff,
     for t in range(T):
         row_gradient(direct, g0 + t, feat_ptr, ent_col, dscore + t * width, grad, dense)
         if col_sums != NULL:
-            for r in range(n_ranges):
-                for k in range(ranges[2 * r], ranges[2 * r + 1]):
-                    col_sums[k] += dscore[t * width + k]
+            add_to_column_sums(col_sums, dscore + t * width, ranges, n_ranges)
     if not has_diff:
         return
     suffix_sum_rows(dscore, T, width, ranges, n_ranges)
