@@ -340,9 +340,9 @@ def test_deleted_likelihood_gradient():
     assert_central_differences(deleted.loss_gradient, theta, grad, idx)
 
 
-def test_held_stages_are_the_deleted_likelihood_restricted():
-    """The held stages (back-off, joint-state transition weights) give the deleted
-    likelihood's loss and gradient at the same weights; the gradient is the slope."""
+def test_held_stage_is_the_deleted_likelihood_restricted():
+    """The held stage (joint-state transition weights) gives the deleted likelihood's
+    loss and gradient at the same weights; the gradient is the slope."""
     from skfcrf.estimators import training_problem
     from skfcrf.objectives._base import Restricted
 
@@ -352,18 +352,96 @@ def test_held_stages_are_the_deleted_likelihood_restricted():
     deleted = est._deleted_likelihood(objective)
     rng = np.random.default_rng(1)
     theta = rng.normal(scale=0.3, size=deleted.layout.n_params)
-    sizes = {"backoff": deleted.layout.n_backoff,
-             "state_transition": deleted.layout.n_state_pairs}
-    for weights in ("backoff", "state_transition"):
-        stage = deleted.held_stage(theta, weights)
-        assert stage.start.size == sizes[weights] > 0
-        v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
-        loss, grad = stage.loss_gradient(v)
-        ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
-        assert loss == pytest.approx(ref_loss, rel=1e-10)
-        np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
-        assert_central_differences(stage.loss_gradient, v, grad,
-                                   range(0, v.size, max(1, v.size // 12)))
+    stage = deleted.held_stage(theta)
+    assert stage.start.size == deleted.layout.n_state_pairs > 0
+    v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
+    loss, grad = stage.loss_gradient(v)
+    ref_loss, ref_grad = Restricted(deleted, stage.free, theta).loss_gradient(v)
+    assert loss == pytest.approx(ref_loss, rel=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
+    assert_central_differences(stage.loss_gradient, v, grad,
+                               range(0, v.size, max(1, v.size // 12)))
+
+
+def _chain_stage(n_reports=6, seed=1):
+    from skfcrf.estimators import training_problem
+
+    X, y = _dictations(n_reports)
+    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
+    objective, _, _ = training_problem(est, X, y)
+    deleted = est._deleted_likelihood(objective)
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(scale=0.3, size=deleted.layout.n_params)
+    return deleted, theta, deleted.chain_backoff_stage(theta), rng
+
+
+def test_chain_backoff_stage_gradient_is_the_slope():
+    deleted, theta, stage, rng = _chain_stage()
+    assert stage.start.size == deleted.layout.n_backoff > 0
+    v = stage.start + rng.normal(scale=0.5, size=stage.start.size)
+    loss, grad = stage.loss_gradient(v)
+    assert np.isfinite(loss) and loss > 0
+    assert_central_differences(stage.loss_gradient, v, grad,
+                               range(0, v.size, max(1, v.size // 15)))
+
+
+def test_chain_backoff_stage_is_each_chain_alone_by_enumeration():
+    """A chain's loss is, fold by fold and sequence by sequence, ``log Z - score(gold)``
+    of the chain's linear-chain model alone (its unary and in-chain potentials, the
+    fold's back-off transitions at ``b``), ``log Z`` by enumerating every labelling."""
+    from skfcrf.estimators import training_problem
+    from skfcrf.objectives._backoff import _in_chain_edges
+
+    # random labels over few short sequences: many transitions seen in one fold only
+    rng = np.random.default_rng(4)
+    X, y = [], []
+    for _ in range(10):
+        n = int(rng.integers(2, 5))
+        X.append([{f"w{int(rng.integers(5))}": 1.0} for _ in range(n)])
+        y.append([(f"a{int(rng.integers(4))}", f"b{int(rng.integers(2))}") for _ in range(n)])
+    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
+    objective, _, _ = training_problem(est, X, y)
+    deleted = est._deleted_likelihood(objective)
+    layout, graph = deleted.layout, deleted.layout.graph
+    assert layout.n_backoff > 0
+    theta = rng.normal(scale=0.5, size=layout.n_params)
+    stage = deleted.chain_backoff_stage(theta)
+    edges = _in_chain_edges(graph)
+    for c, b in layout.backoff_weights(stage.full(rng.normal(size=stage.start.size))).items():
+        L, lo = int(graph.n_labels[c]), int(graph.label_offset[c])
+        expected = 0.0
+        for part, masks, _ in deleted.folds:
+            unary, pair, eo = deleted._fold_potentials(theta, part, masks)
+            block = np.array(pair[eo[edges[c]]:eo[edges[c]] + L * L]).reshape(L, L)
+            block[masks[c]] = np.broadcast_to(b, (L, L))[masks[c]]
+            for s in range(part.n_sequences):
+                rows = np.arange(part.seq_ptr[s], part.seq_ptr[s + 1])
+                u = unary[rows, lo:lo + L]
+
+                def score(lab, u=u, block=block):
+                    return (u[np.arange(len(lab)), list(lab)].sum()
+                            + sum(block[lab[t - 1], lab[t]] for t in range(1, len(lab))))
+
+                every = [score(lab) for lab in itertools.product(range(L), repeat=len(rows))]
+                expected += logsumexp(every) - score(part.gold[rows, c])
+        loss, grad = stage.chain_loss_gradient(c, np.array(b))
+        assert loss == pytest.approx(deleted.scale * expected, rel=1e-9)
+        assert_central_differences(lambda x, c=c: stage.chain_loss_gradient(c, x),
+                                   np.array(b), grad, range(L))
+
+
+def test_chain_backoff_stage_solve_lowers_every_chain():
+    """``solve`` moves each chain's back-off weights to a lower penalised loss and
+    holds every other weight."""
+    deleted, theta, stage, _ = _chain_stage()
+    before, _ = stage.loss_gradient(stage.start)
+    v, n_iter = stage.solve(max_iter=30, tol=1e-7)
+    after, grad = stage.loss_gradient(v)
+    assert after < before and n_iter > 0
+    full = stage.full(v)
+    np.testing.assert_array_equal(full[~stage.free], theta[~stage.free])
+    # near a minimum: the gradient is small next to where it started
+    assert np.abs(grad).max() < 0.1 * np.abs(stage.loss_gradient(stage.start)[1]).max()
 
 
 def _dictations(n):

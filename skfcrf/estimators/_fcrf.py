@@ -83,9 +83,10 @@ TrainingProblem = namedtuple("TrainingProblem", ["objective", "theta0", "random_
 #: (``objective="independent"``, ``solver="lbfgs"``) is by design and gives no warning.
 DEFAULT_MAX_ITER = 100
 
-#: Starting value of the back-off weights of the fine-tuning stage
-#: (``forbidden_transitions="backoff"``): a transition without a weight of its own
-#: starts ``exp(-5)`` times less likely than an average one.
+#: Where the back-off weights (``forbidden_transitions="backoff"``) start before
+#: each chain's deleted likelihood moves them (:class:`~skfcrf.objectives._backoff.
+#: ChainBackoffStage`): a transition without a weight of its own ``exp(-5)`` times
+#: less likely than an average one.
 BACKOFF_START = -5.0
 
 _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
@@ -245,7 +246,9 @@ class FactorialCRF(BaseEstimator):
         "backoff")``), so every labelling over the joint states has a finite
         ``log_prob``; the fine-tuning stage then trains on a deleted likelihood
         (each fold scored with the transitions new to the other folds as
-        back-off ones, :mod:`skfcrf.objectives._backoff`), and a joint-state
+        back-off ones, :mod:`skfcrf.objectives._backoff`), starting the back-off
+        weights where each chain's own deleted likelihood puts them (L-BFGS-B to
+        ``tol``, at most ``max_iter`` iterations per chain), and a joint-state
         transition weight is dropped on the same terms (user guide, "Back-off
         transitions").  It needs
         ``finetune_iter > 0`` and an objective other than ``"likelihood"``
@@ -274,9 +277,7 @@ class FactorialCRF(BaseEstimator):
         joint-state transitions, this many L-BFGS iterations of the likelihood
         move those weights alone (the others held): among all the weights a
         few iterations hardly move them, as they nearly duplicate the in-chain
-        transitions and couplings.  0 leaves them to the joint stage.  With
-        ``forbidden_transitions="backoff"`` as many iterations first move the
-        back-off weights alone, under the deleted likelihood.
+        transitions and couplings.  0 leaves them to the joint stage.
     segment_encoding : {"bio", "bme", "bioes"}, default="bio"
         ``"bme"`` (or ``"bioes"``) trains on the segment chains re-tagged as
         Chou's begin / middle / end states (thesis 002, 6.3; a chain is a
@@ -761,11 +762,9 @@ class FactorialCRF(BaseEstimator):
                         finetune, start, monitor)
                     result.coef, result.n_iter = tuned.coef, result.n_iter + tuned.n_iter
                 likelihood = finetune if finetune is not None else objective
-                for weights in ("backoff", "state_transition"):
-                    stage = self._state_transition_stage(likelihood, result.coef, monitor,
-                                                         stopper, weights)
-                    if stage is None:
-                        continue
+                stage = self._state_transition_stage(likelihood, result.coef, monitor,
+                                                     stopper)
+                if stage is not None:
                     monitor.expand = stage.full
                     try:
                         held = stage.theta[~stage.free]
@@ -829,26 +828,31 @@ class FactorialCRF(BaseEstimator):
     def _open_backoff(self, deleted, coef):
         """Switch the estimator to the back-off model of ``deleted`` (its layout and
         forbidden assignments); the weights ``coef`` (of the closed layout) moved to
-        it, with starting back-off weights.  Until then the model forbids the unseen
-        transitions."""
+        it, with the back-off weights each chain's own deleted likelihood gives them.
+        Until then the model forbids the unseen transitions."""
         closed = self.layout_
         state = coef[closed.bias_state:closed.bias_state + closed.n_state_pairs]
         if closed.n_state_pairs:
             state = state[self._kept_state_pairs]
         self.layout_, self.forbidden_ = deleted.layout, deleted.forbidden
         self._backoff = {}
-        return np.concatenate([coef[:closed.bias_state], state,
-                               np.full(deleted.layout.n_backoff, BACKOFF_START)])
+        theta = np.concatenate([coef[:closed.bias_state], state,
+                                np.full(deleted.layout.n_backoff, BACKOFF_START)])
+        # every chain's back-off weights where its own deleted likelihood puts them
+        # (ChainBackoffStage): the fine-tuning hardly moves them from BACKOFF_START
+        stage = deleted.chain_backoff_stage(theta)
+        weights, n_iter = stage.solve(self.max_iter, self.tol)
+        if self.verbose:
+            print(f"back-off weights: each chain's deleted likelihood, at most {n_iter} "
+                  f"iterations a chain", flush=True)
+        return stage.full(weights)
 
-    def _state_transition_stage(self, likelihood, coef, monitor, stopper,
-                                weights="state_transition"):
+    def _state_transition_stage(self, likelihood, coef, monitor, stopper):
         """The joint-state transition weights alone under the likelihood, or None.
 
         After the likelihood training (or fine-tuning) of a model with
         joint-state transitions, ``state_transition_iter`` L-BFGS iterations
-        move those weights alone, the others held (``weights``; with back-off
-        transitions the back-off weights get such a stage first, under the
-        deleted likelihood: the fine-tuning hardly moves them either).  They are nearly redundant
+        move those weights alone, the others held.  They are nearly redundant
         with the in-chain transitions and couplings, so among all the weights
         L-BFGS hardly moves them in a few iterations; alone they are learnt
         quickly.
@@ -857,14 +861,12 @@ class FactorialCRF(BaseEstimator):
                 stopper is not None and stopper.triggered):
             return None
         if isinstance(likelihood, DeletedLikelihood):
-            # one kind of weights at a time, the back-off weights first: both together,
-            # L-BFGS moved the joint-state transitions and lost 2.9 points of joint
-            # accuracy on the dictations; the joint-state transitions first, adapted to
-            # back-off weights still at their start, lost 1.2
-            if weights == "state_transition" and not likelihood.layout.n_state_pairs:
+            # not with the other weights: L-BFGS then moved the joint-state transitions
+            # and lost 2.9 points of joint accuracy on the dictations
+            if not likelihood.layout.n_state_pairs:
                 return None
-            return likelihood.held_stage(coef, weights)
-        if (weights != "state_transition" or not self.layout_.n_state_pairs
+            return likelihood.held_stage(coef)
+        if (not self.layout_.n_state_pairs
                 or not isinstance(likelihood, Likelihood)):
             return None
         return self._state_transitions_alone(likelihood, coef)

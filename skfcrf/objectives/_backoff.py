@@ -19,22 +19,27 @@ and the other weights learn to label such stretches from the observations.
 Each evaluation is exact: one forward-backward per fold over the joint label
 states on the grouped transition form (:func:`skfcrf._kernels.joint.
 grouped_tables`), about three times the transition work of the closed model's
-sparse products on the dictations.  After the fine-tuning the estimator moves
-the back-off weights and then the joint-state transition weights alone
-(:class:`HeldStage`, the held weights' potentials computed once).  A
+sparse products on the dictations (one evaluation of the fine-tuning about twice
+the closed one's).  Before the fine-tuning the back-off weights start where each
+chain's own deleted likelihood puts them (:class:`ChainBackoffStage`, one
+forward-backward per chain over its own labels); after it the joint-state
+transition weights move alone (:class:`HeldStage`, the held weights' potentials
+computed once).  A
 joint-state transition weight is dropped, per fold and from the fitted model,
 on the same terms as a transition's own weight.
 """
 import numpy as np
+from scipy.optimize import minimize
 
-from skfcrf._kernels.graph import IN_CHAIN
+from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
 from skfcrf.model._layout import labelled_pair_rows
 from skfcrf.objectives._base import Objective, Restricted, reused_rows
 
-__all__ = ["DeletedLikelihood", "HeldStage", "fold_backoff", "fold_state_pair_counts"]
+__all__ = ["ChainBackoffStage", "DeletedLikelihood", "HeldStage", "fold_backoff",
+           "fold_state_pair_counts"]
 
 
 def _in_chain_edges(graph):
@@ -199,35 +204,136 @@ class DeletedLikelihood(Objective):
                 grad[layout.bias_state:layout.bias_state + layout.n_state_pairs] += grad_state
         return loss, grad
 
-    def held_stage(self, theta, weights="backoff"):
-        """This objective over the back-off weights (``weights="backoff"``) or the
-        joint-state transition weights (``"state_transition"``) alone, the others
+    def held_stage(self, theta):
+        """This objective over the joint-state transition weights alone, the others
         held at ``theta`` (:class:`HeldStage`)."""
-        return HeldStage(self, theta, weights)
+        return HeldStage(self, theta)
+
+    def chain_backoff_stage(self, theta):
+        """The back-off weights alone, each chain's under its own deleted likelihood,
+        the other weights at ``theta`` (:class:`ChainBackoffStage`)."""
+        return ChainBackoffStage(self, theta)
+
+
+class ChainBackoffStage(Restricted):
+    """The back-off weights alone, each chain's under its own deleted likelihood.
+
+    Chain ``c``'s back-off weights ``b_c`` minimise the deleted likelihood of
+    chain ``c``'s linear-chain model alone: its unary and in-chain potentials at
+    ``theta`` (no couplings, joint-state transitions or other chains), fold ``k``
+    scored with the transitions of the :class:`DeletedLikelihood`'s masks at
+    ``b_c``.  The chains do not interact, so each is solved on its own
+    (:meth:`solve`); an evaluation is one forward-backward per fold over the
+    chain's own labels (the grouped back-off form, :func:`~skfcrf._kernels.joint.
+    joint_marginals` with one state per label), a small part of the joint one's.
+
+    The estimator starts the fine-tuning from these weights.  Under the joint
+    deleted likelihood the fine-tuning hardly moves the back-off weights from a
+    constant start, and a joint stage of their own after it cost as much as the
+    fine-tuning itself (``benchmarks/history``, thirty-fourth session).
+
+    Parameters
+    ----------
+    deleted : DeletedLikelihood
+    theta : ndarray of shape (n_params,)
+        All the weights (of ``deleted.layout``); the back-off ones are the start.
+    """
+
+    def __init__(self, deleted, theta):
+        layout = deleted.layout
+        first = layout.bias_state + layout.n_state_pairs
+        super().__init__(deleted, np.arange(layout.n_params) >= first, theta)
+        held = self.theta[~self.free]
+        self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
+        graph = layout.graph
+        edges = _in_chain_edges(graph)
+        # per chain and fold: its unary columns, in-chain block, back-off mask,
+        # sequences, the gold score without the back-off transitions and the gold
+        # back-off transitions into each label
+        self._parts = {c: [] for c in layout.bias_backoff}
+        for part, masks, _ in deleted.folds:
+            unary, pair, eo = deleted._fold_potentials(self.theta, part, masks)
+            rows = labelled_pair_rows(part.gold, part.seq_ptr)
+            for c in layout.bias_backoff:
+                L, lo = int(graph.n_labels[c]), int(graph.label_offset[c])
+                u = np.ascontiguousarray(unary[:, lo:lo + L])
+                block = np.array(pair[eo[edges[c]]:eo[edges[c]] + L * L]).reshape(L, L)
+                gold = part.gold[:, c]
+                prev, cur = gold[rows - 1], gold[rows]
+                new = masks[c][prev, cur]
+                fixed = (u[np.arange(len(gold)), gold].sum()
+                         + block[prev[~new], cur[~new]].sum())
+                counts = np.bincount(cur[new], minlength=L).astype(np.float64)
+                self._parts[c].append((u, block, masks[c], part.seq_ptr, fixed, counts))
+
+    def chain_loss_gradient(self, c, b):
+        """Chain ``c``'s scaled deleted negative log-likelihood at its back-off
+        weights ``b`` and its gradient (no penalty)."""
+        deleted = self.objective
+        L = len(b)
+        graph = Graph.build([L], [(0, 0, IN_CHAIN, True)])
+        states = np.arange(L, dtype=np.int32)[:, None]
+        loss, grad = 0.0, np.zeros(L)
+        for u, block, mask, seq_ptr, fixed, counts in self._parts[c]:
+            pair = block.copy()
+            np.copyto(pair, np.broadcast_to(b, (L, L)), where=mask)
+            _, _, log_z, unseen = joint_marginals(graph, states, seq_ptr, u, pair.ravel(),
+                                                  deleted.n_threads, pair_marginals=True,
+                                                  backoff={0: mask})
+            loss += float(log_z.sum()) - fixed - float(counts @ b)
+            grad += unseen[0] - counts
+        return deleted.scale * loss, deleted.scale * grad
+
+    def loss_gradient(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        loss, grad = self._held_penalty + 0.5 * self.objective.inv_var * float(v @ v), \
+            self.objective.inv_var * v
+        for c, (lo, hi) in self._spans().items():
+            chain_loss, chain_grad = self.chain_loss_gradient(c, v[lo:hi])
+            loss += chain_loss
+            grad[lo:hi] += chain_grad
+        return loss, grad
+
+    def _spans(self):
+        """Chain -> its back-off weights' span in the free weights."""
+        layout = self.objective.layout
+        first = layout.bias_state + layout.n_state_pairs
+        return {c: (at - first, at - first + int(layout.graph.n_labels[c]))
+                for c, at in layout.bias_backoff.items()}
+
+    def solve(self, max_iter, tol):
+        """The back-off weights minimising each chain's penalised loss, chain by
+        chain (scipy's L-BFGS-B, at most ``max_iter`` iterations, relative loss
+        reduction ``tol``): ``(weights, iterations)``, the iterations of the chain
+        that took the most."""
+        inv_var = self.objective.inv_var
+        v, most = self.start, 0
+        for c, (lo, hi) in self._spans().items():
+            def fun(b, c=c):
+                loss, grad = self.chain_loss_gradient(c, b)
+                return loss + 0.5 * inv_var * float(b @ b), grad + inv_var * b
+            result = minimize(fun, v[lo:hi], jac=True, method="L-BFGS-B",
+                              options=dict(maxiter=max_iter, ftol=tol))
+            v[lo:hi] = result.x
+            most = max(most, int(result.nit))
+        return v, most
 
 
 class HeldStage(Restricted):
-    """:class:`DeletedLikelihood` as a function of the back-off weights, or of the
-    joint-state transition weights, alone.
+    """:class:`DeletedLikelihood` as a function of the joint-state transition
+    weights alone.
 
-    Neither enters the unary or coupling potentials, so the held weights'
-    potentials are computed once per fold and an evaluation is one grouped
-    forward-backward per fold: no observation scores and no feature gradient (as
-    :class:`~skfcrf.objectives._likelihood.StateTransitionStage`).
+    They enter neither the unary nor the coupling potentials, so the held
+    weights' potentials are computed once per fold and an evaluation is one
+    grouped forward-backward per fold: no observation scores and no feature
+    gradient (as :class:`~skfcrf.objectives._likelihood.StateTransitionStage`).
     """
 
-    def __init__(self, deleted, theta, weights="backoff"):
+    def __init__(self, deleted, theta):
         layout = deleted.layout
-        first = layout.bias_state + layout.n_state_pairs
-        if weights == "backoff":
-            free = np.arange(layout.n_params) >= first
-        elif weights == "state_transition":
-            free = (np.arange(layout.n_params) >= layout.bias_state) & (
-                np.arange(layout.n_params) < first)
-        else:
-            raise ValueError(f"weights must be 'backoff' or 'state_transition', got {weights!r}")
+        at = np.arange(layout.n_params)
+        free = (at >= layout.bias_state) & (at < layout.bias_state + layout.n_state_pairs)
         super().__init__(deleted, free, theta)
-        self.weights = weights
         held = self.theta[~free]
         self._held_penalty = 0.5 * deleted.inv_var * float(held @ held)
         deleted._scores = None      # not needed while the potentials are held
@@ -238,17 +344,11 @@ class HeldStage(Restricted):
         v = np.asarray(v, dtype=np.float64)
         deleted = self.objective
         theta = self.full(v)
-        b = deleted.layout.backoff_weights(theta)
         loss, grad = 0.0, np.zeros(v.size)
         for fold, (unary, pair, eo) in zip(deleted.folds, self._held):
-            if self.weights == "backoff":
-                pair = pair.copy()
-                deleted._set_backoff(pair, eo, b, fold[1])
-            fold_loss, _, _, grad_b, grad_state = deleted._fold_loss(
-                theta, fold, unary, pair, eo)
+            fold_loss, _, _, _, grad_state = deleted._fold_loss(theta, fold, unary, pair, eo)
             loss += fold_loss
-            grad += (np.concatenate([grad_b[c] for c in sorted(grad_b)])
-                     if self.weights == "backoff" else grad_state)
+            grad += grad_state
         return (deleted.scale * loss + self._held_penalty + 0.5 * deleted.inv_var * float(v @ v),
                 deleted.scale * grad + deleted.inv_var * v)
 
