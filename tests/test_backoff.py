@@ -430,6 +430,28 @@ def test_chain_backoff_stage_is_each_chain_alone_by_enumeration():
                                    np.array(b), grad, range(L))
 
 
+def test_chain_backoff_rare_start():
+    """The one-step start: per label with gold back-off transitions ``K exp(b) = G``,
+    per label without them ``K exp(b) = -b / sigma**2`` (``K`` the expected back-off
+    transitions at the old weights over ``exp`` of them), and every chain's penalised
+    loss lower than at the old weights."""
+    deleted, theta, stage, _ = _chain_stage()
+    iv = deleted.inv_var
+    for c, (lo, hi) in stage._spans().items():
+        b0 = np.full(hi - lo, -5.0)
+        loss0, grad0 = stage.chain_loss_gradient(c, b0)
+        gold = deleted.scale * sum(part[5] for part in stage._parts[c])
+        K = (grad0 + gold) * np.exp(-b0)
+        b1 = stage.rare_start(c, b0)
+        seen, never = (K > 0) & (gold > 0), (K > 0) & (gold == 0)
+        assert seen.any() and never.any()
+        np.testing.assert_allclose(K[seen] * np.exp(b1[seen]), gold[seen], rtol=1e-9)
+        np.testing.assert_allclose(K[never] * np.exp(b1[never]), -b1[never] * iv, rtol=1e-9)
+        np.testing.assert_array_equal(b1[K == 0], b0[K == 0])
+        loss1, _ = stage.chain_loss_gradient(c, b1)
+        assert loss1 + 0.5 * iv * b1 @ b1 < loss0 + 0.5 * iv * b0 @ b0
+
+
 def test_chain_backoff_stage_solve_lowers_every_chain():
     """``solve`` moves each chain's back-off weights to a lower penalised loss and
     holds every other weight."""

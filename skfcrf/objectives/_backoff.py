@@ -30,6 +30,7 @@ on the same terms as a transition's own weight.
 """
 import numpy as np
 from scipy.optimize import minimize
+from scipy.special import lambertw
 
 from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf._kernels.joint import joint_marginals, state_index
@@ -301,19 +302,43 @@ class ChainBackoffStage(Restricted):
         return {c: (at - first, at - first + int(layout.graph.n_labels[c]))
                 for c, at in layout.bias_backoff.items()}
 
+    def rare_start(self, c, b):
+        """Chain ``c``'s back-off weights one step from ``b``, each label's the
+        minimiser of its penalised loss were back-off transitions rare.
+
+        Then the expected number of back-off transitions into label ``j`` is
+        ``K_j exp(b_j)`` (``K_j`` read at ``b``), and label ``j``'s loss
+        ``K_j exp(b_j) - G_j b_j`` (``G_j`` the gold ones) is least at
+        ``log(G_j / K_j)``; with ``G_j = 0`` the penalty keeps it finite,
+        ``K_j exp(b_j) + b_j**2 / (2 sigma**2)`` least at ``-W(K_j sigma**2)``
+        (Lambert's W).  At seed scale L-BFGS-B from there takes half the
+        evaluations it takes from ``b`` to the same minimum (thirty-fourth
+        session's log)."""
+        deleted = self.objective
+        _, grad = self.chain_loss_gradient(c, b)
+        gold = deleted.scale * sum(part[5] for part in self._parts[c])
+        with np.errstate(over="ignore"):
+            K = (grad + gold) * np.exp(-b)
+        start = np.array(b, dtype=np.float64)
+        seen = (K > 0) & (gold > 0) & np.isfinite(K)
+        start[seen] = np.log(gold[seen] / K[seen])
+        never = (K > 0) & (gold == 0) & np.isfinite(K)
+        start[never] = -lambertw(K[never] / deleted.inv_var).real
+        return start
+
     def solve(self, max_iter, tol):
         """The back-off weights minimising each chain's penalised loss, chain by
-        chain (scipy's L-BFGS-B, at most ``max_iter`` iterations, relative loss
-        reduction ``tol``): ``(weights, iterations)``, the iterations of the chain
-        that took the most."""
+        chain (scipy's L-BFGS-B from :meth:`rare_start`, at most ``max_iter``
+        iterations, relative loss reduction ``tol``): ``(weights, iterations)``,
+        the iterations of the chain that took the most."""
         inv_var = self.objective.inv_var
         v, most = self.start, 0
         for c, (lo, hi) in self._spans().items():
             def fun(b, c=c):
                 loss, grad = self.chain_loss_gradient(c, b)
                 return loss + 0.5 * inv_var * float(b @ b), grad + inv_var * b
-            result = minimize(fun, v[lo:hi], jac=True, method="L-BFGS-B",
-                              options=dict(maxiter=max_iter, ftol=tol))
+            result = minimize(fun, self.rare_start(c, v[lo:hi]), jac=True,
+                              method="L-BFGS-B", options=dict(maxiter=max_iter, ftol=tol))
             v[lo:hi] = result.x
             most = max(most, int(result.nit))
         return v, most
