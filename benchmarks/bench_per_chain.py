@@ -10,12 +10,14 @@ each chain, default minus independent.
 
     python benchmarks/bench_per_chain.py --task dictations [--extra-reports 400]
     python benchmarks/bench_per_chain.py --task conll [--n-train 2000 --n-test 500]
+    python benchmarks/bench_per_chain.py --task dictations --forbidden-transitions backoff
 
 Data as ``bench_calibration.py``'s (dictations 200 / 100 with ``sigma=31.6``; CoNLL-2000
 POS + chunks from word observations).  ``--extra-reports N`` (dictations) also scores
 both models on ``N`` further reports, ``make_dictations(N, "rcg",
 random_state=--extra-random-state)``: 100 test reports leave a chain's difference of
-0.002 within the noise.
+0.002 within the noise.  ``--forbidden-transitions`` sets the first model's (e.g.
+``backoff``; the independent chains have no joint states to back off over).
 """
 from bench_calibration import data, summary, task_parser, timed_fit
 
@@ -32,7 +34,10 @@ def main():
     ap = task_parser(__doc__)
     ap.add_argument("--extra-reports", type=int, default=0)
     ap.add_argument("--extra-random-state", type=int, default=2)
+    ap.add_argument("--forbidden-transitions", default="auto",
+                    choices=("auto", "unseen", "backoff", "none"))
     args = ap.parse_args()
+    ft = None if args.forbidden_transitions == "none" else args.forbidden_transitions
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
     tests = {"test": (Xte, yte)}
     if args.extra_reports and args.task == "dictations":
@@ -43,6 +48,8 @@ def main():
             make_dictation_features().fit_transform(X), y)
     preds = {}
     for name, extra in MODELS.items():
+        if name == "default":
+            extra = dict(extra, forbidden_transitions=ft)
         model = FactorialCRF(n_jobs=args.n_jobs, **{**params, **extra})
         fit = timed_fit(model, Xtr, ytr)
         for test_name, (X, y) in tests.items():
