@@ -311,8 +311,8 @@ class ChainBackoffStage(Restricted):
         ``K_j exp(b_j) - G_j b_j`` (``G_j`` the gold ones) is least at
         ``log(G_j / K_j)``; with ``G_j = 0`` the penalty keeps it finite,
         ``K_j exp(b_j) + b_j**2 / (2 sigma**2)`` least at ``-W(K_j sigma**2)``
-        (Lambert's W).  At seed scale L-BFGS-B from there takes half the
-        evaluations it takes from ``b`` to the same minimum (thirty-fourth
+        (Lambert's W).  At seed scale L-BFGS-B from there reached the same
+        minimum in about half the time it took from ``b`` (thirty-fourth
         session's log)."""
         deleted = self.objective
         _, grad = self.chain_loss_gradient(c, b)
