@@ -252,6 +252,11 @@ class ChainBackoffStage(Restricted):
         # sequences, the gold score without the back-off transitions and the gold
         # back-off transitions into each label
         self._parts = {c: [] for c in layout.bias_backoff}
+        # per chain its one-chain graph and one joint state per label
+        self._chain_graphs = {
+            c: (Graph.build([int(graph.n_labels[c])], [(0, 0, IN_CHAIN, True)]),
+                np.arange(int(graph.n_labels[c]), dtype=np.int32)[:, None])
+            for c in layout.bias_backoff}
         for part, masks, _ in deleted.folds:
             unary, pair, eo = deleted._fold_potentials(self.theta, part, masks)
             rows = labelled_pair_rows(part.gold, part.seq_ptr)
@@ -272,8 +277,7 @@ class ChainBackoffStage(Restricted):
         weights ``b`` and its gradient (no penalty)."""
         deleted = self.objective
         L = len(b)
-        graph = Graph.build([L], [(0, 0, IN_CHAIN, True)])
-        states = np.arange(L, dtype=np.int32)[:, None]
+        graph, states = self._chain_graphs[c]
         loss, grad = 0.0, np.zeros(L)
         for u, block, mask, seq_ptr, fixed, counts in self._parts[c]:
             pair = block.copy()
