@@ -57,3 +57,35 @@ def test_feature_products_raise_memory_error(tiny_limit):
     out = np.zeros((3, 40))
     with pytest.raises(MemoryError):
         add_scores(seq_ptr, direct, None, feat_ptr, ent_col, np.ones(2), out, 1)
+
+
+def test_reused_scratch_gives_the_same_results():
+    """Inside ``reusing_scratch`` a freed block is kept and handed to the next kernel,
+    whatever the previous one left in it: the results keep their bits; leaving the
+    context frees the block, and outside it nothing is kept."""
+    problems = [inference_problem(*GRAPHS[i], seed=300 + i) for i in (1, 2)]
+    fresh = [marginals(*p, method="exact")[0] for p in problems]
+    assert _alloc.kept_bytes() == 0
+    with _alloc.reusing_scratch():
+        for _ in range(2):
+            for p, expected in zip(problems, fresh):
+                # the other problem's kernel ran last: its data is in the kept block
+                np.testing.assert_array_equal(marginals(*p, method="exact")[0], expected)
+                assert _alloc.kept_bytes() > 0
+        with _alloc.reusing_scratch():                      # nested: still kept inside
+            marginals(*problems[0], method="exact")
+        assert _alloc.kept_bytes() > 0
+    assert _alloc.kept_bytes() == 0
+
+
+def test_limit_applies_to_reused_scratch():
+    graph, seq_ptr, unary, pair = inference_problem(*GRAPHS[2], seed=102)
+    with _alloc.reusing_scratch():
+        marginals(graph, seq_ptr, unary, pair)
+        assert _alloc.kept_bytes() > 0
+        previous = _alloc.set_limit(64)
+        try:
+            with pytest.raises(MemoryError):
+                marginals(graph, seq_ptr, unary, pair)
+        finally:
+            _alloc.set_limit(previous)

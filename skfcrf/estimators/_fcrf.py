@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, Options, RealNotInt, StrOp
 from threadpoolctl import threadpool_info
 
 from skfcrf._blas import single_blas_thread
+from skfcrf._kernels._alloc import reusing_scratch
 from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._kernels.joint import state_index
 from skfcrf._validation import check_label_sequences
@@ -742,8 +743,9 @@ class FactorialCRF(BaseEstimator):
         """Run the solver on the objective, then the likelihood fine-tuning stage if any."""
         try:
             # the kernels parallelise over sequences themselves; BLAS threads inside
-            # their small matrix products only add contention
-            with single_blas_thread():
+            # their small matrix products only add contention.  Their scratch blocks
+            # are reused from one evaluation to the next (no page faults)
+            with single_blas_thread(), reusing_scratch():
                 result = solver.solve(objective, theta0, monitor)
                 warn_if_not_converged(
                     result, monitor.stopped_by_callback, max_iter=self.max_iter, tol=self.tol,
