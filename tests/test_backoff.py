@@ -205,6 +205,42 @@ def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, se
             np.testing.assert_allclose(block, block0, atol=1e-9)
 
 
+def _full_first(graph, states, pair, eo, st, backoff):
+    from skfcrf._kernels._joint import _full_term_split
+    from skfcrf._kernels.joint import grouped_tables
+
+    tr = grouped_tables(graph, states, pair, eo, st, backoff, False)[0]
+    return _full_term_split(*(tr[k] for k in (
+        "group", "member_ptr", "out_ptr", "out_idx", "in_ptr", "in_idx", "down_ptr",
+        "down_row", "down_idx", "up_ptr", "up_row", "up_idx")))[0]
+
+
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
+def test_grouped_full_term_in_place_or_copied(n_labels, couplings, below, state_trans):
+    """States in sorted order: the full term's groups are the states' rows, which the
+    grouped step reads and writes in place (``_split_step``); in another order they
+    are copied to and from the groups.  Both give the same marginals and log Z."""
+    rng = np.random.default_rng(11)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), rng.integers(0, 7, size=9), couplings, below, state_trans)
+    perm = rng.permutation(len(states))
+    perm[:2] = perm[1::-1] if perm[0] < perm[1] else perm[:2]     # not the sorted order
+    st_p = None if st is None else st[perm][:, perm]
+    ff = _full_first(graph, states, pair, eo, st, backoff)
+    assert ff >= 0
+    assert _full_first(graph, states[perm], pair, eo, st_p, backoff) == -1
+    direct = joint_marginals(graph, states, seq_ptr, unary, pair, pair_marginals=True,
+                             state_trans=st, backoff=backoff)
+    copied = joint_marginals(graph, states[perm], seq_ptr, unary, pair, pair_marginals=True,
+                             state_trans=st_p, backoff=backoff)
+    for a, b in zip(direct, copied):
+        if isinstance(a, dict):
+            for c in a:
+                np.testing.assert_allclose(a[c], b[c], rtol=1e-12, atol=1e-14)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("without", [0, 1, 2])
 def test_grouped_kernels_with_a_chain_without_backoff(without):
     """A chain with no back-off pairs: the terms that would give it the back-off

@@ -46,7 +46,8 @@ cdef extern from "_simd.h" nogil:
     void skfcrf_lane_weigh(long L, double* tmp, double* psi, double* total)
     void skfcrf_lane_clear(long n, const double* a, double* x)
     void skfcrf_lane_tree_sum(long n_rows, const long long* ptr, const int* row,
-                              const int* idx, const double* w, double* v)
+                              const int* idx, const double* w, const double* src,
+                              double* dst, int store)
     void skfcrf_lane_normalize(long S, const double* tmp, const double* phi,
                                const double* total, const long long* on, double negligible,
                                double* alpha, double* psi)

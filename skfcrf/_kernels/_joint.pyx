@@ -43,7 +43,10 @@ grouped transitions
     tree (a child's sums from its parent's groups, not from all the states) and
     gathers back along it (``factor[k, s']`` is the product of the ``tree_w``
     on the way from term ``k`` to the full term): about ``S`` per term with
-    two chains, fewer below, instead of ``K * S``.
+    two chains, fewer below, instead of ``K * S``.  When the full term's groups
+    are the last ``S``, in state order (sorted states), a step reads and writes
+    them in the states' own rows instead of copying them to and from the groups
+    (:func:`_split_step`).
     This is the form of in-chain transitions whose unseen pairs
     share a back-off weight per target label (:func:`skfcrf._kernels.joint.
     grouped_tables` builds the terms); for Viterbi the values are log scores,
@@ -164,11 +167,22 @@ cdef struct Trans:
     Py_ssize_t n_terms          # grouped form: K terms (0: dense or sparse form)
     Py_ssize_t n_groups         # G, the groups of all terms
     const int* group            # K x S: the group of state s in term k
+    Py_ssize_t full_first       # the full term's groups are full_first + s (-1: not)
     const double* factor        # K x S: term k's factor on its target state s'
     const long long* member_ptr     # G + 1: group -> its states (Viterbi's traceback)
     const int* member_idx
     Tree down                   # grouped form: the projection tree, by child group
     Tree up                     # and by parent group
+    # grouped form with the full term last in state order (full_first = G - S; -1:
+    # not): the full term read from and written to the states' rows directly
+    # (_split_step).  The CSR tables' and the tree's indices into the full term are
+    # then state numbers (``_local``), and the tree is split where it meets it:
+    const int* in_idx_local
+    const int* out_idx_local
+    Tree down_first             # rows of the children of the full term
+    Tree down_rest
+    Tree up_rest
+    Tree up_last                # rows of the full term's groups (state numbers)
 
 
 def _check_tree(const long long[::1] ptr, const int[::1] row, const int[::1] idx,
@@ -179,14 +193,61 @@ def _check_tree(const long long[::1] ptr, const int[::1] row, const int[::1] idx
 
 
 cdef Tree _tree(const long long[::1] ptr, const int[::1] row, const int[::1] idx,
-                const double[::1] w) noexcept:
+                const double[::1] w, Py_ssize_t first=0, Py_ssize_t stop=-1) noexcept:
+    """The tree's rows ``first`` to ``stop`` (-1: all of them)."""
     cdef Tree t
-    t.n_rows = row.shape[0]
-    t.ptr = &ptr[0]
-    t.row = first_or_null(row)
+    if stop < 0:
+        stop = row.shape[0]
+    t.n_rows = stop - first
+    t.ptr = &ptr[first]
+    t.row = (&row[0] + first) if row.shape[0] else NULL
     t.idx = first_or_null(idx)
     t.w = first_or_null(w)
     return t
+
+
+def _full_term_split(group, member_ptr, out_ptr, out_idx, in_ptr, in_idx, down_ptr,
+                     down_row, down_idx, up_ptr, up_row, up_idx):
+    """``(full_first, in_idx_local, out_idx_local, down_idx_local, up_row_local,
+    n_down_first, n_up_last)`` of grouped tables whose full term comes last with its
+    groups in state order and whose tree meets it in one block of rows at each end
+    (``down``: the first rows read it and every other group is a row once;
+    ``up``: the last rows are its groups); ``full_first = -1`` (and empty tables)
+    otherwise.  The ``_local`` tables number the full term's groups by their states."""
+    none = (-1, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32),
+            np.zeros(0, np.int32), 0, 0)
+    K, S = group.shape
+    G = len(member_ptr) - 1
+    if not K or not S:
+        return none
+    ff = int(group[K - 1, 0])
+    if ff != G - S or not np.array_equal(group[K - 1], ff + np.arange(S)):
+        return none
+    tables = []
+    for ptr, idx in ((in_ptr, in_idx), (out_ptr, out_idx)):
+        tail = int(ptr[ff])
+        if (idx[:tail] >= ff).any() or (idx[tail:] < ff).any():
+            return none                  # a term's entries across the full term
+        local = np.array(idx, np.int32)
+        local[tail:] -= ff
+        tables.append(local)
+    down_idx = np.asarray(down_idx)
+    if not len(down_idx) or not np.array_equal(np.sort(down_row), np.arange(ff)):
+        return none                      # store mode: every other group a row once
+    reads = down_idx[np.minimum(down_ptr[:-1], len(down_idx) - 1)] >= ff
+    n_first = len(reads) if reads.all() else int(np.argmin(reads))
+    lo = int(down_ptr[n_first])
+    if (down_idx[:lo] < ff).any() or (down_idx[lo:] >= ff).any():
+        return none
+    down_local = np.array(down_idx, np.int32)
+    down_local[:lo] -= ff
+    up_row = np.asarray(up_row)
+    n_last = int((up_row >= ff).sum())
+    if (up_row[len(up_row) - n_last:] < ff).any() or (np.asarray(up_idx) >= ff).any():
+        return none
+    up_local = np.array(up_row, np.int32)
+    up_local[len(up_row) - n_last:] -= ff
+    return ff, tables[0], tables[1], down_local, up_local, n_first, n_last
 
 
 cdef class JointTables:
@@ -228,6 +289,8 @@ cdef class JointTables:
     cdef const long long[::1] agg_ptr
     cdef const int[::1] agg_idx, agg_k, agg_e
     cdef double shift
+    cdef Py_ssize_t full_first, n_down_first, n_up_last
+    cdef const int[::1] in_idx_local, out_idx_local, down_idx_local, up_row_local
 
     def __init__(self, states, label_offset, couplings, transitions, double shift=0.0,
                  tied_off=None):
@@ -265,6 +328,12 @@ cdef class JointTables:
         if self.group.shape[0] and (self.group.shape[1] != S or self.factor.shape[0]
                                     != self.group.shape[0] or self.factor.shape[1] != S):
             raise ValueError("grouped transitions: group and factor must be (K, S)")
+        (self.full_first, self.in_idx_local, self.out_idx_local, self.down_idx_local,
+         self.up_row_local, self.n_down_first, self.n_up_last) = _full_term_split(
+            np.asarray(self.group), np.asarray(self.member_ptr), np.asarray(self.out_ptr),
+            np.asarray(self.out_idx), np.asarray(self.in_ptr), np.asarray(self.in_idx),
+            np.asarray(self.down_ptr), np.asarray(self.down_row), np.asarray(self.down_idx),
+            np.asarray(self.up_ptr), np.asarray(self.up_row), np.asarray(self.up_idx))
 
     def aggregation(self):
         """``(ptr, idx, k, e)``: per node column and coupling entry that some state
@@ -308,6 +377,19 @@ cdef class JointTables:
         tr.n_terms = self.group.shape[0]
         tr.n_groups = self.member_ptr.shape[0] - 1
         tr.group = &self.group[0, 0] if tr.n_terms else NULL
+        tr.full_first = self.full_first
+        if self.full_first >= 0:
+            tr.in_idx_local = &self.in_idx_local[0]
+            tr.out_idx_local = &self.out_idx_local[0]
+            tr.down_first = _tree(self.down_ptr, self.down_row, self.down_idx_local,
+                                  self.down_w, 0, self.n_down_first)
+            tr.down_rest = _tree(self.down_ptr, self.down_row, self.down_idx_local,
+                                 self.down_w, self.n_down_first)
+            n_up = self.up_row_local.shape[0]
+            tr.up_rest = _tree(self.up_ptr, self.up_row_local, self.up_idx, self.up_w, 0,
+                               n_up - self.n_up_last)
+            tr.up_last = _tree(self.up_ptr, self.up_row_local, self.up_idx, self.up_w,
+                               n_up - self.n_up_last)
         tr.factor = &self.factor[0, 0] if tr.n_terms else NULL
         tr.member_ptr = &self.member_ptr[0]
         tr.member_idx = first_or_null(self.member_idx)
@@ -366,21 +448,41 @@ cdef class JointTables:
         return tb
 
 
-cdef inline void _states_to_groups(Py_ssize_t S, const int* full, const double* x,
+cdef inline void _states_to_groups(const Trans* tr, Py_ssize_t S, const double* x,
                                    double* xg) noexcept nogil:
     """The grouped form's full term: state ``s``'s row of ``x`` (its ``SKFCRF_LANES``
-    interleaved lanes) into row ``full[s]`` of ``xg``, one 32-byte move per state."""
+    interleaved lanes) into the row of ``xg`` of its group, one block when the
+    groups are in state order (``full_first``), else one 32-byte move per state."""
     cdef Py_ssize_t s
+    cdef const int* full = tr.group + (tr.n_terms - 1) * S
+    if tr.full_first >= 0:
+        memcpy(xg + tr.full_first * SKFCRF_LANES, x, S * SKFCRF_LANES * sizeof(double))
+        return
     for s in range(S):
         memcpy(xg + full[s] * SKFCRF_LANES, x + s * SKFCRF_LANES, SKFCRF_LANES * sizeof(double))
 
 
-cdef inline void _groups_to_states(Py_ssize_t S, const int* full, const double* yg,
+cdef inline void _groups_to_states(const Trans* tr, Py_ssize_t S, const double* yg,
                                    double* out) noexcept nogil:
-    """Back from the full term: row ``full[s]`` of ``yg`` into state ``s``'s row of ``out``."""
+    """Back from the full term: its group's row of ``yg`` into state ``s``'s row of ``out``."""
     cdef Py_ssize_t s
+    cdef const int* full = tr.group + (tr.n_terms - 1) * S
+    if tr.full_first >= 0:
+        memcpy(out, yg + tr.full_first * SKFCRF_LANES, S * SKFCRF_LANES * sizeof(double))
+        return
     for s in range(S):
         memcpy(out + s * SKFCRF_LANES, yg + full[s] * SKFCRF_LANES, SKFCRF_LANES * sizeof(double))
+
+
+cdef inline void _clear_groups(const Trans* tr, Py_ssize_t S, double* xg) noexcept nogil:
+    """Zero ``xg``'s rows but the full term's when :func:`_states_to_groups` will
+    write them in one block (all of them otherwise)."""
+    cdef Py_ssize_t G = tr.n_groups, lo = tr.full_first
+    if lo < 0:
+        memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
+        return
+    memset(xg, 0, lo * SKFCRF_LANES * sizeof(double))
+    memset(xg + (lo + S) * SKFCRF_LANES, 0, (G - lo - S) * SKFCRF_LANES * sizeof(double))
 
 
 cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
@@ -392,14 +494,13 @@ cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
     projected and gathered along the tree (its maxima: ``skfcrf_lane_tree_max``; the
     CSR tables are over the groups)."""
     cdef Py_ssize_t G = tr.n_groups, s, nl = SKFCRF_LANES
-    cdef const int* full = tr.group + (tr.n_terms - 1) * S
     for s in range(G * nl):
         xg[s] = -INFINITY
-    _states_to_groups(S, full, x, xg)
+    _states_to_groups(tr, S, x, xg)
     skfcrf_lane_tree_max(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
     skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, yg)
     skfcrf_lane_tree_max(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, tr.up.w, yg)
-    _groups_to_states(S, full, yg, out)
+    _groups_to_states(tr, S, yg, out)
 
 
 cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
@@ -1124,7 +1225,6 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
     Every row's sum is four partial sums over its entries ``k, k+1, k+2, k+3``
     (``skfcrf_lane_product``), the tree's in entry order."""
     cdef Py_ssize_t G = tr.n_groups
-    cdef const int* full
     cdef double* xg = f.xg
     cdef double* yg = f.yg
     cdef double* ag = f.ag
@@ -1134,25 +1234,65 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
         else:
             skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, S, x, a_prev, counts, out)
         return
-    full = tr.group + (tr.n_terms - 1) * S
-    memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
-    _states_to_groups(S, full, x, xg)
+    if tr.full_first >= 0:
+        _split_step(tr, S, x, out, transpose, a_prev, counts, f)
+        return
+    _clear_groups(tr, S, xg)
+    _states_to_groups(tr, S, x, xg)
     if transpose:
-        skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL, xg)
+        _tree_sum(&tr.down, NULL, xg, xg, False)
         skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, G, xg, NULL, NULL, yg)
-        skfcrf_lane_tree_sum(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, tr.up.w, yg)
+        _tree_sum(&tr.up, tr.up.w, yg, yg, False)
     else:
-        skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx,
-                             tr.down.w, xg)
+        _tree_sum(&tr.down, tr.down.w, xg, xg, False)
         if counts != NULL:
-            memset(ag, 0, G * SKFCRF_LANES * sizeof(double))
-            _states_to_groups(S, full, a_prev, ag)
-            skfcrf_lane_tree_sum(tr.down.n_rows, tr.down.ptr, tr.down.row, tr.down.idx, NULL,
-                                 ag)
+            _clear_groups(tr, S, ag)
+            _states_to_groups(tr, S, a_prev, ag)
+            _tree_sum(&tr.down, NULL, ag, ag, False)
         skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, G, xg,
                             ag if counts != NULL else NULL, counts, yg)
-        skfcrf_lane_tree_sum(tr.up.n_rows, tr.up.ptr, tr.up.row, tr.up.idx, NULL, yg)
-    _groups_to_states(S, full, yg, out)
+        _tree_sum(&tr.up, NULL, yg, yg, False)
+    _groups_to_states(tr, S, yg, out)
+
+
+cdef inline void _tree_sum(const Tree* t, const double* w, const double* src, double* dst,
+                           bint store) noexcept nogil:
+    """``skfcrf_lane_tree_sum`` over the rows of ``t`` (``w``: its weights, or NULL)."""
+    skfcrf_lane_tree_sum(t.n_rows, t.ptr, t.row, t.idx, w, src, dst, store)
+
+
+cdef void _split_step(const Trans* tr, Py_ssize_t S, const double* x, double* out,
+                      bint transpose, const double* a_prev, double* counts,
+                      const FBWork* f) noexcept nogil:
+    """:func:`_lane_step` of the grouped form whose full term is the states
+    themselves (``full_first``): the full term's product reads ``x`` (and
+    ``a_prev``) and writes ``out`` directly, the tree reads ``x`` and adds into
+    ``out`` where it meets it, and the other terms' groups fill ``f``'s scratch
+    (every row of it written by the tree's first pass, so nothing is cleared).
+    The same sums in the same order as with the full term copied in and out."""
+    cdef Py_ssize_t ff = tr.full_first
+    cdef double* xg = f.xg
+    cdef double* yg = f.yg
+    cdef double* ag = f.ag
+    if transpose:
+        _tree_sum(&tr.down_first, NULL, x, xg, True)
+        _tree_sum(&tr.down_rest, NULL, xg, xg, True)
+        skfcrf_lane_product(tr.in_ptr, tr.in_idx, tr.in_val, ff, xg, NULL, NULL, yg)
+        skfcrf_lane_product(tr.in_ptr + ff, tr.in_idx_local, tr.in_val, S, x, NULL, NULL, out)
+        _tree_sum(&tr.up_rest, tr.up_rest.w, yg, yg, False)
+        _tree_sum(&tr.up_last, tr.up_last.w, yg, out, False)
+        return
+    _tree_sum(&tr.down_first, tr.down_first.w, x, xg, True)
+    _tree_sum(&tr.down_rest, tr.down_rest.w, xg, xg, True)
+    if counts != NULL:
+        _tree_sum(&tr.down_first, NULL, a_prev, ag, True)
+        _tree_sum(&tr.down_rest, NULL, ag, ag, True)
+    skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, ff, xg,
+                        ag if counts != NULL else NULL, counts, yg)
+    skfcrf_lane_product(tr.out_ptr + ff, tr.out_idx_local, tr.out_val, S, x,
+                        a_prev if counts != NULL else NULL, counts, out)
+    _tree_sum(&tr.up_rest, NULL, yg, yg, False)
+    _tree_sum(&tr.up_last, NULL, yg, out, False)
 
 
 cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,

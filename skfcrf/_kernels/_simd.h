@@ -905,27 +905,27 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_counts(
     }
 }
 
-/* v[row[r], b] += sum_k w[k] * v[idx[k], b] (w NULL: the plain sum) over row r's entries
-   in ascending order from 0.0, rows r = 0 .. n_rows-1 in order (a row may read what an
-   earlier one wrote): the grouped form's projection tree (_joint.pyx's _tree_sum) over
-   interleaved lanes. */
+/* dst[row[r], b] += sum_k w[k] * src[idx[k], b] (w NULL: the plain sum; store: = instead
+   of +=) over row r's entries in ascending order from 0.0, rows r = 0 .. n_rows-1 in
+   order (with src == dst a row may read what an earlier one wrote): the grouped form's
+   projection tree (_joint.pyx's _lane_step) over interleaved lanes. */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_tree_sum(
     long n_rows, const long long *ptr, const int *row, const int *idx, const double *w,
-    double *v)
+    const double *src, double *dst, int store)
 {
     long r;
     long long k;
     for (r = 0; r < n_rows; r++) {
         skfcrf_v4d acc = {0.0, 0.0, 0.0, 0.0};
-        double *target = v + (size_t)row[r] * SKFCRF_LANES;
+        double *target = dst + (size_t)row[r] * SKFCRF_LANES;
         if (w) {
             for (k = ptr[r]; k < ptr[r + 1]; k++)
-                acc += w[k] * SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES);
+                acc += w[k] * SKFCRF_LD4(src + (size_t)idx[k] * SKFCRF_LANES);
         } else {
             for (k = ptr[r]; k < ptr[r + 1]; k++)
-                acc += SKFCRF_LD4(v + (size_t)idx[k] * SKFCRF_LANES);
+                acc += SKFCRF_LD4(src + (size_t)idx[k] * SKFCRF_LANES);
         }
-        SKFCRF_ST4(target, SKFCRF_LD4(target) + acc);
+        SKFCRF_ST4(target, store ? acc : SKFCRF_LD4(target) + acc);
     }
 }
 
@@ -1181,7 +1181,8 @@ static void skfcrf_lane_counts(const long long *ptr, const int *idx, long L, con
 }
 
 static void skfcrf_lane_tree_sum(long n_rows, const long long *ptr, const int *row,
-                                 const int *idx, const double *w, double *v)
+                                 const int *idx, const double *w, const double *src,
+                                 double *dst, int store)
 {
     long r;
     long long k;
@@ -1190,9 +1191,12 @@ static void skfcrf_lane_tree_sum(long n_rows, const long long *ptr, const int *r
         for (b = 0; b < SKFCRF_LANES; b++) {
             double acc = 0.0;
             for (k = ptr[r]; k < ptr[r + 1]; k++)
-                acc += (w ? w[k] * v[(size_t)idx[k] * SKFCRF_LANES + b]
-                        : v[(size_t)idx[k] * SKFCRF_LANES + b]);
-            v[(size_t)row[r] * SKFCRF_LANES + b] += acc;
+                acc += (w ? w[k] * src[(size_t)idx[k] * SKFCRF_LANES + b]
+                        : src[(size_t)idx[k] * SKFCRF_LANES + b]);
+            if (store)
+                dst[(size_t)row[r] * SKFCRF_LANES + b] = acc;
+            else
+                dst[(size_t)row[r] * SKFCRF_LANES + b] += acc;
         }
 }
 
