@@ -589,7 +589,9 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
                     if r != q:
                         e_others = e_others * eq[r]
                 d = d + cnt * full * e_others
-            np.add.at(pair_counts[c], (gl[:, q], hl[:, q]), d)
+            L = pair_counts[c].shape[0]
+            pair_counts[c] += np.bincount(gl[:, q] * L + hl[:, q], weights=d,
+                                          minlength=L * L).reshape(L, L)
     starts = np.asarray(seq_ptr[:-1], np.int64)
     starts = starts[np.diff(seq_ptr) > 0]
     # every label's expected transitions into it: its marginals summed over the tokens
