@@ -8,6 +8,7 @@ import pytest
 from scipy.special import logsumexp
 
 from skfcrf import FactorialCRF
+from skfcrf._kernels import joint
 from skfcrf._kernels.graph import IN_CHAIN, pair_layout
 from skfcrf._kernels.joint import (
     backoff_cancels,
@@ -72,8 +73,34 @@ CASES = [((3, 2), "default", False, False), ((2, 3, 2), "all", False, True),
          ((2, 3, 2, 2), "default", False, True), ((2, 2, 3, 2), "all", True, False)]
 
 
+@pytest.fixture(params=["chosen", "every chain"])
+def split(request, monkeypatch):
+    """The grouped tables with the chains :func:`split_chains` chooses split off, and
+    with every back-off chain split (its choice on larger models; on these tiny ones
+    it never splits them all)."""
+    if request.param == "every chain":
+        monkeypatch.setattr(joint, "split_chains",
+                            lambda graph, states, pair, eo, backoff: tuple(sorted(backoff)))
+    return request.param
+
+
+def test_split_chains_keeps_a_mostly_seen_chain_whole():
+    """A chain with two labels and one back-off pair would only double the terms:
+    the grouped tables keep it whole, and split the others (the dense kernels agree
+    with both: the tests above)."""
+    rng = np.random.default_rng(5)
+    graph, states, seq_ptr, unary, pair, eo, backoff, _ = _problem(
+        rng, [2, 5, 4], [3, 4], "default")
+    e0 = [e for e in range(graph.n_edges) if graph.edge_kind[e] == IN_CHAIN
+          and graph.edge_a[e] == 0][0]
+    pair[eo[e0]:eo[e0] + 4] = rng.normal(size=4)
+    backoff[0] = np.array([[False, True], [False, False]])
+    split = joint.split_chains(graph, states, pair, eo, backoff)
+    assert split and 0 not in split
+
+
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES[:4])
-def test_grouped_lanes_equal_each_sequence_alone(n_labels, couplings, below, state_trans):
+def test_grouped_lanes_equal_each_sequence_alone(n_labels, couplings, below, state_trans, split):
     """The grouped form runs four sequences in interleaved lanes: every sequence's
     marginals and log Z have the bits of the same sequence run alone, whatever
     the sequences beside it (empty and shorter ones)."""
@@ -174,7 +201,7 @@ def test_grouped_map_and_log_partition_in_one_sweep_equal_the_two_passes(
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 @pytest.mark.parametrize("seed", range(4))
-def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, seed):
+def test_grouped_kernels_match_dense(n_labels, couplings, below, state_trans, seed, split):
     rng = np.random.default_rng(seed)
     graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
         rng, list(n_labels), rng.integers(1, 6, size=4), couplings, below, state_trans)
@@ -216,7 +243,7 @@ def _full_first(graph, states, pair, eo, st, backoff):
 
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
-def test_grouped_full_term_in_place_or_copied(n_labels, couplings, below, state_trans):
+def test_grouped_full_term_in_place_or_copied(n_labels, couplings, below, state_trans, split):
     """States in sorted order: the full term's groups are the states' rows, which the
     grouped step reads and writes in place (``_split_step``); in another order they
     are copied to and from the groups.  Both give the same marginals and log Z."""
@@ -242,7 +269,7 @@ def test_grouped_full_term_in_place_or_copied(n_labels, couplings, below, state_
 
 
 @pytest.mark.parametrize("without", [0, 1, 2])
-def test_grouped_kernels_with_a_chain_without_backoff(without):
+def test_grouped_kernels_with_a_chain_without_backoff(without, split):
     """A chain with no back-off pairs: the terms that would give it the back-off
     weight are left out, and the others' projection tree still reaches the full term."""
     rng = np.random.default_rng(without)
@@ -293,7 +320,7 @@ def test_backoff_far_above_seen_transitions_stays_exact():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_grouped_kernels_match_enumeration(seed):
+def test_grouped_kernels_match_enumeration(seed, split):
     """Over the allowed combinations only: log Z and the best labelling's score."""
     rng = np.random.default_rng(seed)
     graph, states, seq_ptr, unary, pair, eo, backoff, _ = _problem(
@@ -312,7 +339,7 @@ def test_grouped_kernels_match_enumeration(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_grouped_state_pair_counts(seed):
+def test_grouped_state_pair_counts(seed, split):
     """The expected counts of the state pairs whose transitions are all seen (the ones
     joint-state transition weights may weight) match the dense kernel's."""
     rng = np.random.default_rng(seed)

@@ -454,7 +454,7 @@ def _backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marg
             pmarg[edge_offset[e]:edge_offset[e + 1]] = pair_counts[int(graph.edge_a[e])].ravel()
     if not state_pairs:
         return node, pmarg, log_z, unseen
-    return node, pmarg, log_z, unseen, _full_term_counts(states, terms, counts)
+    return node, pmarg, log_z, unseen, _full_term_counts(states, terms, counts, backoff)
 
 
 #: Back-off transitions take the dense forward-backward instead of the grouped one
@@ -476,8 +476,63 @@ def _backoff_form(graph, states, seq_ptr, pair, state_trans, backoff):
     edge_offset = pair_layout(graph, int(seq_ptr[-1]))
     if backoff_cancels(graph, pair, edge_offset, backoff):
         return None
-    grouped = grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, False)
+    split = split_chains(graph, states, pair, edge_offset, backoff)
+    grouped = grouped_tables(graph, states, pair, edge_offset, state_trans,
+                             {c: backoff[c] for c in split}, False)
     return None if _dense_is_cheaper(grouped[0], len(states), seq_ptr) else grouped
+
+
+#: The chains :func:`split_chains` chose per structure (states, finite in-chain
+#: potentials and back-off masks): a fit evaluates the same few over and over.
+_SPLITS = {}
+
+
+def split_chains(graph, states, pair, edge_offset, backoff):
+    """The chains whose back-off transitions the grouped tables split off as a term
+    of their own (:func:`grouped_tables`); the others enter every term with their
+    whole ``(L, L)`` potentials, back-off pairs included.
+
+    Splitting chain ``c`` makes its transitions ``beta_c(j) + x_c(i, j)``, sparse
+    ``x_c``, which doubles the terms; not splitting it keeps all its pairs in
+    every term's entries.  A chain with few labels whose pairs are mostly seen is
+    cheaper whole (the dictations' 7 section-level labels: a grouped step of 7,763
+    entries against 9,553 with every chain split).  The choice is the subset of
+    ``backoff``'s chains (not empty) whose grouped step reads the fewest entries:
+    the terms' entries and their projection tree (:func:`_grouped_shape`), all of
+    them tried up to four chains, every chain split beyond."""
+    states = np.asarray(states)
+    chains = sorted(backoff)
+    blocks = _inchain_blocks(graph, pair, edge_offset)
+    finite = [np.isfinite(blocks[c]) for c in range(states.shape[1])]
+    key = (states.tobytes(), states.shape) + tuple(f.tobytes() for f in finite) + tuple(
+        (c, np.asarray(backoff[c], bool).tobytes()) for c in chains)
+    split = _SPLITS.get(key)
+    if split is not None:
+        return split
+    if len(chains) <= 1 or len(chains) > 4:
+        split = tuple(chains)
+    else:
+        whole = [(f, np.zeros(f.shape[1], bool)) for f in finite]
+        parted = {}
+        for c in chains:
+            b, M = backoff_columns(blocks[c], backoff[c])
+            parted[c] = (M & (finite[c] | np.isfinite(b)[None, :]), np.isfinite(b))
+        best = None
+        for r in range(len(chains), 0, -1):
+            for subset in itertools.combinations(chains, r):
+                parts = [parted[c] if c in subset else whole[c] for c in range(len(whole))]
+                shape = _grouped_shape(states, [p[0] for p in parts], [p[1] for p in parts],
+                                       cache=False)
+                tables = shape["tables"]
+                cost = (len(tables["in_idx"]) + len(shape["tree"]["down_idx"])
+                        + len(shape["tree"]["up_idx"]))
+                if best is None or cost < best[0]:
+                    best = (cost, subset)
+        split = best[1]
+    if len(_SPLITS) >= _MAX_SHAPES:
+        _SPLITS.pop(next(iter(_SPLITS), None), None)
+    _SPLITS[key] = split
+    return split
 
 
 def _dense_is_cheaper(tr, S, seq_ptr):
@@ -600,12 +655,18 @@ def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
     unseen = {}
     for c in range(C):
         b_mask = backoff.get(c)
-        M = np.ones_like(pair_counts[c], bool) if b_mask is None else ~np.asarray(b_mask, bool)
+        split = b_mask is not None and c in terms["split"]
+        M = ~np.asarray(b_mask, bool) if split else np.ones_like(pair_counts[c], bool)
         e = np.where(M, xs[c] + betas[c][None, :], 0.0)
         pair_counts[c] = np.where(M, pair_counts[c] * e, 0.0)
-        if b_mask is not None:
+        if split:
             lo, L = int(graph.label_offset[c]), int(graph.n_labels[c])
             unseen[c] = np.maximum(into[lo:lo + L] - pair_counts[c].sum(axis=0), 0.0)
+        elif b_mask is not None:
+            # not split (split_chains): its back-off pairs are in the terms' entries
+            b_mask = np.asarray(b_mask, bool)
+            unseen[c] = np.where(b_mask, pair_counts[c], 0.0).sum(axis=0)
+            pair_counts[c] = np.where(b_mask, 0.0, pair_counts[c])
     return pair_counts, unseen
 
 
@@ -669,10 +730,12 @@ def _tree_weights(tree, factors):
     return out
 
 
-def _full_term_counts(states, terms, counts):
-    """Expected counts ``(S, S)`` of the state pairs of the full term (every chain's
-    transition seen): its accumulated ``alpha (x) w`` times the pair's potential
-    ``prod_c e_c`` (times ``exp`` of its joint-state transition weight)."""
+def _full_term_counts(states, terms, counts, backoff):
+    """Expected counts ``(S, S)`` of the state pairs of the full term whose every
+    chain's transition is seen (not a ``backoff`` pair; a chain not split off,
+    :func:`split_chains`, has its back-off pairs in the full term): its
+    accumulated ``alpha (x) w`` times the pair's potential ``prod_c e_c`` (times
+    ``exp`` of its joint-state transition weight)."""
     S, C = states.shape
     out = np.zeros((S, S))
     for k, (Q, proj, off) in enumerate(terms["chains"]):
@@ -686,6 +749,9 @@ def _full_term_counts(states, terms, counts):
         i, j = _state_rows(states, gl), _state_rows(states, hl)
         if terms["state_trans"] is not None:
             value *= np.exp(terms["state_trans"][i, j])
+        for c, mask in backoff.items():
+            if c not in terms["split"]:
+                value[np.asarray(mask, bool)[gl[:, c], hl[:, c]]] = 0.0
         out[i, j] = value
     return out
 
@@ -821,7 +887,7 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
                   in_val=np.ascontiguousarray(val[shape["in_order"]]),
                   factor=np.ascontiguousarray(np.vstack(factor_rows)),
                   **_tree_weights(shape["tree"], cols if log else betas))
-    terms = dict(shape["entries"], x=xs, beta=betas, state_trans=st)
+    terms = dict(shape["entries"], x=xs, beta=betas, state_trans=st, split=tuple(sorted(backoff)))
     return tables, float(sum(shifts)), terms
 
 
@@ -831,17 +897,17 @@ _SHAPES = {}
 _MAX_SHAPES = 16
 
 
-def _grouped_shape(states, allowed, has_backoff):
+def _grouped_shape(states, allowed, has_backoff, cache=True):
     """The structure of :func:`grouped_tables` (what does not depend on the values of
     the weights): per kept term its chains ``Q``, the chains it scores by back-off,
     its entries' source and target label combinations on ``Q`` and, for the full
     term, their state pairs; the CSR orders and pointers, groups, members and the
     projection tree.  ``allowed``: per chain the pairs a term may have an entry for
     (not back-off pairs); ``has_backoff``: per chain the labels with a back-off
-    weight.  Cached on its arguments."""
+    weight.  Cached on its arguments (``cache=False``: neither read nor kept)."""
     key = (states.tobytes(), states.shape) + tuple(
         a.tobytes() for masks in (allowed, has_backoff) for a in masks)
-    shape = _SHAPES.get(key)
+    shape = _SHAPES.get(key) if cache else None
     if shape is not None:
         return shape
     S, C = states.shape
@@ -901,7 +967,8 @@ def _grouped_shape(states, allowed, has_backoff):
                    chains=term_chains)
     shape = dict(terms=terms, tables=tables, out_order=out_order, in_order=in_order,
                  entries=entries, tree=_projection_tree(term_chains, members, C))
-    if len(_SHAPES) >= _MAX_SHAPES:
-        _SHAPES.pop(next(iter(_SHAPES), None), None)
-    _SHAPES[key] = shape
+    if cache:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.pop(next(iter(_SHAPES), None), None)
+        _SHAPES[key] = shape
     return shape
