@@ -123,7 +123,7 @@ def test_grouped_lanes_equal_each_sequence_alone(n_labels, couplings, below, sta
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 def test_grouped_viterbi_lanes_equal_each_sequence_alone(monkeypatch, n_labels, couplings,
-                                                         below, state_trans):
+                                                         below, state_trans, split):
     """The grouped form's Viterbi runs four sequences in interleaved lanes: every
     sequence's labels and score are those of the same sequence decoded alone, whatever
     the sequences beside it (empty and shorter ones) -- the kernel's relaxed ones too,
@@ -166,7 +166,7 @@ def test_grouped_viterbi_lanes_equal_each_sequence_alone(monkeypatch, n_labels, 
 
 @pytest.mark.parametrize("n_labels,couplings,below,state_trans", CASES)
 def test_grouped_map_and_log_partition_in_one_sweep_equal_the_two_passes(
-        monkeypatch, n_labels, couplings, below, state_trans):
+        monkeypatch, n_labels, couplings, below, state_trans, split):
     """The Viterbi path and ``log Z`` of a back-off model in one sweep over the tokens
     (both in the grouped form) are :func:`joint_map`'s and :func:`joint_log_partition`'s
     bit for bit -- the relaxed search's exact fallback included (``below``)."""
