@@ -474,17 +474,6 @@ cdef inline void _groups_to_states(const Trans* tr, Py_ssize_t S, const double* 
         memcpy(out + s * SKFCRF_LANES, yg + full[s] * SKFCRF_LANES, SKFCRF_LANES * sizeof(double))
 
 
-cdef inline void _clear_groups(const Trans* tr, Py_ssize_t S, double* xg) noexcept nogil:
-    """Zero ``xg``'s rows but the full term's when :func:`_states_to_groups` will
-    write them in one block (all of them otherwise)."""
-    cdef Py_ssize_t G = tr.n_groups, lo = tr.full_first
-    if lo < 0:
-        memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
-        return
-    memset(xg, 0, lo * SKFCRF_LANES * sizeof(double))
-    memset(xg + (lo + S) * SKFCRF_LANES, 0, (G - lo - S) * SKFCRF_LANES * sizeof(double))
-
-
 cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
                                  double* out, double* xg, double* yg) noexcept nogil:
     """The grouped form's (relaxed) max-plus step of ``SKFCRF_LANES`` interleaved lanes
@@ -1237,7 +1226,7 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
     if tr.full_first >= 0:
         _split_step(tr, S, x, out, transpose, a_prev, counts, f)
         return
-    _clear_groups(tr, S, xg)
+    memset(xg, 0, G * SKFCRF_LANES * sizeof(double))
     _states_to_groups(tr, S, x, xg)
     if transpose:
         _tree_sum(&tr.down, NULL, xg, xg, False)
@@ -1246,7 +1235,7 @@ cdef void _lane_step(const Trans* tr, Py_ssize_t S, const double* x, double* out
     else:
         _tree_sum(&tr.down, tr.down.w, xg, xg, False)
         if counts != NULL:
-            _clear_groups(tr, S, ag)
+            memset(ag, 0, G * SKFCRF_LANES * sizeof(double))
             _states_to_groups(tr, S, a_prev, ag)
             _tree_sum(&tr.down, NULL, ag, ag, False)
         skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, G, xg,
