@@ -403,6 +403,103 @@ def test_deleted_likelihood_gradient():
     assert_central_differences(deleted.loss_gradient, theta, grad, idx)
 
 
+def test_deleted_likelihood_with_a_backoff_weight_beyond_the_scaled_range():
+    """A back-off weight 800 nats above every other potential: the scaled
+    forward-backward loses every path through the other transitions (``log Z``
+    ``-inf``, which made the loss ``-inf``); those sequences are redone in the log
+    domain, so every fold's loss stays a negative log-likelihood (at least 0) and
+    the gradient is the slope."""
+    rng = np.random.default_rng(0)
+    deleted = _tiny_deleted(rng)
+    layout = deleted.layout
+    theta = rng.normal(scale=0.5, size=layout.n_params)
+    first = layout.bias_state + layout.n_state_pairs
+
+    def lost(theta):
+        """Sequences whose scaled pass loses every path, over the folds."""
+        n = 0
+        for part, masks, _ in deleted.folds:
+            unary, pair, eo = deleted._fold_potentials(theta, part, masks)
+            _, raw_log_z = joint_marginals(layout.graph, deleted.joint_states, part.seq_ptr,
+                                           unary, pair, backoff=masks)
+            n += int(np.sum(raw_log_z == -np.inf))
+        return n
+
+    # the first back-off weight whose label no path reaches by back-off transitions alone
+    for k in range(layout.n_backoff):
+        high = theta.copy()
+        high[first + k] += 800.0
+        if lost(high):
+            break
+    else:
+        pytest.fail("no back-off weight loses a sequence")
+    theta = high
+    for fold in deleted.folds:
+        unary, pair, eo = deleted._fold_potentials(theta, fold[0], fold[1])
+        fold_loss = deleted._fold_loss(theta, fold, unary, pair, eo)[0]
+        assert np.isfinite(fold_loss) and fold_loss >= 0.0
+    loss, grad = deleted.loss_gradient(theta)
+    assert np.isfinite(loss) and np.isfinite(grad).all()
+    # the loss is about 1e4: steps of 1e-3 keep its rounding out of the differences
+    assert_central_differences(deleted.loss_gradient, theta, grad,
+                               np.arange(first, layout.n_params), eps=1e-3)
+
+
+@pytest.mark.parametrize("seed,raised", [(0, "every"), (1, "every"), (2, "one label")])
+def test_grouped_marginals_beyond_the_scaled_range_are_rescued(seed, raised, split):
+    """Back-off weights (every one, or those into one label of chain 1) 800 nats above
+    the seen transitions: the kernels' scaled passes lose every path of some
+    sequences; ``rescue_sequences`` (the best labelling's score as the bound) redoes
+    those in the log domain, and log Z, the node and pair marginals, the back-off
+    expectations and the state pair counts are then those of the log-domain pass
+    over every sequence."""
+    from skfcrf._kernels.joint import split_backoff_counts
+    from skfcrf._kernels.states import logdomain_pair_marginals, rescue_sequences
+
+    rng = np.random.default_rng(seed)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, [2, 3], [4, 3, 5], "default", False, True)
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] == IN_CHAIN:
+            c, L = int(graph.edge_a[e]), [2, 3][int(graph.edge_a[e])]
+            block = pair[eo[e]:eo[e] + L * L].reshape(L, L)
+            if raised == "every":
+                block[backoff[c]] += 800.0
+            elif c == 1:
+                j = np.flatnonzero(backoff[c].any(axis=0))[0]
+                block[backoff[c][:, j], j] += 800.0
+    node, pmarg, log_z, unseen, counts = joint_marginals(
+        graph, states, seq_ptr, unary, pair, pair_marginals=True, state_trans=st,
+        state_pairs=True, backoff=backoff)
+    _, best = joint_map(graph, states, seq_ptr, unary, pair, state_trans=st, backoff=backoff)
+    redo = rescue_sequences(graph, states, seq_ptr, unary, pair, node, pmarg, log_z, best,
+                            state_trans=st, state_counts=counts, backoff=backoff,
+                            unseen=unseen)
+    assert len(redo) > 0
+    ref_pmarg, ref_counts = np.zeros_like(pmarg), np.zeros_like(counts)
+    for q in range(len(seq_ptr) - 1):
+        rows = np.arange(seq_ptr[q], seq_ptr[q + 1])
+        z, n, pc, sc = logdomain_pair_marginals(graph, states, unary, pair, rows, st,
+                                                state_pairs=True)
+        assert log_z[q] == pytest.approx(z, rel=1e-10)
+        np.testing.assert_allclose(node[rows], n, atol=1e-9)
+        local = pair_layout(graph, len(rows))
+        for e in range(graph.n_edges):
+            block = pc[local[e]:local[e + 1]]
+            if graph.edge_tied[e]:
+                ref_pmarg[eo[e]:eo[e + 1]] += block
+            else:
+                size = graph.edge_size(e)
+                ref_pmarg[eo[e] + rows[0] * size:eo[e] + rows[0] * size + block.size] = block
+        ref_counts += sc
+    ref_unseen, ref_counts = split_backoff_counts(graph, states, ref_pmarg, eo, backoff,
+                                                  ref_counts)
+    np.testing.assert_allclose(pmarg, ref_pmarg, atol=1e-8)
+    np.testing.assert_allclose(counts, ref_counts, atol=1e-8)
+    for c in backoff:
+        np.testing.assert_allclose(unseen[c], ref_unseen[c], atol=1e-8)
+
+
 def test_held_stage_is_the_deleted_likelihood_restricted():
     """The held stage (joint-state transition weights) gives the deleted likelihood's
     loss and gradient at the same weights; the gradient is the slope."""
@@ -424,6 +521,21 @@ def test_held_stage_is_the_deleted_likelihood_restricted():
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8)
     assert_central_differences(stage.loss_gradient, v, grad,
                                range(0, v.size, max(1, v.size // 12)))
+
+
+def _tiny_deleted(rng):
+    """The deleted likelihood of random labels over few short sequences (many
+    transitions seen in one fold only), small enough to enumerate."""
+    from skfcrf.estimators import training_problem
+
+    X, y = [], []
+    for _ in range(10):
+        n = int(rng.integers(2, 5))
+        X.append([{f"w{int(rng.integers(5))}": 1.0} for _ in range(n)])
+        y.append([(f"a{int(rng.integers(4))}", f"b{int(rng.integers(2))}") for _ in range(n)])
+    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
+    objective, _, _ = training_problem(est, X, y)
+    return est._deleted_likelihood(objective)
 
 
 def _chain_stage(n_reports=6, seed=1):
@@ -448,29 +560,28 @@ def test_chain_backoff_stage_gradient_is_the_slope():
                                range(0, v.size, max(1, v.size // 15)))
 
 
-def test_chain_backoff_stage_is_each_chain_alone_by_enumeration():
+@pytest.mark.parametrize("above", [0.0, 800.0])
+def test_chain_backoff_stage_is_each_chain_alone_by_enumeration(above):
     """A chain's loss is, fold by fold and sequence by sequence, ``log Z - score(gold)``
     of the chain's linear-chain model alone (its unary and in-chain potentials, the
-    fold's back-off transitions at ``b``), ``log Z`` by enumerating every labelling."""
-    from skfcrf.estimators import training_problem
+    fold's back-off transitions at ``b``), ``log Z`` by enumerating every labelling.
+    ``above``: each chain's back-off weight into its label 1 that far above the
+    rest, beyond the scaled forward-backward's range (the sequences it loses are
+    redone in the log domain)."""
     from skfcrf.objectives._backoff import _in_chain_edges
 
-    # random labels over few short sequences: many transitions seen in one fold only
     rng = np.random.default_rng(4)
-    X, y = [], []
-    for _ in range(10):
-        n = int(rng.integers(2, 5))
-        X.append([{f"w{int(rng.integers(5))}": 1.0} for _ in range(n)])
-        y.append([(f"a{int(rng.integers(4))}", f"b{int(rng.integers(2))}") for _ in range(n)])
-    est = FactorialCRF(forbidden_transitions="backoff", finetune_iter=2)
-    objective, _, _ = training_problem(est, X, y)
-    deleted = est._deleted_likelihood(objective)
+    deleted = _tiny_deleted(rng)
     layout, graph = deleted.layout, deleted.layout.graph
     assert layout.n_backoff > 0
     theta = rng.normal(scale=0.5, size=layout.n_params)
     stage = deleted.chain_backoff_stage(theta)
     edges = _in_chain_edges(graph)
-    for c, b in layout.backoff_weights(stage.full(rng.normal(size=stage.start.size))).items():
+    v = rng.normal(size=stage.start.size)
+    for lo, _ in stage._spans().values():
+        v[lo + 1] += above
+    lost = 0
+    for c, b in layout.backoff_weights(stage.full(v)).items():
         L, lo = int(graph.n_labels[c]), int(graph.label_offset[c])
         expected = 0.0
         for part, masks, _ in deleted.folds:
@@ -487,10 +598,16 @@ def test_chain_backoff_stage_is_each_chain_alone_by_enumeration():
 
                 every = [score(lab) for lab in itertools.product(range(L), repeat=len(rows))]
                 expected += logsumexp(every) - score(part.gold[rows, c])
+            chain_graph, states = stage._chain_graphs[c]
+            _, raw_log_z = joint_marginals(chain_graph, states, part.seq_ptr,
+                                           np.ascontiguousarray(unary[:, lo:lo + L]),
+                                           block.ravel(), backoff={0: masks[c]})
+            lost += int(np.sum(raw_log_z == -np.inf))
         loss, grad = stage.chain_loss_gradient(c, np.array(b))
         assert loss == pytest.approx(deleted.scale * expected, rel=1e-9)
         assert_central_differences(lambda x, c=c: stage.chain_loss_gradient(c, x),
                                    np.array(b), grad, range(L))
+    assert (lost > 0) == (above > 0)
 
 
 def test_chain_backoff_rare_start():

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, pair_layout
 
 __all__ = ["MAX_JOINT_STATES", "grouped_tables", "backoff_cancels", "backoff_columns",
-           "backoff_expectations",
+           "backoff_expectations", "split_backoff_counts",
  "SPARSE_DENSITY", "joint_states_from_labels", "state_index", "supports_joint",
            "state_transition_scores",
            "underflowed", "nonfinite_sequences",
@@ -570,17 +570,33 @@ def backoff_cancels(graph, pair, edge_offset, backoff):
 def _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pair_marginals,
                              state_trans, backoff, state_pairs, out=None):
     """:func:`_backoff_marginals` by the dense kernel (the pair potentials hold the
-    back-off weights at the back-off pairs): exact whatever the weights, ``S**2`` work
-    per step."""
+    back-off weights at the back-off pairs): no cancellation whatever the weights,
+    ``S**2`` work per step.  Like every scaled pass it loses the paths more than
+    about 745 nats below the largest potential (a back-off weight far above the
+    seen transitions): :func:`~skfcrf._kernels.states.rescue_sequences` redoes such
+    sequences."""
     if not pair_marginals:
         return joint_marginals(graph, states, seq_ptr, unary, pair, n_threads, sparse=False,
                                state_trans=state_trans, out=out)
     node, pmarg, log_z, expected = joint_marginals(
         graph, states, seq_ptr, unary, pair, n_threads, pair_marginals=True, sparse=False,
         state_trans=state_trans, state_pairs=True, out=out)
-    edge_offset = pair_layout(graph, unary.shape[0])
+    unseen, expected = split_backoff_counts(graph, states, pmarg,
+                                            pair_layout(graph, unary.shape[0]), backoff, expected)
+    if not state_pairs:
+        return node, pmarg, log_z, unseen
+    return node, pmarg, log_z, unseen, expected
+
+
+def split_backoff_counts(graph, states, pmarg, edge_offset, backoff, state_counts=None):
+    """Take the back-off pairs' expected counts out of the in-chain blocks of ``pmarg``
+    (in place: zero there), as :func:`joint_marginals` with ``backoff`` gives them, from
+    counts over every pair: ``(unseen, kept)``, ``unseen`` per back-off chain the
+    expected back-off transitions into each label, ``kept`` the state pair counts
+    ``state_counts`` ``(S, S)`` of the pairs with no back-off transition (None without
+    them)."""
     unseen = {}
-    allowed = np.ones(expected.shape, bool)
+    allowed = None if state_counts is None else np.ones(state_counts.shape, bool)
     for e in range(graph.n_edges):
         if graph.edge_kind[e] != IN_CHAIN:
             continue
@@ -592,10 +608,9 @@ def _dense_backoff_marginals(graph, states, seq_ptr, unary, pair, n_threads, pai
         block = pmarg[edge_offset[e]:edge_offset[e + 1]].reshape(L, L)
         unseen[c] = np.where(mask, block, 0.0).sum(axis=0)
         block[mask] = 0.0
-        allowed &= ~mask[states[:, c][:, None], states[:, c][None, :]]
-    if not state_pairs:
-        return node, pmarg, log_z, unseen
-    return node, pmarg, log_z, unseen, np.where(allowed, expected, 0.0)
+        if allowed is not None:
+            allowed &= ~mask[states[:, c][:, None], states[:, c][None, :]]
+    return unseen, None if state_counts is None else np.where(allowed, state_counts, 0.0)
 
 
 def backoff_expectations(graph, states, seq_ptr, node, terms, counts, backoff):
@@ -776,7 +791,9 @@ def nonfinite_sequences(node, seq_ptr):
     backward value beyond the double range; seen on a dictation report whose label
     scores spread over thousands of nats).  The log-domain pass redoes them."""
     # a row's sum is finite exactly when its marginals (each at most 1) are: no
-    # (N, Ltot) temporary
+    # (N, Ltot) temporary, and one sum over all first (half the time of the rows')
+    if np.isfinite(node.sum()):
+        return np.zeros(0, np.int64)
     bad = ~np.isfinite(node.sum(axis=1))
     if not bad.any():
         return np.zeros(0, np.int64)
@@ -840,12 +857,15 @@ def grouped_tables(graph, states, pair, edge_offset, state_trans, backoff, log):
         finite = np.isfinite(T) & M
         sh = max(T[finite].max(initial=-np.inf), b.max(initial=-np.inf))
         sh = 0.0 if not np.isfinite(sh) or log else float(sh)
-        with np.errstate(under="ignore", invalid="ignore"):
-            beta = np.exp(b - sh)
-            e = np.where(np.isfinite(T), np.exp(np.where(np.isfinite(T), T - sh, 0.0)), 0.0)
+        beta = x = None         # the log tables take the scores themselves
+        if not log:
+            with np.errstate(under="ignore", invalid="ignore"):
+                beta = np.exp(b - sh)
+                e = np.where(np.isfinite(T), np.exp(np.where(np.isfinite(T), T - sh, 0.0)), 0.0)
+            x = np.where(M, e - beta[None, :], 0.0)
         cols.append(b)
         seen_mask.append(M)
-        xs.append(np.where(M, e - beta[None, :], 0.0))
+        xs.append(x)
         betas.append(beta)
         shifts.append(sh)
         relaxed.append(np.where(finite, np.maximum(T, b[None, :]), -np.inf))

@@ -50,12 +50,20 @@ import itertools
 import numpy as np
 
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, following_tokens, pair_layout
-from skfcrf._kernels.joint import joint_marginals, state_index, state_transition_scores
+from skfcrf._kernels.joint import (
+    joint_marginals,
+    nonfinite_sequences,
+    split_backoff_counts,
+    state_index,
+    state_transition_scores,
+    underflowed,
+)
 
 __all__ = ["labelling_scores", "product_states", "state_nbest", "chainwise_nbest", "sequence_pair",
            "state_max_marginals", "conditional_max_marginals",
            "logdomain_state_marginals", "state_index", "state_path_scores", "state_steps",
-           "following_tokens", "rescue_sequence", "sub_batch", "MAX_UNTIED_TRANSITION_ENTRIES"]
+           "following_tokens", "rescue_sequence", "rescue_sequences", "sub_batch",
+           "MAX_UNTIED_TRANSITION_ENTRIES"]
 
 #: Most entries (``T * S * S``) of the per-token transition matrices
 #: :func:`state_nbest` builds for one sequence when in-chain templates are untied
@@ -563,25 +571,56 @@ def sub_batch(graph, seq_ptr, unary, pair, seqs):
 
 
 def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads=1,
-                    state_trans=None, state_counts=None):
+                    state_trans=None, state_counts=None, backoff=None, unseen=None):
     """Redo sequence ``s`` of :func:`joint_marginals`'s output by log-domain
     forward-backward, in place: its ``log_z`` entry, its rows of ``node`` and its
     share of ``pmarg`` (the kernel's share, recomputed on the sequence alone, is
     replaced by the exact one) -- and of the state pair counts ``state_counts``
-    ``(S, S)`` when given (a model with joint-state transitions ``state_trans``)."""
+    ``(S, S)`` when given (a model with joint-state transitions ``state_trans``).
+    With ``backoff`` (the masks :func:`joint_marginals` took) its share of the
+    back-off expectations ``unseen`` too, and ``pmarg`` and ``state_counts`` as
+    that call gives them (:func:`~skfcrf._kernels.joint.split_backoff_counts`)."""
     edge_offset = pair_layout(graph, unary.shape[0])
     rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
     T = len(rows)
     own_pair = sequence_pair(graph, pair, edge_offset, rows)
-    _, kernel_counts, _, kernel_states = joint_marginals(
+    _, kernel_counts, _, *kernel = joint_marginals(
         graph, states, np.array([0, T], np.int64), unary[rows], own_pair, n_threads,
-        pair_marginals=True, state_trans=state_trans, state_pairs=True)
+        pair_marginals=True, state_trans=state_trans, state_pairs=True, backoff=backoff)
     log_z[s], node[rows], exact_counts, exact_states = logdomain_pair_marginals(
         graph, states, unary, pair, rows, state_trans, state_pairs=True)
     local = pair_layout(graph, T)
+    if backoff:
+        kernel_unseen, kernel_states = kernel
+        exact_unseen, exact_states = split_backoff_counts(graph, states, exact_counts, local,
+                                                          backoff, exact_states)
+        for c in unseen:
+            unseen[c] += exact_unseen[c] - kernel_unseen[c]
+    else:
+        kernel_states, = kernel
     for e in range(graph.n_edges):
         delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
         start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
         pmarg[start:start + delta.size] += delta
     if state_counts is not None:
         state_counts += exact_states - kernel_states
+
+
+def rescue_sequences(graph, states, seq_ptr, unary, pair, node, pmarg, log_z, lower,
+                     n_threads=1, state_trans=None, state_counts=None, backoff=None,
+                     unseen=None, check_nodes=True):
+    """Redo by :func:`rescue_sequence`, in place, every sequence of
+    :func:`joint_marginals`'s output whose node marginals are not finite or whose
+    ``log Z`` fell below ``lower`` (per sequence the score of one of its labellings,
+    e.g. the gold one; None: no such check): the scaled pass lost mass there
+    (:func:`~skfcrf._kernels.joint.nonfinite_sequences`,
+    :func:`~skfcrf._kernels.joint.underflowed`).  ``check_nodes=False`` skips the
+    first check (a caller that uses no node marginals and has found its sums
+    finite).  Returns the redone sequences."""
+    redo = nonfinite_sequences(node, seq_ptr) if check_nodes else np.zeros(0, np.int64)
+    if lower is not None:
+        redo = np.union1d(redo, underflowed(log_z, lower))
+    for s in redo:
+        rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, n_threads,
+                        state_trans, state_counts, backoff, unseen)
+    return redo

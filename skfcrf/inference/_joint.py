@@ -77,7 +77,7 @@ from skfcrf._kernels.joint import (
 from skfcrf._kernels.states import (
     _state_scores,
     logdomain_state_marginals,
-    rescue_sequence,
+    rescue_sequences,
     state_max_marginals,
     state_nbest,
     state_path_scores,
@@ -337,13 +337,9 @@ class JointStateInference(InferenceMethod):
                 state_trans=self.state_trans, state_pairs=True, out=out)
         if tokens is not None:
             log_z = np.add.reduceat(log_z, tokens[1])
-        redo = nonfinite_sequences(node, seq_ptr)
-        if lower is not None:
-            redo = np.union1d(redo, underflowed(log_z, lower()))
-        if len(redo):
-            for s in redo:
-                rescue_sequence(self.graph, self.joint_states, seq_ptr, unary, pair, s, node,
-                                pmarg, log_z, self.n_threads, self.state_trans, state_counts)
+        rescue_sequences(self.graph, self.joint_states, seq_ptr, unary, pair, node, pmarg,
+                         log_z, None if lower is None else lower(), self.n_threads,
+                         self.state_trans, state_counts)
         if self.state_trans is None:
             state_counts = None
         return node, pmarg, log_z, state_counts, None, None

@@ -512,8 +512,14 @@ class GoldStatistics:
 
     def sequence_scores(self, unary, pair):
         """The gold labelling's score per sequence, ``(n_seq,)``."""
-        return (np.bincount(self.unary_seq, unary.ravel()[self.unary_index], self.n_sequences)
-                + np.bincount(self.pair_seq, pair[self.pair_index], self.n_sequences))
+        return self.scores(unary, pair)[1]
+
+    def scores(self, unary, pair):
+        """``(score, sequence_scores)``: the gold labelling's score (the bits of
+        :meth:`score`) and per sequence, from one gather of its potentials."""
+        u, p = unary.ravel()[self.unary_index], pair[self.pair_index]
+        return (u.sum() + p.sum(), np.bincount(self.unary_seq, u, self.n_sequences)
+                + np.bincount(self.pair_seq, p, self.n_sequences))
 
 
 def labelled_pair_rows(gold, seq_ptr):

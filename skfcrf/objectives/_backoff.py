@@ -34,6 +34,7 @@ from scipy.special import lambertw
 
 from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf._kernels.joint import joint_marginals, state_index
+from skfcrf._kernels.states import rescue_sequences
 from skfcrf.model._building import select_sequences
 from skfcrf.model._labels import seen_transitions
 from skfcrf.model._layout import labelled_pair_rows
@@ -158,7 +159,14 @@ class DeletedLikelihood(Objective):
             graph, states, part.seq_ptr, unary, pair, self.n_threads, pair_marginals=True,
             backoff=masks, state_trans=st, state_pairs=st is not None,
             out=self._node_rows(unary.shape))
-        loss = float(log_z.sum() - stats.score(unary, pair))
+        # the gold labelling's score is a lower bound on log Z: a sequence below it (or
+        # with marginals not finite) lost mass in the scaled pass and is redone
+        gold_score, lower = stats.scores(unary, pair)
+        if st is not None:
+            lower += part.gold_state_path_scores(states, st)
+        rescue_sequences(graph, states, part.seq_ptr, unary, pair, node, pmarg, log_z, lower,
+                         self.n_threads, st, expected[0] if expected else None, masks, unseen)
+        loss = float(log_z.sum() - gold_score)
         grad_state = None
         if st is not None:
             gold_steps = np.where(active, part.gold_state_counts(states), 0.0)
@@ -250,7 +258,7 @@ class ChainBackoffStage(Restricted):
         edges = _in_chain_edges(graph)
         # per chain and fold: its unary columns, in-chain block, back-off mask,
         # sequences, the gold score without the back-off transitions and the gold
-        # back-off transitions into each label
+        # back-off transitions into each label, then the last two per sequence
         self._parts = {c: [] for c in layout.bias_backoff}
         # per chain its one-chain graph and one joint state per label
         self._chain_graphs = {
@@ -260,6 +268,8 @@ class ChainBackoffStage(Restricted):
         for part, masks, _ in deleted.folds:
             unary, pair, eo = deleted._fold_potentials(self.theta, part, masks)
             rows = labelled_pair_rows(part.gold, part.seq_ptr)
+            n_seq = part.n_sequences
+            seq_of = np.repeat(np.arange(n_seq), np.diff(part.seq_ptr))
             for c in layout.bias_backoff:
                 L, lo = int(graph.n_labels[c]), int(graph.label_offset[c])
                 u = np.ascontiguousarray(unary[:, lo:lo + L])
@@ -267,10 +277,15 @@ class ChainBackoffStage(Restricted):
                 gold = part.gold[:, c]
                 prev, cur = gold[rows - 1], gold[rows]
                 new = masks[c][prev, cur]
+                fixed_seq = (np.bincount(seq_of, u[np.arange(len(gold)), gold], n_seq)
+                             + np.bincount(seq_of[rows[~new]], block[prev[~new], cur[~new]],
+                                           n_seq))
                 fixed = (u[np.arange(len(gold)), gold].sum()
                          + block[prev[~new], cur[~new]].sum())
-                counts = np.bincount(cur[new], minlength=L).astype(np.float64)
-                self._parts[c].append((u, block, masks[c], part.seq_ptr, fixed, counts))
+                counts_seq = np.zeros((n_seq, L))
+                np.add.at(counts_seq, (seq_of[rows[new]], cur[new]), 1.0)
+                self._parts[c].append((u, block, masks[c], part.seq_ptr, fixed,
+                                       counts_seq.sum(axis=0), fixed_seq, counts_seq))
 
     def chain_loss_gradient(self, c, b):
         """Chain ``c``'s scaled deleted negative log-likelihood at its back-off
@@ -279,12 +294,18 @@ class ChainBackoffStage(Restricted):
         L = len(b)
         graph, states = self._chain_graphs[c]
         loss, grad = 0.0, np.zeros(L)
-        for u, block, mask, seq_ptr, fixed, counts in self._parts[c]:
+        for u, block, mask, seq_ptr, fixed, counts, fixed_seq, counts_seq in self._parts[c]:
             pair = block.copy()
             np.copyto(pair, np.broadcast_to(b, (L, L)), where=mask)
-            _, _, log_z, unseen = joint_marginals(graph, states, seq_ptr, u, pair.ravel(),
-                                                  deleted.n_threads, pair_marginals=True,
-                                                  backoff={0: mask})
+            pair = pair.ravel()
+            node, pmarg, log_z, unseen = joint_marginals(graph, states, seq_ptr, u, pair,
+                                                         deleted.n_threads, pair_marginals=True,
+                                                         backoff={0: mask})
+            # below the gold labelling's score, or expectations not finite: mass lost
+            # in the scaled pass, redone (the node marginals are not used)
+            rescue_sequences(graph, states, seq_ptr, u, pair, node, pmarg, log_z,
+                             fixed_seq + counts_seq @ b, deleted.n_threads, backoff={0: mask},
+                             unseen=unseen, check_nodes=not np.isfinite(unseen[0]).all())
             loss += float(log_z.sum()) - fixed - float(counts @ b)
             grad += unseen[0] - counts
         return deleted.scale * loss, deleted.scale * grad

@@ -81,6 +81,18 @@ class TrainingBatch:
                 states, state_pair_counts(states, self.seq_ptr, self.gold))
         return cached[1]
 
+    def gold_state_path_scores(self, states, state_trans):
+        """Per sequence the joint-state transition weights ``state_trans`` ``(S, S)``
+        along ``gold`` (:func:`~skfcrf._kernels.states.state_path_scores`, its steps
+        found once per ``states``)."""
+        cached = getattr(self, "_gold_state_steps", None)
+        if cached is None or cached[0] is not states:
+            rows, prev, cur = state_steps(states, self.seq_ptr, self.gold)
+            seq_of = np.repeat(np.arange(self.n_sequences), np.diff(self.seq_ptr))
+            cached = self._gold_state_steps = (states, seq_of[rows], prev, cur)
+        _, seq, prev, cur = cached
+        return np.bincount(seq, state_trans[prev, cur], self.n_sequences)
+
     def subset(self, seq_index):
         """The batch restricted to the given sequences (in that order)."""
         lengths = np.diff(self.seq_ptr)[seq_index]
