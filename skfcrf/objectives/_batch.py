@@ -13,7 +13,12 @@ def state_pair_counts(states, seq_ptr, labels):
     """``(S, S)``: how often each pair of ``states`` follows each other in the
     labelling ``labels`` ``(N, C)`` of the sequences ``seq_ptr``."""
     _, prev, cur = state_steps(states, seq_ptr, labels)
-    counts = np.zeros((len(states), len(states)))
+    return _step_counts(len(states), prev, cur)
+
+
+def _step_counts(n_states, prev, cur):
+    """``(S, S)`` counts of the steps ``prev -> cur`` (state indices)."""
+    counts = np.zeros((n_states, n_states))
     np.add.at(counts, (prev, cur), 1.0)
     return counts
 
@@ -72,25 +77,27 @@ class TrainingBatch:
                                               edge_offset)
         return self._gold_stats
 
-    def gold_state_counts(self, states):
-        """``(S, S)``: how often each pair of ``states`` follows each other in ``gold``
-        (built once per ``states``)."""
-        cached = getattr(self, "_gold_state_counts", None)
-        if cached is None or cached[0] is not states:
-            cached = self._gold_state_counts = (
-                states, state_pair_counts(states, self.seq_ptr, self.gold))
-        return cached[1]
-
-    def gold_state_path_scores(self, states, state_trans):
-        """Per sequence the joint-state transition weights ``state_trans`` ``(S, S)``
-        along ``gold`` (:func:`~skfcrf._kernels.states.state_path_scores`, its steps
-        found once per ``states``)."""
+    def _gold_steps(self, states):
+        """``(seq, prev, cur, counts)`` of the gold labelling's joint-state steps: per
+        step its sequence and the two state indices, and the ``(S, S)`` counts
+        (:func:`state_pair_counts`); found once per ``states``."""
         cached = getattr(self, "_gold_state_steps", None)
         if cached is None or cached[0] is not states:
             rows, prev, cur = state_steps(states, self.seq_ptr, self.gold)
             seq_of = np.repeat(np.arange(self.n_sequences), np.diff(self.seq_ptr))
-            cached = self._gold_state_steps = (states, seq_of[rows], prev, cur)
-        _, seq, prev, cur = cached
+            cached = self._gold_state_steps = (states, seq_of[rows], prev, cur,
+                                               _step_counts(len(states), prev, cur))
+        return cached[1:]
+
+    def gold_state_counts(self, states):
+        """``(S, S)``: how often each pair of ``states`` follows each other in ``gold``
+        (built once per ``states``)."""
+        return self._gold_steps(states)[3]
+
+    def gold_state_path_scores(self, states, state_trans):
+        """Per sequence the joint-state transition weights ``state_trans`` ``(S, S)``
+        along ``gold`` (:func:`~skfcrf._kernels.states.state_path_scores`)."""
+        seq, prev, cur, _ = self._gold_steps(states)
         return np.bincount(seq, state_trans[prev, cur], self.n_sequences)
 
     def subset(self, seq_index):
