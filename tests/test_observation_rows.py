@@ -98,6 +98,31 @@ def test_products_equal_dense_products(lengths, seed, n_threads):
         obs.add_gradient(feat_ptr, ent_col, dscore.copy(), grad, n_threads)
         np.testing.assert_allclose(grad, expected + 0.5, rtol=1e-12, atol=1e-12)
 
+        # a bias per column added in the same pass: the bits of adding it afterwards
+        bias = rng.normal(size=width)
+        with_bias = np.full_like(out, np.nan)
+        obs.add_scores(feat_ptr, ent_col, theta, with_bias, n_threads, clear=True, bias=bias)
+        np.testing.assert_array_equal(with_bias, written + bias)
+        # the column sums of dscore as given (its suffix sums overwrite it), beside grad
+        sums = np.full(width, 0.25)
+        again = np.full(feat_ptr[-1], 0.5)
+        obs.add_gradient(feat_ptr, ent_col, dscore.copy(), again, n_threads, col_sums=sums)
+        np.testing.assert_allclose(sums, dscore.sum(axis=0) + 0.25, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(again, grad)
+
+
+def test_bias_and_column_sums_of_the_wrong_length_are_refused():
+    X, seq_ptr = window_counts([3, 2], n_concepts=3, window=1, seed=0)
+    rng = np.random.default_rng(0)
+    feat_ptr, ent_col = random_table(X.shape[1], 4, rng)
+    obs = ObservationRows(X, seq_ptr, np.ones(X.shape[1]), 4)
+    theta = rng.normal(size=feat_ptr[-1])
+    with pytest.raises(ValueError, match="bias must have 4 values"):
+        obs.add_scores(feat_ptr, ent_col, theta, np.zeros((5, 4)), bias=np.zeros(3))
+    with pytest.raises(ValueError, match="col_sums must have 4 values"):
+        obs.add_gradient(feat_ptr, ent_col, np.zeros((5, 4)), np.zeros(feat_ptr[-1]),
+                         col_sums=np.zeros(5))
+
 
 def concept_data(n_seq=12, seed=0):
     """Sequences whose observations include +-3 window concept counts."""

@@ -25,7 +25,7 @@ from ._table cimport CSR, as_csr, sequence_gradient, sequence_scores, triple_or_
 
 def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
                const int[::1] ent_col, const double[::1] theta, double[:, ::1] out,
-               int n_threads=1, bint clear=False):
+               int n_threads=1, bint clear=False, bias=None):
     """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table.
 
     ``direct`` and ``diff`` are ``(indptr, indices, data)`` triples (``diff``
@@ -33,7 +33,10 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
     ``feat_ptr[-1]`` values are used).  ``clear``: write ``X @ W`` instead, each
     sequence's rows zeroed by the thread that adds to them, just before (an
     array reused between evaluations is then neither faulted in again nor
-    cleared in a pass of its own).
+    cleared in a pass of its own).  ``bias`` (optional, ``width`` float64): added
+    to every row after its products, in the pass that sums the differenced
+    columns (the bits of adding it to the result afterwards, without that pass
+    over the whole array).
     """
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = out.shape[0]
@@ -45,7 +48,15 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
     cdef Py_ssize_t s, g0
     cdef double* acc
+    cdef const double[::1] bias_view
+    cdef const double* bias_ptr = NULL
     n_threads = max(n_threads, 1)
+    if bias is not None:
+        bias_view = np.ascontiguousarray(bias, dtype=np.float64)
+        if bias_view.shape[0] != width:
+            raise ValueError(f"bias must have {width} values, not {bias_view.shape[0]}")
+        if width:
+            bias_ptr = &bias_view[0]
     if n == 0 or width == 0:
         return
     cdef Block scratch = allocate(n_threads * width, sizeof(double))
@@ -56,17 +67,21 @@ def add_scores(const long long[::1] seq_ptr, direct, diff, const long long[::1] 
             if clear:
                 memset(&out[g0, 0], 0, (seq_ptr[s + 1] - g0) * width * sizeof(double))
             sequence_scores(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], &theta[0], g0,
-                            seq_ptr[s + 1] - g0, width, &out[g0, 0], acc, NULL, NULL, 0)
+                            seq_ptr[s + 1] - g0, width, &out[g0, 0], acc, NULL, NULL, 0,
+                            bias_ptr)
 
 
 def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1] feat_ptr,
                  const int[::1] ent_col, double[:, ::1] dscore, double[::1] grad,
-                 int n_threads=1):
+                 int n_threads=1, double[::1] col_sums=None):
     """Add ``X.T @ dscore``, mapped through the feature table, to ``grad``.
 
     ``dscore`` (N, width) is the gradient w.r.t. the per-token scores; it is
     overwritten (by suffix sums within each sequence) when ``diff`` is given.
-    Each thread accumulates into its own copy of ``grad``.
+    Each thread accumulates into its own copy of ``grad``.  ``col_sums``
+    (optional, ``width``): the column sums of ``dscore`` as given (the biases'
+    gradient) are added to it, each thread summing its rows in the pass that
+    reads them for the table (instead of a pass of their own over the array).
     """
     cdef Py_ssize_t n_seq = seq_ptr.shape[0] - 1
     cdef Py_ssize_t n = dscore.shape[0]
@@ -78,10 +93,17 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
     f_ip, f_ix, f_v = triple_or_empty(diff, n)
     cdef CSR xd = as_csr(d_ip, d_ix, d_v)
     cdef CSR xf = as_csr(f_ip, f_ix, f_v)
+    if col_sums is not None and col_sums.shape[0] != width:
+        raise ValueError(f"col_sums must have {width} values, not {col_sums.shape[0]}")
     if n == 0 or width == 0 or n_table == 0:
+        if col_sums is not None and n and width:
+            np.add(col_sums, np.asarray(dscore).sum(axis=0), out=np.asarray(col_sums))
         return
     acc_arr = np.zeros((n_threads, n_table), dtype=np.float64)
     cdef double[:, ::1] acc = acc_arr
+    sums_arr = np.zeros((n_threads, width if col_sums is not None else 1), dtype=np.float64)
+    cdef double[:, ::1] sums = sums_arr
+    cdef bint with_sums = col_sums is not None
     cdef Py_ssize_t s, g0
     with nogil, parallel(num_threads=n_threads):
         # sequences dealt round-robin, not on demand: each thread's sum then has the
@@ -90,5 +112,8 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
             g0 = seq_ptr[s]
             sequence_gradient(xd, xf, has_diff, &feat_ptr[0], &ent_col[0], g0,
                               seq_ptr[s + 1] - g0, width, &dscore[g0, 0],
-                              &acc[threadid(), 0], NULL, NULL, 0)
+                              &acc[threadid(), 0], NULL, NULL, 0,
+                              &sums[threadid(), 0] if with_sums else NULL)
     np.add(grad[:n_table], acc_arr.sum(axis=0), out=np.asarray(grad[:n_table]))
+    if with_sums:
+        np.add(col_sums, sums_arr.sum(axis=0), out=np.asarray(col_sums))

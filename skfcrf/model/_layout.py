@@ -396,14 +396,20 @@ class ParameterLayout:
             scores = out
             if not self.n_table:
                 scores.fill(0.0)
+        unary_bias = theta[self.bias_unary:self.bias_unary + ltot]
         if self.n_table:
+            # the unary biases added in the table's pass (the untied edges' columns
+            # get theirs below, as they are copied out)
+            bias = np.zeros(self.score_width)
+            bias[:ltot] = unary_bias
             obs.add_scores(self.feat_ptr, self.ent_col, theta, scores, n_threads,
-                           clear=out is not None)
+                           clear=out is not None, bias=bias)
+        else:
+            scores[:, :ltot] += unary_bias
         if self.score_width == ltot:
             unary = scores
         else:
             unary = np.ascontiguousarray(scores[:, :ltot])
-        unary += theta[self.bias_unary:self.bias_unary + ltot]
         edge_offset = pair_layout(graph, n)
         pair = np.empty(int(edge_offset[-1]), dtype=np.float64)
         for e in range(graph.n_edges):
@@ -440,21 +446,28 @@ class ParameterLayout:
         else:
             dscore = np.empty((n, self.score_width), dtype=np.float64)
             dscore[:, :ltot] = dunary
+        untied = []
         for e in range(graph.n_edges):
             k = graph.edge_size(e)
             block = dpair[edge_offset[e]:edge_offset[e + 1]]
             if graph.edge_tied[e]:
                 grad[self.bias_edge[e]:self.bias_edge[e + 1]] = block
             else:
-                per_pos = block.reshape(n, k)
                 col = self.edge_col[e]
-                dscore[:, col:col + k] = per_pos
-                grad[self.bias_edge[e]:self.bias_edge[e + 1]] = per_pos.sum(axis=0)
-        grad[self.bias_unary:self.bias_unary + ltot] = dunary.sum(axis=0)
+                dscore[:, col:col + k] = block.reshape(n, k)
+                untied.append((e, col, k))
         grad[self.bias_state:] = 0.0       # filled by the objectives that use them
         if self.n_table:
+            # the biases' gradient (dscore's column sums) summed in the table's pass
+            sums = np.zeros(self.score_width)
             grad[:self.n_table] = 0.0
-            obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads)
+            obs.add_gradient(self.feat_ptr, self.ent_col, dscore, grad[:self.n_table], n_threads,
+                             col_sums=sums)
+        else:
+            sums = dscore.sum(axis=0)
+        grad[self.bias_unary:self.bias_unary + ltot] = sums[:ltot]
+        for e, col, k in untied:
+            grad[self.bias_edge[e]:self.bias_edge[e + 1]] = sums[col:col + k]
         return grad
 
     def kernel_tables(self, forbidden=None, table=None):

@@ -95,17 +95,19 @@ class ObservationRows:
     def has_differences(self):
         return self.diff is not None
 
-    def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1, clear=False):
+    def add_scores(self, feat_ptr, ent_col, theta, out, n_threads=1, clear=False, bias=None):
         """Add ``X @ W`` to ``out`` (N, width), ``W`` given by the feature table
-        (``clear``: write it, whatever ``out`` held)."""
+        (``clear``: write it, whatever ``out`` held), and ``bias`` (per score
+        column, optional) to every row in the same pass."""
         add_scores(self.seq_ptr, self.direct, self.diff, feat_ptr, ent_col, theta, out,
-                   n_threads, clear)
+                   n_threads, clear, bias)
 
-    def add_gradient(self, feat_ptr, ent_col, dscore, grad, n_threads=1):
-        """Add ``X.T @ dscore`` (mapped through the feature table) to ``grad``.
+    def add_gradient(self, feat_ptr, ent_col, dscore, grad, n_threads=1, col_sums=None):
+        """Add ``X.T @ dscore`` (mapped through the feature table) to ``grad``, and
+        the column sums of ``dscore`` to ``col_sums`` (optional) in the same pass.
 
         ``dscore`` is overwritten (by its suffix sums) when columns are
         differenced.
         """
         add_gradient(self.seq_ptr, self.direct, self.diff, feat_ptr, ent_col, dscore, grad,
-                     n_threads)
+                     n_threads, col_sums)

@@ -78,21 +78,28 @@ class Likelihood(Objective):
             unary = self.batch.given_labels().clamp(self.layout.graph, unary)
         return unary, pair, edge_offset
 
-    def _inference(self, unary, pair, stats, state_trans):
+    def _inference(self, unary, pair, stats, state_trans, gold=None):
         """The method's :meth:`~skfcrf.inference.InferenceMethod.training_marginals` on the
         batch: ``node, pmarg, log_z, state_counts, converged, n_iter``, and ``gold_path``
         (per sequence the gold labelling's score outside ``unary`` and ``pair``, its
-        joint-state transitions)."""
+        joint-state transitions).  ``gold``: a dict that keeps ``stats.scores(unary,
+        pair)`` under ``"scores"`` once a method asked for them (the caller's loss
+        then reads the total from there instead of gathering the potentials again)."""
         b = self.batch
         method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
         gold_path = method.extra_scores(b.seq_ptr, b.gold)
         out = None
         if method.writes_out:
             out, self._node = reused_rows(self._node, unary.shape)
-        # the gold labelling's score is a lower bound on log Z
+        gold = {} if gold is None else gold
+
+        def lower():
+            # the gold labelling's score is a lower bound on log Z
+            gold["scores"] = stats.scores(unary, pair)
+            return gold["scores"][1] + gold_path
+
         node, pmarg, log_z, state_counts, converged, n_iter = method.training_marginals(
-            b.seq_ptr, unary, pair, lower=lambda: stats.sequence_scores(unary, pair) + gold_path,
-            out=out)
+            b.seq_ptr, unary, pair, lower=lower, out=out)
         return node, pmarg, log_z, state_counts, gold_path, converged, n_iter
 
     def _state_loss_gradient(self, gold_path, state_counts):
@@ -132,11 +139,14 @@ class Likelihood(Objective):
         unary, pair, edge_offset = self._potentials(theta, reuse=True)
         stats = b.gold_stats(edge_offset)
         state_trans = layout.state_transitions(theta, self.joint_states)
+        gold = {}
         node, pmarg, log_z, state_counts, gold_path, converged, n_iter = self._inference(
-            unary, pair, stats, state_trans)
+            unary, pair, stats, state_trans, gold)
         if not self.method.exact and not self.clamp:
             self._record(converged, n_iter)
-        loss = float(log_z.sum() - stats.score(unary, pair))
+        # the bits of stats.score(unary, pair), gathered once for the lower bound too
+        gold_score = gold["scores"][0] if "scores" in gold else stats.score(unary, pair)
+        loss = float(log_z.sum() - gold_score)
         dunary = node
         dunary.ravel()[stats.unary_index] -= 1.0
         dpair = pmarg - stats.pair_counts
