@@ -436,8 +436,13 @@ def test_deleted_likelihood_with_a_backoff_weight_beyond_the_scaled_range():
     theta = high
     for fold in deleted.folds:
         unary, pair, eo = deleted._fold_potentials(theta, fold[0], fold[1])
-        fold_loss = deleted._fold_loss(theta, fold, unary, pair, eo)[0]
+        fold_loss, *_, grad_state = deleted._fold_loss(theta, fold, unary, pair, eo)
         assert np.isfinite(fold_loss) and fold_loss >= 0.0
+        # the held stage's fold terms (no marginals) redo the same sequences
+        gold = fold[0].gold_stats(eo).scores(unary, pair)
+        held_loss, held_grad = deleted._fold_state_loss(theta, fold, unary, pair, eo, gold)
+        assert held_loss == pytest.approx(fold_loss, rel=1e-12)
+        np.testing.assert_allclose(held_grad, grad_state, rtol=1e-10, atol=1e-12)
     loss, grad = deleted.loss_gradient(theta)
     assert np.isfinite(loss) and np.isfinite(grad).all()
     # the loss is about 1e4: steps of 1e-3 keep its rounding out of the differences

@@ -240,6 +240,70 @@ def test_training_statistics_rescued_where_linear_forward_underflows():
     assert underflowed(log_z, gold_b).size == 0
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+def test_log_z_and_state_pair_counts_without_the_marginals(sparse):
+    """``marginals=False`` runs both passes without summing the marginals: ``log Z`` and
+    the expected state pair counts are those of the full call, bit for bit (with
+    joint-state transition weights, forbidden pairs, sequences with no allowed
+    labelling); it needs the state pair counts."""
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 9, size=19)
+    graph, seq_ptr, unary, pair, _, product = case_problem(3, 7, lengths, forbid=True)
+    unary[seq_ptr[np.flatnonzero(lengths > 2)[0]] + 1, :graph.n_labels[0]] = -np.inf
+    trans = rng.normal(size=(len(product),) * 2)
+    node, pmarg, log_z, counts = joint_marginals(
+        graph, product, seq_ptr, unary, pair, 2, pair_marginals=True, sparse=sparse,
+        state_trans=trans, state_pairs=True)
+    none_node, none_pmarg, alone_log_z, alone_counts = joint_marginals(
+        graph, product, seq_ptr, unary, pair, 2, pair_marginals=True, sparse=sparse,
+        state_trans=trans, state_pairs=True, marginals=False)
+    assert none_node is None and none_pmarg is None and np.isneginf(log_z).any()
+    np.testing.assert_array_equal(alone_log_z, log_z)
+    np.testing.assert_array_equal(alone_counts, counts)
+    with pytest.raises(ValueError, match="marginals=False needs"):
+        joint_marginals(graph, product, seq_ptr, unary, pair, pair_marginals=True,
+                        marginals=False)
+
+
+def test_state_pair_expectations_rescue_and_fall_back(monkeypatch):
+    """The joint-state transition stage's ``log Z`` and state pair counts (no marginals)
+    equal :meth:`training_marginals`' where the scaled pass loses the best path (redone
+    in the log domain), and where the counts come out not finite (then computed with
+    the marginals, which tell the sequences apart)."""
+    from skfcrf._kernels import joint
+    from skfcrf.inference import JointStateInference
+    from skfcrf.inference import _joint as joint_inference
+
+    graph, seq_ptr, unary, pair, states = _two_tracks()
+    method = JointStateInference(graph, joint_states=states).bind(
+        state_trans=np.array([[0.5, 0.0], [0.0, -0.25]]))
+
+    def lower():
+        return np.array([1700.0 - 0.5])                 # the path B B B's score
+
+    _, _, ref_log_z, ref_counts, _, _ = method.training_marginals(seq_ptr, unary, pair, lower)
+    assert ref_log_z[0] > 1690.0                         # rescued: the kernel alone loses B
+    log_z, counts = method.state_pair_expectations(seq_ptr, unary, pair, lower)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+    np.testing.assert_allclose(counts, ref_counts, atol=1e-12)
+    np.testing.assert_allclose(counts, [[0.0, 0.0], [0.0, 2.0]], atol=1e-12)
+
+    calls = []
+
+    def not_finite(*args, **kwargs):
+        out = list(joint.joint_marginals(*args, **kwargs))
+        if not kwargs.get("marginals", True):
+            calls.append(1)
+            out[3] = np.full_like(out[3], np.nan)
+        return tuple(out)
+
+    monkeypatch.setattr(joint_inference, "joint_marginals", not_finite)
+    log_z, counts = method.state_pair_expectations(seq_ptr, unary, pair, lower)
+    assert calls and np.isfinite(counts).all()
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+    np.testing.assert_allclose(counts, ref_counts, atol=1e-12)
+
+
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_lockstep_blocks_equal_one_sequence_at_a_time(n_threads):
     """The dense form runs blocks of sequences in lockstep (matrix-matrix steps), the

@@ -1350,8 +1350,8 @@ cdef void _lanes_forward_token(const Tables* tb, const Trans* tr, double shift,
 
 cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long long* seq_ptr,
                     const long long* seqs, Py_ssize_t B, const FBWork* f, double* counts,
-                    bint forward_only, double* node, Py_ssize_t ldn, double* pmarg,
-                    double* tied_acc, const long long* tied_off) noexcept nogil:
+                    bint forward_only, bint marginals, double* node, Py_ssize_t ldn,
+                    double* pmarg, double* tied_acc, const long long* tied_off) noexcept nogil:
     """Scaled forward-backward of ``B`` (at most ``SKFCRF_LANES``) sequences in the
     sparse or the grouped form, as :func:`_fb_block` in the dense one: in lockstep,
     longest first, their rows interleaved -- state ``s`` of lane ``b`` at token
@@ -1363,7 +1363,8 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
     backward steps add the transition counts, the lanes' sum at each token, to
     ``counts`` (one per allowed pair).  Unless ``forward_only``, the backward pass adds every
     token's marginals up as it goes (:func:`_lane_aggregate`; the arguments after
-    ``forward_only`` are :func:`_aggregate`'s).
+    ``marginals`` are :func:`_aggregate`'s), or with ``marginals`` false leaves them out
+    (``log Z`` and ``counts`` alone).
     """
     cdef Py_ssize_t S = tb.S, t, s, b, T_max = _length(seq_ptr, seqs, 0)
     cdef Py_ssize_t nl = SKFCRF_LANES, row_len = S * SKFCRF_LANES
@@ -1389,8 +1390,9 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
         if T[b] == T_max:
             for s in range(S):
                 beta[((T_max - 1) * S + s) * nl + b] = 1.0
-    _lane_aggregate(tb, T_max - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn, pmarg,
-                    tied_acc, tied_off)
+    if marginals:
+        _lane_aggregate(tb, T_max - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn,
+                        pmarg, tied_acc, tied_off)
     t = T_max - 1
     while t >= 1:
         for b in range(nl):
@@ -1403,8 +1405,9 @@ cdef void _fb_lanes(const Tables* tb, const Trans* tr, double shift, const long 
             if T[b] == t:               # the lane's last token is t - 1
                 for s in range(S):
                     beta[((t - 1) * S + s) * nl + b] = 1.0
-        _lane_aggregate(tb, t - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn,
-                        pmarg, tied_acc, tied_off)
+        if marginals:
+            _lane_aggregate(tb, t - 1, B, T, log_z, seq_ptr, seqs, alpha, beta, f, node, ldn,
+                            pmarg, tied_acc, tied_off)
         t = t - 1
 
 
@@ -1514,7 +1517,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
                            const double[:, ::1] unary, const double[::1] pair,
                            double[:, ::1] node, double[::1] pmarg, double[:, ::1] tied_acc,
                            double[::1] log_z, double[:, ::1] counts=None, int n_threads=1,
-                           bint forward_only=False):
+                           bint forward_only=False, bint marginals=True):
     """Marginals and ``log Z`` per sequence over the joint states, aggregated in place.
 
     ``jt``'s transition values are ``exp(trans - shift)`` (0 where forbidden),
@@ -1530,6 +1533,9 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     form, in the ``out`` CSR's order; see :func:`_fb_block`).  Sequences run in
     lockstep blocks (:func:`lockstep_blocks`).  ``forward_only``: ``log Z`` alone, by
     the forward pass (``node``, ``pmarg``, ``tied_acc`` and ``counts`` untouched).
+    ``marginals=False``: ``log Z`` and ``counts`` by both passes, the marginals left
+    out (``node``, ``pmarg`` and ``tied_acc`` untouched; a caller that needs only the
+    transition counts, such as the joint-state transition stage, saves their sums).
     """
     cdef double[::1] tied_phi = np.empty(jt.states.shape[0])
     cdef Tables tb = jt.tables(unary, pair, tied_phi)
@@ -1573,7 +1579,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
             if lanes:               # marginals added up by the lanes' backward pass
                 _fb_lanes(&tb, &tr, shift, &seq_ptr[0], &seqs[block_ptr[k]], B, &f,
                           &counts[threadid(), 0] if want_counts else NULL, forward_only,
-                          node_p, ldn, pm, &tied_acc[threadid(), 0], toff)
+                          marginals, node_p, ldn, pm, &tied_acc[threadid(), 0], toff)
                 for b in range(B):
                     log_z[seqs[block_ptr[k] + b]] = f.log_z[b]
                 continue
@@ -1586,10 +1592,11 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
             for b in range(B):
                 sq = seqs[block_ptr[k] + b]
                 log_z[sq] = f.log_z[b]
-                if not forward_only:
-                    memset(node_p + seq_ptr[sq] * ldn, 0,
-                           (seq_ptr[sq + 1] - seq_ptr[sq]) * ldn * sizeof(double))
-                if f.log_z[b] != -INFINITY and not forward_only:
+                if forward_only or not marginals:
+                    continue
+                memset(node_p + seq_ptr[sq] * ldn, 0,
+                       (seq_ptr[sq + 1] - seq_ptr[sq]) * ldn * sizeof(double))
+                if f.log_z[b] != -INFINITY:
                     _aggregate(&tb, seq_ptr[sq], seq_ptr[sq + 1] - seq_ptr[sq],
                                f.alpha + b * S, f.beta + b * S, B * S, node_p, ldn, pm,
                                &tied_acc[threadid(), 0], toff)

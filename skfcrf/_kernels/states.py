@@ -579,7 +579,9 @@ def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, 
     ``(S, S)`` when given (a model with joint-state transitions ``state_trans``).
     With ``backoff`` (the masks :func:`joint_marginals` took) its share of the
     back-off expectations ``unseen`` too, and ``pmarg`` and ``state_counts`` as
-    that call gives them (:func:`~skfcrf._kernels.joint.split_backoff_counts`)."""
+    that call gives them (:func:`~skfcrf._kernels.joint.split_backoff_counts`).
+    ``node``, ``pmarg`` and ``unseen`` may be None (a caller without marginals:
+    ``log_z`` and ``state_counts`` alone are redone)."""
     edge_offset = pair_layout(graph, unary.shape[0])
     rows = np.arange(seq_ptr[s], seq_ptr[s + 1])
     T = len(rows)
@@ -587,18 +589,20 @@ def rescue_sequence(graph, states, seq_ptr, unary, pair, s, node, pmarg, log_z, 
     _, kernel_counts, _, *kernel = joint_marginals(
         graph, states, np.array([0, T], np.int64), unary[rows], own_pair, n_threads,
         pair_marginals=True, state_trans=state_trans, state_pairs=True, backoff=backoff)
-    log_z[s], node[rows], exact_counts, exact_states = logdomain_pair_marginals(
+    log_z[s], exact_node, exact_counts, exact_states = logdomain_pair_marginals(
         graph, states, unary, pair, rows, state_trans, state_pairs=True)
+    if node is not None:
+        node[rows] = exact_node
     local = pair_layout(graph, T)
     if backoff:
         kernel_unseen, kernel_states = kernel
         exact_unseen, exact_states = split_backoff_counts(graph, states, exact_counts, local,
                                                           backoff, exact_states)
-        for c in unseen:
+        for c in unseen if unseen is not None else ():
             unseen[c] += exact_unseen[c] - kernel_unseen[c]
     else:
         kernel_states, = kernel
-    for e in range(graph.n_edges):
+    for e in range(graph.n_edges if pmarg is not None else 0):
         delta = exact_counts[local[e]:local[e + 1]] - kernel_counts[local[e]:local[e + 1]]
         start = int(edge_offset[e]) + (0 if graph.edge_tied[e] else int(rows[0]) * graph.edge_size(e))
         pmarg[start:start + delta.size] += delta
@@ -616,7 +620,10 @@ def rescue_sequences(graph, states, seq_ptr, unary, pair, node, pmarg, log_z, lo
     (:func:`~skfcrf._kernels.joint.nonfinite_sequences`,
     :func:`~skfcrf._kernels.joint.underflowed`).  ``check_nodes=False`` skips the
     first check (a caller that uses no node marginals and has found its sums
-    finite).  Returns the redone sequences."""
+    finite; ``node`` and ``pmarg`` None, see :func:`rescue_sequence`).  Returns the
+    redone sequences."""
+    if check_nodes and node is None:
+        raise ValueError("check_nodes needs the node marginals")
     redo = nonfinite_sequences(node, seq_ptr) if check_nodes else np.zeros(0, np.int64)
     if lower is not None:
         redo = np.union1d(redo, underflowed(log_z, lower))

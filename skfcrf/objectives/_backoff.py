@@ -169,10 +169,8 @@ class DeletedLikelihood(Objective):
         loss = float(log_z.sum() - gold_score)
         grad_state = None
         if st is not None:
-            gold_steps = np.where(active, part.gold_state_counts(states), 0.0)
-            loss -= float((gold_steps * st).sum())
-            grad_state = layout.state_transition_gradient(
-                np.where(active, expected[0] - gold_steps, 0.0), states)
+            state_loss, grad_state = self._state_terms(part, active, st, expected[0])
+            loss += state_loss
         node.ravel()[stats.unary_index] -= 1.0
         dpair = pmarg - stats.pair_counts
         edges = _in_chain_edges(graph)
@@ -185,6 +183,38 @@ class DeletedLikelihood(Objective):
             dpair[at:at + L * L][mask.ravel()] = 0.0
         dpair[~np.isfinite(pair)] = 0.0
         return loss, node, dpair, grad_b, grad_state
+
+    def _state_terms(self, part, active, st, expected):
+        """Fold ``part``'s joint-state transition terms: the loss's (minus the gold
+        steps' scores ``st``) and the gradient of the weights ``active`` (the
+        ``expected`` state pair counts minus the gold ones)."""
+        gold_steps = np.where(active, part.gold_state_counts(self.joint_states), 0.0)
+        return (-float((gold_steps * st).sum()),
+                self.layout.state_transition_gradient(
+                    np.where(active, expected - gold_steps, 0.0), self.joint_states))
+
+    def _fold_state_loss(self, theta, fold, unary, pair, eo, gold):
+        """:meth:`_fold_loss`'s loss and joint-state transition gradient alone, the
+        potentials held (:class:`HeldStage`; ``gold``: the gold labelling's score
+        under them, in total and per sequence): one grouped forward-backward without
+        the marginals' sums.  Counts that come out not finite are left to
+        :meth:`_fold_loss`, whose marginals tell the sequences apart."""
+        part, masks, active = fold
+        graph, states = self.layout.graph, self.joint_states
+        st = np.where(active, self.layout.state_transitions(theta, states), 0.0)
+        _, _, log_z, _, expected = joint_marginals(
+            graph, states, part.seq_ptr, unary, pair, self.n_threads, pair_marginals=True,
+            backoff=masks, state_trans=st, state_pairs=True, marginals=False)
+        if not np.isfinite(expected).all():
+            loss, _, _, _, grad_state = self._fold_loss(theta, fold, unary, pair, eo)
+            return loss, grad_state
+        gold_score, lower = gold
+        # the gold labelling's score is a lower bound on log Z (as in _fold_loss)
+        rescue_sequences(graph, states, part.seq_ptr, unary, pair, None, None, log_z,
+                         lower + part.gold_state_path_scores(states, st), self.n_threads, st,
+                         expected, masks, None, check_nodes=False)
+        state_loss, grad_state = self._state_terms(part, active, st, expected)
+        return float(log_z.sum() - gold_score) + state_loss, grad_state
 
     def _node_rows(self, shape):
         """A ``shape`` view of the one array every fold's node marginals are written
@@ -375,8 +405,10 @@ class HeldStage(Restricted):
 
     They enter neither the unary nor the coupling potentials, so the held
     weights' potentials are computed once per fold and an evaluation is one
-    grouped forward-backward per fold: no observation scores and no feature
-    gradient (as :class:`~skfcrf.objectives._likelihood.StateTransitionStage`).
+    grouped forward-backward per fold: no observation scores, no feature
+    gradient and no marginals (as
+    :class:`~skfcrf.objectives._likelihood.StateTransitionStage`;
+    :meth:`DeletedLikelihood._fold_state_loss`).
     """
 
     def __init__(self, deleted, theta):
@@ -389,14 +421,17 @@ class HeldStage(Restricted):
         deleted._scores = None      # not needed while the potentials are held
         self._held = [deleted._fold_potentials(self.theta, fold[0], fold[1])
                       for fold in deleted.folds]
+        # the gold labellings' scores under the held potentials, in total and per sequence
+        self._gold = [fold[0].gold_stats(eo).scores(unary, pair)
+                      for fold, (unary, pair, eo) in zip(deleted.folds, self._held)]
 
     def loss_gradient(self, v):
         v = np.asarray(v, dtype=np.float64)
         deleted = self.objective
         theta = self.full(v)
         loss, grad = 0.0, np.zeros(v.size)
-        for fold, (unary, pair, eo) in zip(deleted.folds, self._held):
-            fold_loss, _, _, _, grad_state = deleted._fold_loss(theta, fold, unary, pair, eo)
+        for fold, (unary, pair, eo), gold in zip(deleted.folds, self._held, self._gold):
+            fold_loss, grad_state = deleted._fold_state_loss(theta, fold, unary, pair, eo, gold)
             loss += fold_loss
             grad += grad_state
         return (deleted.scale * loss + self._held_penalty + 0.5 * deleted.inv_var * float(v @ v),

@@ -112,22 +112,29 @@ class Likelihood(Objective):
     def held_potentials(self, theta):
         """What :meth:`state_transition_loss_gradient` holds fixed: the log-potentials
         of ``theta`` (clamped if ``clamp``), the gold statistics and the gold
-        labelling's score under them, ``(unary, pair, stats, gold_score)``."""
+        labelling's score under them, in total and per sequence, ``(unary, pair,
+        stats, (gold_score, sequence_scores))``."""
         # a held stage's evaluations compute no scores: the kept array goes before the
         # held potentials are made, not to stand beside them
         self._scores = None
         unary, pair, edge_offset = self._potentials(theta)
         stats = self.batch.gold_stats(edge_offset)
-        return unary, pair, stats, stats.score(unary, pair)
+        return unary, pair, stats, stats.scores(unary, pair)
 
     def state_transition_loss_gradient(self, theta, held):
         """Unpenalised data loss at ``theta`` with the potentials ``held``
         (:meth:`held_potentials`) in place of ``theta``'s, and its gradient with
         respect to the joint-state transition weights alone (inference over the
-        joint states): one joint-state forward-backward, no observation scores."""
-        unary, pair, stats, gold_score = held
+        joint states): one joint-state forward-backward, no observation scores and no
+        marginals (:meth:`~skfcrf.inference.JointStateInference.state_pair_expectations`)."""
+        unary, pair, _, (gold_score, gold_sequences) = held
+        b = self.batch
         state_trans = self.layout.state_transitions(theta, self.joint_states)
-        _, _, log_z, counts, gold_path, _, _ = self._inference(unary, pair, stats, state_trans)
+        method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
+        gold_path = method.extra_scores(b.seq_ptr, b.gold)
+        # the gold labelling's score is a lower bound on log Z
+        log_z, counts = method.state_pair_expectations(
+            b.seq_ptr, unary, pair, lower=lambda: gold_sequences + gold_path)
         state_loss, state_grad = self._state_loss_gradient(gold_path, counts)
         return float(log_z.sum()) - gold_score + state_loss, state_grad
 
