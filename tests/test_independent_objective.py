@@ -177,6 +177,48 @@ def test_block_lbfgs_stops_at_max_iter_and_on_callback():
     assert result.n_iter == 2 and not result.converged and monitor.n_iter == 2
 
 
+class _Interleaved(BlockObjective):
+    """Two quadratic blocks interleaved over ten weights, weights 2 and 8 in neither;
+    block 1's loss is infinite anywhere but at its start (its line search fails)."""
+
+    def __init__(self, theta0):
+        self.blocks = [np.array([0, 3, 5, 6]), np.array([9, 1, 7, 4])]
+        self.center = np.arange(10.0)
+        self.start = theta0[self.blocks[1]].copy()
+
+    def block_losses_gradient(self, theta, active=None):
+        active = np.ones(2, bool) if active is None else active
+        d = theta - self.center
+        losses, grad = np.full(2, np.nan), np.zeros_like(theta)
+        for b in np.flatnonzero(active):
+            blk = self.blocks[b]
+            grad[blk] = (b + 1.0) * d[blk]
+            losses[b] = 0.5 * (b + 1.0) * d[blk] @ d[blk]
+            if b == 1 and not np.array_equal(theta[blk], self.start):
+                losses[b] = np.inf
+        return losses, grad
+
+
+def test_block_lbfgs_with_interleaved_blocks_and_weights_in_none():
+    """The blocks' weights are moved side by side and scattered back for every
+    evaluation: weights in no block keep their start, a block whose line search fails
+    keeps its weights, and every iteration reports the weights it has."""
+    theta0 = np.linspace(-1.0, 1.0, 10)
+    problem = _Interleaved(theta0)
+    reported = []
+    monitor = ConvergenceMonitor(callback=lambda it, loss, coef: reported.append(coef.copy()))
+    result = BlockLBFGS(max_iter=50, tol=1e-12, max_backtracks=3).solve(problem, theta0,
+                                                                         monitor)
+    assert not result.converged and "line search failed for blocks [1]" in result.message
+    np.testing.assert_array_equal(result.coef[[2, 8]], theta0[[2, 8]])
+    np.testing.assert_array_equal(result.coef[problem.blocks[1]], problem.start)
+    np.testing.assert_allclose(result.coef[problem.blocks[0]], problem.blocks[0], atol=1e-6)
+    for coef in reported:                       # block 1 never moves, from the first report
+        np.testing.assert_array_equal(coef[problem.blocks[1]], problem.start)
+        np.testing.assert_array_equal(coef[[2, 8]], theta0[[2, 8]])
+    np.testing.assert_array_equal(reported[-1], result.coef)
+
+
 def _slow_problem(costs=None):
     # ill-conditioned blocks: L-BFGS needs many iterations on each
     rng = np.random.default_rng(5)

@@ -97,10 +97,38 @@ class BlockLBFGS:
         blocks = objective.blocks
         n_blocks = len(blocks)
         caps = self.block_iterations(objective)
-        theta = np.array(theta0, dtype=np.float64)
-        f, g = objective.block_losses_gradient(theta)
+        # the blocks' weights side by side (block b at spans[b]), so that the
+        # iteration's vector work runs on slices; each evaluation scatters them into
+        # the full weights (those in no block kept where theta0 has them) and gathers
+        # the gradient back -- every block's vector keeps its order, so its sums are
+        # those of the block's weights gathered by index
+        perm = (np.concatenate([np.asarray(blk, dtype=np.int64) for blk in blocks])
+                if n_blocks else np.zeros(0, np.int64))
+        ends = np.cumsum([len(blk) for blk in blocks], dtype=np.int64)
+        spans = [slice(int(e - len(blk)), int(e)) for blk, e in zip(blocks, ends)]
+        base = np.array(theta0, dtype=np.float64)
+        # the last evaluation's block vector and its full weights: after an iteration
+        # whose blocks all kept their trial step they are the new weights' (the line
+        # search mutates its trial vector between evaluations, so only full() reuses)
+        last = [None, None]
+
+        def scatter(x):
+            out = base.copy()
+            out[perm] = x
+            return out
+
+        def full(x):
+            return last[1] if x is last[0] else scatter(x)
+
+        def evaluate(x, active=None):
+            last[0], last[1] = x, scatter(x)
+            f_eval, g_eval = objective.block_losses_gradient(last[1], active)
+            return f_eval, g_eval[perm]
+
+        x = base[perm]
+        f, g = evaluate(x)
         pairs = [CurvaturePairs(self.memory) for _ in range(n_blocks)]
-        active = np.array([np.abs(g[blk]).max(initial=0.0) > self.tol for blk in blocks])
+        active = np.array([np.abs(g[sl]).max(initial=0.0) > self.tol for sl in spans])
         failed = np.zeros(n_blocks, dtype=bool)
         capped = np.zeros(n_blocks, dtype=bool)
         n_iter = 0
@@ -111,7 +139,7 @@ class BlockLBFGS:
                 break
             directions, steps, slopes = {}, np.zeros(n_blocks), np.zeros(n_blocks)
             for b in np.flatnonzero(active):
-                gb = g[blocks[b]]
+                gb = g[spans[b]]
                 if pairs[b]:
                     d = pairs[b].direction(gb)
                     steps[b] = 1.0
@@ -123,17 +151,16 @@ class BlockLBFGS:
                     d = -gb
                     steps[b] = 1.0 / max(np.linalg.norm(gb), 1e-300)
                 directions[b], slopes[b] = d, gb @ d
-            trial = theta.copy()
+            trial = x.copy()
             pending = active.copy()
             f_new, g_new = f.copy(), g.copy()
             for _ in range(self.max_backtracks + 1):
                 for b in np.flatnonzero(pending):
-                    trial[blocks[b]] = theta[blocks[b]] + steps[b] * directions[b]
-                f_eval, g_eval = objective.block_losses_gradient(
-                    trial, None if pending.all() else pending)
+                    trial[spans[b]] = x[spans[b]] + steps[b] * directions[b]
+                f_eval, g_eval = evaluate(trial, None if pending.all() else pending)
                 ok = pending & np.isfinite(f_eval) & (f_eval <= f + 1e-4 * steps * slopes)
                 for b in np.flatnonzero(ok):
-                    f_new[b], g_new[blocks[b]] = f_eval[b], g_eval[blocks[b]]
+                    f_new[b], g_new[spans[b]] = f_eval[b], g_eval[spans[b]]
                 pending &= ~ok
                 if not pending.any():
                     break
@@ -145,28 +172,29 @@ class BlockLBFGS:
                 quad = np.where(np.isfinite(quad), quad, 0.5 * steps)
                 steps[pending] = np.clip(quad, 0.1 * steps, 0.5 * steps)[pending]
             for b in np.flatnonzero(pending):          # line search failed: keep the weights
-                trial[blocks[b]] = theta[blocks[b]]
+                trial[spans[b]] = x[spans[b]]
                 active[b], failed[b] = False, True
+                last[0] = None                         # trial is not what was evaluated
             for b in np.flatnonzero(active):
-                blk = blocks[b]
-                s_vec, y_vec = trial[blk] - theta[blk], g_new[blk] - g[blk]
+                sl = spans[b]
+                s_vec, y_vec = trial[sl] - x[sl], g_new[sl] - g[sl]
                 sy = float(s_vec @ y_vec)
                 if sy > 1e-10 * (s_vec @ s_vec):
                     pairs[b].add(s_vec, y_vec, sy)
                 reduction = (f[b] - f_new[b]) / max(abs(f[b]), abs(f_new[b]), 1.0)
-                if reduction <= self.tol or np.abs(g_new[blk]).max(initial=0.0) <= self.tol:
+                if reduction <= self.tol or np.abs(g_new[sl]).max(initial=0.0) <= self.tol:
                     active[b] = False
-            theta, f, g = trial, f_new, g_new
+            x, f, g = trial, f_new, g_new
             n_iter = it
-            if monitor.report(theta, f.sum()):
-                return SolverResult(theta, it, False, "stopped by the callback")
+            if monitor.report(full(x), f.sum()):
+                return SolverResult(full(x), it, False, "stopped by the callback")
         capped |= active        # still active after the last iteration
         if capped.any():
-            return SolverResult(theta, n_iter, False,
+            return SolverResult(full(x), n_iter, False,
                                 f"stopped at max_iter={self.max_iter} iterations (blocks "
                                 f"{np.flatnonzero(capped).tolist()} at their budgets "
                                 f"{caps[capped].tolist()})", at_max_iter=True)
-        return SolverResult(theta, n_iter, not failed.any(), self._message(failed))
+        return SolverResult(full(x), n_iter, not failed.any(), self._message(failed))
 
     @staticmethod
     def _message(failed):
