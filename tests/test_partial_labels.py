@@ -149,7 +149,10 @@ def test_independent_objective_is_the_uncoupled_likelihood():
 def test_gradient_with_missing_labels(objective, inference):
     X, y = tiny(3, n_seq=8, seed=6, max_len=6)
     yp = hide(y, 0.3, seed=6)
-    check_gradient(FactorialCRF(objective=objective, inference=inference), X, yp)
+    # TRP's loss is exact only to its message tolerance: at the default 1e-6 the central
+    # differences (steps of 1e-5) once read a jump of 3e-8 in it as a slope 1.5e-3 off
+    converged = {"bp_tol": 1e-12, "bp_max_iter": 5000} if inference == "trp" else {}
+    check_gradient(FactorialCRF(objective=objective, inference=inference, **converged), X, yp)
 
 
 @pytest.mark.parametrize("objective", ["pseudolikelihood", "chainwise"])
