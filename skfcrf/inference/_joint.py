@@ -352,7 +352,7 @@ class JointStateInference(InferenceMethod):
         forward-backward's work less.  Sequences below ``lower`` are redone in the
         log domain; if the counts came out not finite, :meth:`training_marginals`
         (which can tell the sequences by their marginals) computes them instead."""
-        if self._tokenwise(seq_ptr) is None and self.state_trans is not None:
+        if self.state_trans is not None:            # (never token by token, _tokenwise)
             with single_blas_thread():
                 _, _, log_z, state_counts = joint_marginals(
                     self.graph, self.joint_states, seq_ptr, unary, pair, self.n_threads,

@@ -261,7 +261,9 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
         for c, blk in enumerate(self.blocks):
             self._block_of[blk] = c
         self._block_perm = np.concatenate(self.blocks) if self.blocks else np.zeros(0, np.int64)
-        self._block_ends = np.cumsum([len(blk) for blk in self.blocks], dtype=np.int64)
+        ends = np.cumsum([len(blk) for blk in self.blocks], dtype=np.int64)
+        self._block_spans = [slice(int(e) - len(blk), int(e)) for blk, e in zip(self.blocks, ends)]
+        self._active_cache = {}         # active blocks -> per weight whether in one of them
         # couplings at zero add nothing to a chain's unaries unless they forbid: the
         # kernel then leaves them out (x1.11 per evaluation on 300 dictations)
         self._couplings = self.terms.couplings_forbid
@@ -301,7 +303,7 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
         losses = np.full(len(self.blocks), np.nan)
         for c, on in enumerate(active):
             if on:
-                part = side[self._block_ends[c] - len(self.blocks[c]):self._block_ends[c]]
+                part = side[self._block_spans[c]]
                 losses[c] = self.scale * chain_losses[c] + 0.5 * inv_var * (part @ part)
         grad = self.scale * grad
         grad += np.where(self._active_weights(active), inv_var * theta, 0.0)
@@ -312,7 +314,7 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
         """Per weight whether it is in one of the blocks ``active`` (the last few
         patterns kept: a fit asks for all blocks or for the same few again and again)."""
         key = tuple(bool(a) for a in active)
-        cache = self.__dict__.setdefault("_active_cache", {})
+        cache = self._active_cache
         if key not in cache:
             if len(cache) >= 4:
                 cache.clear()

@@ -78,7 +78,7 @@ class Likelihood(Objective):
             unary = self.batch.given_labels().clamp(self.layout.graph, unary)
         return unary, pair, edge_offset
 
-    def _inference(self, unary, pair, stats, state_trans, gold=None):
+    def _inference(self, unary, pair, stats, state_trans, gold):
         """The method's :meth:`~skfcrf.inference.InferenceMethod.training_marginals` on the
         batch: ``node, pmarg, log_z, state_counts, converged, n_iter``, and ``gold_path``
         (per sequence the gold labelling's score outside ``unary`` and ``pair``, its
@@ -91,8 +91,6 @@ class Likelihood(Objective):
         out = None
         if method.writes_out:
             out, self._node = reused_rows(self._node, unary.shape)
-        gold = {} if gold is None else gold
-
         def lower():
             # the gold labelling's score is a lower bound on log Z
             gold["scores"] = stats.scores(unary, pair)
@@ -111,15 +109,13 @@ class Likelihood(Objective):
 
     def held_potentials(self, theta):
         """What :meth:`state_transition_loss_gradient` holds fixed: the log-potentials
-        of ``theta`` (clamped if ``clamp``), the gold statistics and the gold
-        labelling's score under them, in total and per sequence, ``(unary, pair,
-        stats, (gold_score, sequence_scores))``."""
+        of ``theta`` (clamped if ``clamp``) and the gold labelling's score under them,
+        in total and per sequence, ``(unary, pair, (gold_score, sequence_scores))``."""
         # a held stage's evaluations compute no scores: the kept array goes before the
         # held potentials are made, not to stand beside them
         self._scores = None
         unary, pair, edge_offset = self._potentials(theta)
-        stats = self.batch.gold_stats(edge_offset)
-        return unary, pair, stats, stats.scores(unary, pair)
+        return unary, pair, self.batch.gold_stats(edge_offset).scores(unary, pair)
 
     def state_transition_loss_gradient(self, theta, held):
         """Unpenalised data loss at ``theta`` with the potentials ``held``
@@ -127,7 +123,7 @@ class Likelihood(Objective):
         respect to the joint-state transition weights alone (inference over the
         joint states): one joint-state forward-backward, no observation scores and no
         marginals (:meth:`~skfcrf.inference.JointStateInference.state_pair_expectations`)."""
-        unary, pair, _, (gold_score, gold_sequences) = held
+        unary, pair, (gold_score, gold_sequences) = held
         b = self.batch
         state_trans = self.layout.state_transitions(theta, self.joint_states)
         method = self.method.bind(seeds=b.seeds, state_trans=state_trans)
