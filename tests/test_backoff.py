@@ -651,6 +651,28 @@ def test_chain_backoff_stage_solve_lowers_every_chain():
     assert np.abs(grad).max() < 0.1 * np.abs(stage.loss_gradient(stage.start)[1]).max()
 
 
+def test_chain_backoff_stage_solve_stops_at_the_count_tolerance(monkeypatch):
+    """Each chain stops once no back-off weight's gradient exceeds
+    ``BACKOFF_COUNT_TOL`` expected transitions; without it (zero) only the loss
+    reduction stops it, further down."""
+    from skfcrf.objectives import _backoff
+    deleted, theta, stage, _ = _chain_stage()
+    inv_var = deleted.inv_var
+
+    def worst(v):
+        return max(np.abs(g + inv_var * v[lo:hi]).max()
+                   for c, (lo, hi) in stage._spans().items()
+                   for g in [stage.chain_loss_gradient(c, v[lo:hi])[1]])
+
+    monkeypatch.setattr(_backoff, "BACKOFF_COUNT_TOL", 1.0)
+    loose, _ = stage.solve(max_iter=200, tol=0.0)
+    assert worst(loose) <= 1.0 * deleted.scale
+    monkeypatch.setattr(_backoff, "BACKOFF_COUNT_TOL", 0.0)
+    tight, _ = stage.solve(max_iter=200, tol=1e-12)
+    assert worst(tight) < worst(loose)
+    assert stage.loss_gradient(tight)[0] <= stage.loss_gradient(loose)[0]
+
+
 def _dictations(n):
     from skfcrf.datasets import make_dictations
     X, y = make_dictations(n, "rcg", random_state=3)
