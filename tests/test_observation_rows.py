@@ -111,6 +111,42 @@ def test_products_equal_dense_products(lengths, seed, n_threads):
         np.testing.assert_array_equal(again, grad)
 
 
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(0, 12), min_size=1, max_size=6),
+       seed=st.integers(0, 2 ** 16), large=st.booleans())
+def test_rows_of_whole_sequences_keep_the_choice_and_give_their_products(lengths, seed,
+                                                                          large):
+    """``take`` of some sequences: the same differenced columns as the whole batch,
+    and the products (scores and gradient) of those sequences' observations."""
+    rng = np.random.default_rng(seed)
+    X, seq_ptr = window_counts(lengths, n_concepts=3, window=3, seed=seed)
+    width = 6
+    counts = np.full(X.shape[1], 1000 if large else 0)
+    whole = ObservationRows(X, seq_ptr, counts, width)
+    picked = rng.permutation(len(lengths))[:int(rng.integers(1, len(lengths) + 1))]
+    rows = np.concatenate([np.arange(seq_ptr[s], seq_ptr[s + 1]) for s in picked]
+                          ).astype(np.int64)
+    sub_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[picked])]).astype(np.int64)
+    part = whole.take(rows, sub_ptr)
+    assert part.shape == (len(rows), X.shape[1])
+    np.testing.assert_array_equal(part.differenced, whole.differenced)
+    feat_ptr, ent_col = random_table(X.shape[1], width, rng)
+    theta = rng.normal(size=feat_ptr[-1])
+    out = np.full((len(rows), width), np.nan)
+    part.add_scores(feat_ptr, ent_col, theta, out, clear=True)
+    np.testing.assert_allclose(out, X[rows] @ dense_weights(feat_ptr, ent_col, theta, width),
+                               rtol=1e-12, atol=1e-12)
+    dscore = rng.normal(size=(len(rows), width))
+    dense_grad = X[rows].T @ dscore
+    expected = np.array([dense_grad[f, ent_col[p]] for f in range(X.shape[1])
+                         for p in range(feat_ptr[f], feat_ptr[f + 1])])
+    grad = np.zeros(feat_ptr[-1])
+    part.add_gradient(feat_ptr, ent_col, dscore, grad)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="seq_ptr ends at"):
+        whole.take(rows, np.append(sub_ptr, len(rows) + 1))
+
+
 def test_bias_and_column_sums_of_the_wrong_length_are_refused():
     X, seq_ptr = window_counts([3, 2], n_concepts=3, window=1, seed=0)
     rng = np.random.default_rng(0)
@@ -189,3 +225,22 @@ def test_potentials_into_a_reused_array_have_the_bits_of_a_new_one():
     again = objective.data_loss_gradient(theta)
     assert first[0] == again[0]
     np.testing.assert_array_equal(first[1], again[1])
+
+
+def test_a_training_batch_subset_takes_the_whole_batchs_rows(monkeypatch):
+    """``TrainingBatch.subset`` prepares no observation rows of its own: the fold
+    potentials of a subset equal those of the same sequences in the whole batch."""
+    monkeypatch.setattr(rows_module, "PASS_COST", 0.0)
+    X, y = concept_data(n_seq=9, seed=3)
+    objective, theta, _ = training_problem(FactorialCRF(objective="likelihood"), X, y)
+    batch = objective.batch
+    assert batch.obs.has_differences
+    sub = batch.subset(np.array([5, 1, 7]))
+    assert sub.obs.differenced is batch.obs.differenced
+    layout = objective.layout
+    theta = np.random.default_rng(0).normal(size=theta.shape)
+    unary, _, _ = layout.potentials(theta, batch.obs)
+    part, _, _ = layout.potentials(theta, sub.obs)
+    rows = np.concatenate([np.arange(batch.seq_ptr[s], batch.seq_ptr[s + 1])
+                           for s in (5, 1, 7)])
+    np.testing.assert_array_equal(part, unary[rows])

@@ -47,6 +47,13 @@ def token_differences(X, seq_ptr):
     return D
 
 
+def _take_rows(csr, rows, n_cols):
+    """The rows ``rows`` of a kernel CSR triple (:func:`_kernel_csr`), as another."""
+    indptr, indices, data = csr
+    M = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n_cols))
+    return _kernel_csr(M[rows])
+
+
 def _keep_columns(M, keep):
     """``M`` with the entries of columns outside ``keep`` removed."""
     M = M.copy()
@@ -90,6 +97,22 @@ class ObservationRows:
         self.direct = _kernel_csr(direct)
         #: the same for the differenced columns, or None
         self.diff = _kernel_csr(_keep_columns(D, differenced)) if differenced.any() else None
+
+    def take(self, rows, seq_ptr):
+        """These rows' observations for the whole sequences whose tokens are ``rows``
+        (in order), ``seq_ptr`` their boundaries in the result: the rows copied, with
+        this batch's choice of differenced columns (a sequence's differences are its
+        own), instead of differencing and choosing again."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = object.__new__(type(self))
+        out.shape = (len(rows), self.shape[1])
+        out.seq_ptr = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+        if out.seq_ptr[-1] != len(rows):
+            raise ValueError(f"seq_ptr ends at {out.seq_ptr[-1]}, not at the {len(rows)} rows")
+        out.differenced = self.differenced
+        out.direct = _take_rows(self.direct, rows, self.shape[1])
+        out.diff = None if self.diff is None else _take_rows(self.diff, rows, self.shape[1])
+        return out
 
     @property
     def has_differences(self):

@@ -40,16 +40,19 @@ class TrainingBatch:
         Per-sequence seeds of TRP's spanning trees.
     known : bool ndarray of shape (N, n_chains), optional
         Which labels of ``gold`` were given (partial labels); None: all.
+    obs : ObservationRows, optional
+        ``X`` prepared for the products (:meth:`subset` passes its rows of the whole
+        batch's); None: prepared here (``layout.observation_rows``).
     """
 
-    def __init__(self, X, seq_ptr, gold, layout, seeds, known=None):
+    def __init__(self, X, seq_ptr, gold, layout, seeds, known=None, obs=None):
         self.X = X
         self.seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
         self.gold = np.ascontiguousarray(gold, dtype=np.int32)
         self.layout = layout
         self.seeds = seeds
         self.known = None if known is None or known.all() else np.asarray(known, dtype=bool)
-        self.obs = layout.observation_rows(X, self.seq_ptr)
+        self.obs = layout.observation_rows(X, self.seq_ptr) if obs is None else obs
         self._gold_stats = None
 
     @property
@@ -108,4 +111,4 @@ class TrainingBatch:
         seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         known = None if self.known is None else self.known[rows]
         return TrainingBatch(self.X[rows], seq_ptr, self.gold[rows], self.layout,
-                             self.seeds[seq_index], known)
+                             self.seeds[seq_index], known, obs=self.obs.take(rows, seq_ptr))
