@@ -104,10 +104,12 @@ def main():
         mean_iter = np.mean([d.n_iter for d in decoded])
         pos_acc = np.mean([a == b for s, t in zip(pred, pos_test) for a, b in zip(s[:, 0], t)])
         f1 = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
-        name = f"skfcrf 2-chain {fcrf.objective}"
+        # "independent" is the staged default's first stage, not independent chains
+        name = ("skfcrf FCRF" if fcrf.objective == "independent"
+                else f"skfcrf FCRF {fcrf.objective}")
         print(f"{name:22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
-              f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations, TRP converged "
-              f"{converged:.3f}, mean {mean_iter:.1f} trees; {fcrf.layout_.n_params} weights"
+              f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations; decoding converged "
+              f"{converged:.3f}, mean {mean_iter:.1f} iterations; {fcrf.layout_.n_params} weights"
               + (f"; {json.dumps(variant)}" if variant else "") + ")")
         print(f"ratio skfcrf/cascade training time: "
               f"{t_fcrf.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
