@@ -50,8 +50,8 @@ from skfcrf.objectives._base import Objective, Restricted, reused_rows
 #: (``benchmarks/history``, thirty-eighth session).
 BACKOFF_COUNT_TOL = 0.5
 
-__all__ = ["BACKOFF_COUNT_TOL", "ChainBackoffStage", "DeletedLikelihood", "HeldStage", "fold_backoff",
-           "fold_state_pair_counts"]
+__all__ = ["BACKOFF_COUNT_TOL", "ChainBackoffStage", "DeletedLikelihood", "HeldStage",
+           "fold_backoff", "fold_state_pair_counts"]
 
 
 def _in_chain_edges(graph):
