@@ -11,6 +11,7 @@ from skfcrf._kernels.graph import COUPLING
 from skfcrf.model._inspection import weight_mask
 from skfcrf.objectives._base import Objective
 from skfcrf.solvers import BlockObjective
+from skfcrf.solvers._block import side_by_side
 
 __all__ = ["allowed_by_joint_states", "ChainTerms", "ChainPseudoLikelihood", "IndependentChains"]
 
@@ -260,9 +261,7 @@ class IndependentChains(_ChainwiseObjective, BlockObjective):
         self._block_of = np.full(self.layout.n_params, -1, dtype=np.int64)
         for c, blk in enumerate(self.blocks):
             self._block_of[blk] = c
-        self._block_perm = np.concatenate(self.blocks) if self.blocks else np.zeros(0, np.int64)
-        ends = np.cumsum([len(blk) for blk in self.blocks], dtype=np.int64)
-        self._block_spans = [slice(int(e) - len(blk), int(e)) for blk, e in zip(self.blocks, ends)]
+        self._block_perm, self._block_spans = side_by_side(self.blocks)
         self._active_cache = {}         # active blocks -> per weight whether in one of them
         # couplings at zero add nothing to a chain's unaries unless they forbid: the
         # kernel then leaves them out (x1.11 per evaluation on 300 dictations)

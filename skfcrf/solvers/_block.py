@@ -9,6 +9,16 @@ from skfcrf.solvers._monitor import SolverResult
 __all__ = ["BlockObjective", "BlockLBFGS"]
 
 
+def side_by_side(blocks):
+    """The blocks' weights side by side: ``(perm, spans)``, ``perm`` every block's
+    indices in turn (``theta[perm]`` gathers them) and ``spans[b]`` the slice of
+    block ``b`` in that gather, its weights in the block's order."""
+    perm = (np.concatenate([np.asarray(blk, dtype=np.int64) for blk in blocks])
+            if len(blocks) else np.zeros(0, np.int64))
+    ends = np.cumsum([len(blk) for blk in blocks], dtype=np.int64)
+    return perm, [slice(int(e) - len(blk), int(e)) for blk, e in zip(blocks, ends)]
+
+
 class BlockObjective:
     """The contract of :class:`BlockLBFGS`: a loss that is a sum of one function per
     block of weights, the blocks disjoint.
@@ -102,10 +112,7 @@ class BlockLBFGS:
         # the full weights (those in no block kept where theta0 has them) and gathers
         # the gradient back -- every block's vector keeps its order, so its sums are
         # those of the block's weights gathered by index
-        perm = (np.concatenate([np.asarray(blk, dtype=np.int64) for blk in blocks])
-                if n_blocks else np.zeros(0, np.int64))
-        ends = np.cumsum([len(blk) for blk in blocks], dtype=np.int64)
-        spans = [slice(int(e - len(blk)), int(e)) for blk, e in zip(blocks, ends)]
+        perm, spans = side_by_side(blocks)
         base = np.array(theta0, dtype=np.float64)
         # the last evaluation's block vector and its full weights: after an iteration
         # whose blocks all kept their trial step they are the new weights' (the line
