@@ -22,7 +22,14 @@ The same observations (``make_dictation_features``) train the default ``Factoria
 and, as the baseline measured in the same run, three independent CRFsuite chains
 (``sklearn_crfsuite``, L-BFGS, ``c2 = 1 / (2 sigma^2)``, the same ``max_iter``).
 
+``--forbidden-transitions`` fits one ``FactorialCRF`` row per value (``auto``, the
+default; ``unseen``, the closed world; ``backoff``; ``none``), each fold's rows in turn,
+and pairs every further row's joint accuracy with the first's by fold; each row also
+gives the share of test transcripts whose true labelling has probability 0
+(``log_prob`` = -inf).
+
     python benchmarks/bench_real_reports.py [--wer 0.1] [--folds 4] [--n-jobs 2] [--skip-crfsuite]
+        [--forbidden-transitions auto unseen backoff none]
 """
 import argparse
 import glob
@@ -80,6 +87,18 @@ def crfsuite_chains(F_train, y_train, F_test, sigma, max_iter):
     return pred
 
 
+def _gold_log_probs(crf, F_test, gold_test):
+    """``log p(true labels | x)`` per test transcript; -inf where the model forbids them
+    (a label never seen in training counts as impossible too)."""
+    known = [set(c) for c in crf.classes_]
+    out = np.full(len(gold_test), -np.inf)
+    ok = [i for i, g in enumerate(gold_test)
+          if all(set(g[:, c]) <= known[c] for c in range(len(known)))]
+    if ok:
+        out[ok] = crf.log_prob([F_test[i] for i in ok], [gold_test[i] for i in ok])
+    return out
+
+
 def scores(y_true, y_pred):
     """Accuracy per chain, joint accuracy, WindowDiff per chain, section segment F1."""
     acc = chain_accuracy(y_true, y_pred)
@@ -104,7 +123,11 @@ def main():
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--skip-crfsuite", action="store_true")
+    ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
+                    choices=["auto", "unseen", "backoff", "none"])
     args = ap.parse_args()
+    worlds = {f"FactorialCRF {w}" if len(args.forbidden_transitions) > 1 else "FactorialCRF":
+              (None if w == "none" else w) for w in args.forbidden_transitions}
     with tempfile.TemporaryDirectory() as tmp:
         rep_dir, tr_dir, truth = make_archive(tmp, args.wer, args.seed)
         out = os.path.join(tmp, "aligned.txt")
@@ -124,8 +147,9 @@ def main():
           f"aligned labels agree with the truth on {100 * aligned_right / (3 * n_tok):.2f}% "
           f"of {n_tok} tokens x 3 chains")
     print(f"{args.folds}-fold cross-validation; columns: " + " ".join(f"{n:>7}" for n in NAMES))
-    results = {"FactorialCRF": [], "CRFsuite x3": []}
+    results = {**{name: [] for name in worlds}, "CRFsuite x3": []}
     times = {k: [] for k in results}
+    impossible = {name: 0 for name in worlds}
     first = None
     for k in range(args.folds):
         test = list(range(k, len(names), args.folds))
@@ -135,18 +159,19 @@ def main():
         features = make_dictation_features()
         F_train = features.fit_transform(X_train)
         F_test = features.transform(X_test)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            crf = FactorialCRF(sigma=args.sigma, max_iter=args.max_iter, n_jobs=args.n_jobs,
-                               random_state=0).fit(F_train, y_train)
-        times["FactorialCRF"].append(time.perf_counter() - t0)
-        pred = crf.predict(F_test)
-        results["FactorialCRF"].append(scores(gold_test, pred))
-        print(line(f"fold {k} FactorialCRF", results["FactorialCRF"][-1], times["FactorialCRF"][-1]),
-              flush=True)
-        if first is None:
-            first = (X_test[0], pred[0])
+        for name, world in worlds.items():
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                crf = FactorialCRF(sigma=args.sigma, max_iter=args.max_iter, n_jobs=args.n_jobs,
+                                   forbidden_transitions=world, random_state=0).fit(F_train, y_train)
+            times[name].append(time.perf_counter() - t0)
+            pred = crf.predict(F_test)
+            results[name].append(scores(gold_test, pred))
+            impossible[name] += int(np.sum(np.isneginf(_gold_log_probs(crf, F_test, gold_test))))
+            print(line(f"fold {k} {name}", results[name][-1], times[name][-1]), flush=True)
+            if first is None:
+                first = (X_test[0], pred[0])
         if not args.skip_crfsuite:
             t0 = time.perf_counter()
             base = crfsuite_chains(F_train, y_train, F_test, args.sigma, args.max_iter)
@@ -162,11 +187,22 @@ def main():
         ci = [confidence_interval(rows[:, j]) for j in range(rows.shape[1])]
         print(line(name, [m for m, _ in ci], float(np.sum(times[name]))))
         print("  " + " " * 28 + " " * 14 + " ".join(f"+-{h:5.4f}" for _, h in ci))
+    base_name = next(iter(worlds))
+    for name in worlds:
+        print(f"{name}: true test labellings with probability 0: "
+              f"{100 * impossible[name] / len(names):.1f}% of {len(names)} transcripts")
+        if name != base_name:
+            diff = np.array(results[name])[:, 3] - np.array(results[base_name])[:, 3]
+            m, h = confidence_interval(diff)
+            print(f"joint accuracy, {name} - {base_name}, paired by fold: {100 * m:+.2f} +- "
+                  f"{100 * h:.2f} points; fit time ratio "
+                  f"{np.sum(times[name]) / np.sum(times[base_name]):.2f}")
     if results["CRFsuite x3"]:
-        diff = np.array(results["FactorialCRF"])[:, 3] - np.array(results["CRFsuite x3"])[:, 3]
+        diff = np.array(results[base_name])[:, 3] - np.array(results["CRFsuite x3"])[:, 3]
         m, h = confidence_interval(diff)
-        print(f"joint accuracy, FactorialCRF - CRFsuite x3, paired by fold: {100 * m:+.2f} +- {100 * h:.2f} "
-              f"points; fit time ratio {np.sum(times['FactorialCRF']) / np.sum(times['CRFsuite x3']):.2f}")
+        print(f"joint accuracy, {base_name} - CRFsuite x3, paired by fold: {100 * m:+.2f} +- "
+              f"{100 * h:.2f} points; fit time ratio "
+              f"{np.sum(times[base_name]) / np.sum(times['CRFsuite x3']):.2f}")
     print("\nThe first test transcript, tagged and rendered (first 25 lines):")
     text = render_text(first[0], first[1], dictated_punctuation=True, capitalize=True,
                        drop_words=HESITATIONS)

@@ -343,7 +343,8 @@ class DaskFactorialCRF(FactorialCRF):
         ``warm_start=True``, ``calibration``, ``segment_encoding`` other than
         ``"bio"`` and ``forbidden_transitions="backoff"`` (its deleted fine-tuning
         runs on one process's batch); fit a local model
-        (:meth:`to_local`) for those.
+        (:meth:`to_local`) for those.  So ``forbidden_transitions="auto"``
+        resolves to ``"unseen"`` here where a local fit backs off.
         Missing labels (``None`` in ``y``, partial labels) are not supported on a
         cluster either: the partition that holds one raises ``ValueError``.
 
@@ -379,6 +380,11 @@ class DaskFactorialCRF(FactorialCRF):
         y_pred = crf.predict(X_test)           # a list in, a list out
         local = crf.to_local()                 # a plain FactorialCRF
     """
+
+    #: ``forbidden_transitions="auto"`` keeps the unseen transitions forbidden
+    #: (:func:`skfcrf.model._building.learns_backoff`): the back-off fit's deleted
+    #: likelihood runs on one process's batch.
+    _auto_backoff = False
 
     _parameter_constraints = {
         **FactorialCRF._parameter_constraints,

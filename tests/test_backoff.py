@@ -19,7 +19,7 @@ from skfcrf._kernels.joint import (
 )
 from skfcrf.model._layout import build_graph
 
-from _helpers import assert_central_differences, synthetic
+from _helpers import assert_central_differences, short_fit, synthetic
 from brute import full_score
 
 
@@ -750,6 +750,44 @@ def test_backoff_needs_joint_states_and_fine_tuning():
     y[0] = [(a, None) for a, _ in y[0]]
     with pytest.raises(ValueError, match="every\\s+label given|every label given"):
         FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X, y)
+
+
+@short_fit
+def test_auto_backs_off_where_the_fine_tuning_can_learn_it():
+    """``forbidden_transitions="auto"`` (the default) is ``"backoff"`` for several chains
+    over joint states with every label given, the fine-tuning on and at least
+    ``BACKOFF_FOLDS`` sequences; the closed world (``"unseen"``) where only the
+    fine-tuning or the sequences are missing; None for one chain or missing labels."""
+    from skfcrf.model._building import BACKOFF_FOLDS
+
+    X, y = synthetic(n_seq=BACKOFF_FOLDS, n_chains=2, seed=0)
+    auto = FactorialCRF(max_iter=5, finetune_iter=2).fit(X, y)
+    explicit = FactorialCRF(max_iter=5, finetune_iter=2, forbidden_transitions="backoff").fit(X, y)
+    assert auto.layout_.n_backoff == explicit.layout_.n_backoff > 0
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+    closed_in_chain = [e for e in FactorialCRF(max_iter=5, forbidden_transitions="unseen")
+                       .fit(X, y).forbidden_ if auto.graph_.edge_kind[e] == IN_CHAIN]
+    assert closed_in_chain
+    for params, data in ((dict(finetune_iter=0), (X, y)),
+                         (dict(objective="likelihood"), (X, y)),
+                         (dict(), (X[:BACKOFF_FOLDS - 1], y[:BACKOFF_FOLDS - 1]))):
+        crf = FactorialCRF(max_iter=5, **params).fit(*data)
+        assert crf.layout_.n_backoff == 0, params
+        assert any(crf.graph_.edge_kind[e] == IN_CHAIN for e in crf.forbidden_), params
+    X1, y1 = synthetic(n_seq=BACKOFF_FOLDS, n_chains=1, seed=0)
+    assert not FactorialCRF(max_iter=5).fit(X1, y1).forbidden_
+    y[0] = [(a, None) for a, _ in y[0]]
+    partial = FactorialCRF(max_iter=5).fit(X, y)
+    assert partial.layout_.n_backoff == 0 and not partial.forbidden_
+
+
+@short_fit
+def test_explicit_backoff_needs_two_sequences():
+    X, y = synthetic(n_seq=2, n_chains=2, seed=0)
+    with pytest.raises(ValueError, match="at least two, got 1"):
+        FactorialCRF(max_iter=5, forbidden_transitions="backoff").fit(X[:1], y[:1])
+    crf = FactorialCRF(max_iter=5, finetune_iter=2, forbidden_transitions="backoff").fit(X, y)
+    assert crf.layout_.n_backoff > 0 and np.all(np.isfinite(crf.coef_))
 
 
 def test_nonfinite_kernel_marginals_are_redone_in_the_log_domain(monkeypatch):

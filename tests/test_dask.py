@@ -213,6 +213,19 @@ def test_parameters_clone_pickle_and_default_client(client):
     assert restored.client is None and restored.max_iter == 3
 
 
+@short_fit
+def test_auto_keeps_the_closed_world_on_a_cluster(client):
+    """The back-off fit's deleted likelihood runs on one process's batch, so on a
+    cluster ``forbidden_transitions="auto"`` is ``"unseen"`` where a local fit backs
+    off: the model of a local ``"unseen"`` fit."""
+    X, y = synthetic(n_seq=6, n_chains=2, seed=1, length=(2, 4))
+    params = dict(max_iter=5, finetune_iter=2, state_transition_iter=2, random_state=0)
+    assert FactorialCRF(**params).fit(X, y).layout_.n_backoff > 0
+    model = DaskFactorialCRF(client=client, npartitions=3, **params).fit(X, y)
+    assert model.layout_.n_backoff == 0
+    assert_same_model(model, FactorialCRF(forbidden_transitions="unseen", **params).fit(X, y))
+
+
 def test_errors(client):
     X, y = synthetic(n_seq=12, n_chains=2, seed=3)
     with pytest.raises(ValueError, match="does not support solver='olbfgs'"):

@@ -237,27 +237,34 @@ class FactorialCRF(BaseEstimator):
         follow each other: a list with one entry per chain, a dict
         ``{chain: pairs}``, or for a one-chain model the pairs themselves.
         ``"unseen"``: every in-chain transition that never occurs in the
-        training labels (with ``warm_start``, in none of the fits).
-        ``"auto"``: ``"unseen"`` when the model has several chains and
-        ``inference`` resolves to ``"joint"`` (whose label combinations are
-        the observed ones already), else None.  ``"backoff"`` (several chains,
-        joint inference, every label given): a transition seen in at most one
-        of five folds of the training sequences is not forbidden but scored by
-        a learnt back-off weight of its target label (``top_weights(kind=
-        "backoff")``), so every labelling over the joint states has a finite
-        ``log_prob``; the fine-tuning stage then trains on a deleted likelihood
-        (each fold scored with the transitions new to the other folds as
-        back-off ones, :mod:`skfcrf.objectives._backoff`), starting the back-off
-        weights where each chain's own deleted likelihood puts them (L-BFGS-B to
-        ``tol``, at most ``max_iter`` iterations per chain), and a joint-state
-        transition weight is dropped on the same terms (user guide, "Back-off
-        transitions").  It needs
-        ``finetune_iter > 0`` and an objective other than ``"likelihood"``
-        (``ValueError``); a fit stopped by the callback or early stopping before
-        the fine-tuning keeps those transitions forbidden.  Enforced in training and
-        decoding (zero potential).  Joint-state inference then runs on the
-        allowed state pairs only, which is much faster when they are few (user
-        guide, "Decoding: exact over the observed label combinations").
+        training labels (with ``warm_start``, in none of the fits) is forbidden,
+        the closed world.  ``"backoff"`` (several chains, joint inference,
+        every label given): a transition seen in at most one of five folds of
+        the training sequences is not forbidden but scored by a learnt back-off
+        weight of its target label (``top_weights(kind="backoff")``), so every
+        labelling over the joint states has a finite ``log_prob``; the
+        fine-tuning stage then trains on a deleted likelihood (each fold scored
+        with the transitions new to the other folds as back-off ones,
+        :mod:`skfcrf.objectives._backoff`), starting the back-off weights where
+        each chain's own deleted likelihood puts them (L-BFGS-B to ``tol``, at
+        most ``max_iter`` iterations per chain), and a joint-state transition
+        weight is dropped on the same terms (user guide, "Back-off
+        transitions").  It needs ``finetune_iter > 0`` and an objective other
+        than ``"likelihood"`` (``ValueError``); a fit stopped by the callback
+        or early stopping before the fine-tuning keeps those transitions
+        forbidden.  ``"auto"``: ``"backoff"`` when the model has several
+        chains, ``inference`` resolves to ``"joint"``, every training label
+        is given and the fine-tuning can learn the back-off weights
+        (``finetune_iter > 0``, an objective other than ``"likelihood"``, at
+        least five training sequences, not on a Dask cluster); ``"unseen"``
+        when only that is missing; else None.  Explicit ``"backoff"`` needs
+        two training sequences.  Only explicit pairs and
+        ``"unseen"`` make a transition impossible in the fitted model (zero
+        potential, in training and decoding); joint-state inference then runs
+        on the allowed state pairs only, and on the seen pairs plus one
+        back-off weight per label with back-off transitions, which is much
+        faster than over all pairs (user guide, "Decoding: exact over the
+        observed label combinations" and "Back-off transitions").
     state_transitions : {"auto", True, False}, default="auto"
         Joint-state transition weights: one weight for every pair of label
         combinations (of all chains) seen at consecutive tokens in training,

@@ -41,9 +41,16 @@ from skfcrf.model._layout import ParameterLayout, build_graph, seen_state_pairs,
 from skfcrf.model._memory import check_fit_memory, column_counts, estimate_fit_memory
 from skfcrf.model._partial import expand_given_states, given_combinations
 
-__all__ = ["StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
-           "check_memory", "coupling_columns", "forbidden_assignments", "uses_state_transitions",
-           "select_sequences"]
+__all__ = ["BACKOFF_FOLDS", "StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
+           "check_memory", "coupling_columns", "forbidden_assignments", "learns_backoff",
+           "uses_state_transitions", "select_sequences"]
+
+#: Folds of the deleted likelihood that learns the back-off weights
+#: (:mod:`skfcrf.objectives._backoff`; sequence ``i`` in fold ``i % BACKOFF_FOLDS``), and
+#: the training sequences ``forbidden_transitions="auto"`` needs to back off: with
+#: fewer, some fold's complement would be a single sequence or none, and every
+#: transition a back-off one.
+BACKOFF_FOLDS = 5
 
 #: What :func:`build_model` returns: the parameter layout, the joint label states,
 #: the forbidden assignments (edge -> mask), the model's inference method and the
@@ -234,15 +241,18 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
     chain -> mask of the in-chain transitions the fitted model scores by back-off
     weights (empty: none).
 
-    ``forbidden_transitions="auto"`` is ``"unseen"`` when the model has several
-    chains, ``method`` is over the joint label states and every label of the
+    ``forbidden_transitions="auto"`` is ``"backoff"`` when the model has several
+    chains, ``method`` is over the joint label states, every label of the
     labelled sequences is given (with missing labels the unseen transitions are
-    not known well enough); else None.  ``"backoff"`` (same conditions, else
-    ``ValueError``): the in-chain transitions never seen in training are
-    back-off transitions -- forbidden while training, scored by back-off weights
-    in the fitted model (:mod:`skfcrf.objectives._backoff`).  ``previous``: the
-    forbidden assignments of the fit a warm start continues (a transition seen
-    then stays allowed).
+    not known well enough) and the back-off weights can be learnt
+    (:func:`learns_backoff`: the fine-tuning runs, in one process, on at least
+    :data:`BACKOFF_FOLDS` sequences); ``"unseen"`` when only the last fails; else
+    None.  ``"backoff"`` (the first three conditions and two sequences, else
+    ``ValueError``): the in-chain
+    transitions never seen in training are back-off transitions -- forbidden
+    while training, scored by back-off weights in the fitted model
+    (:mod:`skfcrf.objectives._backoff`).  ``previous``: the forbidden assignments
+    of the fit a warm start continues (a transition seen then stays allowed).
     """
     transitions = params.forbidden_transitions
     open_world = False
@@ -253,7 +263,13 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
                 "forbidden_transitions='backoff' needs several chains, inference over the "
                 f"joint label states (this model's resolves to {method.name!r}) and every "
                 "label given")
-        open_world = transitions == "backoff"
+        if transitions == "backoff" and stats.n_sequences < 2:
+            raise ValueError(
+                "forbidden_transitions='backoff' learns the back-off weights on held-out "
+                f"folds of the training sequences: it needs at least two, got "
+                f"{stats.n_sequences}")
+        open_world = several_joint and (transitions == "backoff"
+                                        or learns_backoff(params, stats.n_sequences))
         transitions = "unseen" if several_joint else None
     forbidden = forbidden_masks(graph, classes, transitions, params.forbidden_couplings,
                                 stats.seen)
@@ -265,6 +281,18 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
         backoff = {int(graph.edge_a[e]): m for e, m in forbidden.items()
                    if graph.edge_kind[e] == IN_CHAIN and graph.edge_tied[e]}
     return forbidden, backoff
+
+
+def learns_backoff(params, n_sequences):
+    """Whether ``forbidden_transitions="auto"`` gives a model of settings ``params``
+    trained on ``n_sequences`` sequences back-off transitions: the deleted
+    likelihood that learns their weights is the fine-tuning stage
+    (``finetune_iter > 0`` after an objective other than the likelihood), fitted
+    in one process (``params._auto_backoff``: False for
+    :class:`~skfcrf.dask.DaskFactorialCRF`) on at least :data:`BACKOFF_FOLDS`
+    sequences."""
+    return (params.finetune_iter > 0 and params.objective != "likelihood"
+            and getattr(params, "_auto_backoff", True) and n_sequences >= BACKOFF_FOLDS)
 
 
 def uses_state_transitions(params, n_chains, method, partial):

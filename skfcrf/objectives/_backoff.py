@@ -35,7 +35,7 @@ from scipy.special import lambertw
 from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf._kernels.joint import joint_marginals, state_index
 from skfcrf._kernels.states import rescue_sequences
-from skfcrf.model._building import select_sequences
+from skfcrf.model._building import BACKOFF_FOLDS, select_sequences
 from skfcrf.model._labels import seen_transitions
 from skfcrf.model._layout import labelled_pair_rows
 from skfcrf.objectives._base import Objective, Restricted, reused_rows
@@ -79,7 +79,7 @@ class DeletedLikelihood(Objective):
     batch : TrainingBatch
         Every label given; its layout has the back-off weights.
     joint_states : int32 ndarray of shape (S, C)
-    n_folds : int, default=5
+    n_folds : int, default=BACKOFF_FOLDS
     **kwargs
         ``sigma``, ``forbidden`` (the explicit forbidden assignments only),
         ``n_threads`` (:class:`~skfcrf.objectives._base.Objective`).
@@ -87,7 +87,7 @@ class DeletedLikelihood(Objective):
 
     supports_partial_labels = False
 
-    def __init__(self, batch, *, joint_states, n_folds=5, **kwargs):
+    def __init__(self, batch, *, joint_states, n_folds=BACKOFF_FOLDS, **kwargs):
         super().__init__(batch, **kwargs)
         layout, graph = self.layout, self.layout.graph
         if not layout.n_backoff:
@@ -479,7 +479,7 @@ def _state_pairs_seen(S, pairs, selected):
     return seen.reshape(S, S)
 
 
-def fold_state_pair_counts(states, seq_ptr, gold, n_folds=5):
+def fold_state_pair_counts(states, seq_ptr, gold, n_folds=BACKOFF_FOLDS):
     """``(S, S)``: in how many folds (:func:`fold_backoff`'s) each pair of ``states``
     occurs at consecutive tokens; a joint-state transition weight needs two
     (:class:`DeletedLikelihood`)."""
@@ -489,7 +489,7 @@ def fold_state_pair_counts(states, seq_ptr, gold, n_folds=5):
                for k in np.unique(fold_of))
 
 
-def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=5):
+def fold_backoff(graph, seq_ptr, gold, forbidden, chains, n_folds=BACKOFF_FOLDS):
     """Chain -> mask of the in-chain transitions a :class:`DeletedLikelihood` model
     scores by back-off weights: those seen in at most one fold of the training
     sequences (sequence ``i`` in fold ``i % n_folds``) -- no fold can learn a weight
