@@ -165,6 +165,20 @@ def tag_scores(y, pred):
             f"  kappa {cohen_kappa(y, pred, outside=['O']):.4f}")
 
 
+def fixed_last_chain_refused(crf, X, y):
+    """How many sequences ``decode`` refuses (``ValueError``) with the gold labels of the
+    last chain fixed (the dictations' sections, CoNLL's chunks) and the others free."""
+    refused = 0
+    for x, labels in zip(X, y):
+        fixed = np.full(np.shape(labels), None, dtype=object)
+        fixed[:, -1] = np.asarray(labels, dtype=object)[:, -1]
+        try:
+            crf.decode([x], fixed=[fixed])
+        except ValueError:
+            refused += 1
+    return refused
+
+
 def main():
     ap = task_parser(__doc__)
     ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
@@ -199,6 +213,7 @@ def main():
             crf.log_prob([Xte[i] for i in known], [yte[i] for i in known]))))
         unknown = (f" ({len(yte) - len(known)} with labels never seen in training left out)"
                    if len(known) < len(yte) else "")
+        refused = fixed_last_chain_refused(crf, [Xte[i] for i in known], [yte[i] for i in known])
         ece = chain_ece(crf, Xte, yte)
         chunks = ""
         if args.task == "conll":
@@ -224,7 +239,9 @@ def main():
         print(f"{args.task} forbidden_transitions={forbidden} calibration={calibration}: "
               f"joint {joint_accuracy(yte, pred):.4f}{chunks}"
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
-              f"  gold impossible {impossible:.1%}{unknown}  fit {fit:.1f} s  decode {decode:.2f} s"
+              f"  gold impossible {impossible:.1%}{unknown}"
+              f"  decode(fixed=gold chain {crf.n_chains_ - 1}) refused {refused}/{len(known)}"
+              f"  fit {fit:.1f} s  decode {decode:.2f} s"
               + extra, flush=True)
 
 
