@@ -41,9 +41,9 @@ from skfcrf.model._layout import ParameterLayout, build_graph, seen_state_pairs,
 from skfcrf.model._memory import check_fit_memory, column_counts, estimate_fit_memory
 from skfcrf.model._partial import expand_given_states, given_combinations
 
-__all__ = ["BACKOFF_FOLDS", "StructureStatistics", "Model", "model_graph", "collect_options", "build_model",
-           "check_memory", "coupling_columns", "forbidden_assignments", "learns_backoff",
-           "uses_state_transitions", "select_sequences"]
+__all__ = ["BACKOFF_FOLDS", "StructureStatistics", "Model", "model_graph", "collect_options",
+           "build_model", "check_memory", "coupling_columns", "forbidden_assignments",
+           "learns_backoff", "uses_state_transitions", "select_sequences"]
 
 #: Folds of the deleted likelihood that learns the back-off weights
 #: (:mod:`skfcrf.objectives._backoff`; sequence ``i`` in fold ``i % BACKOFF_FOLDS``), and
@@ -248,11 +248,11 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
     (:func:`learns_backoff`: the fine-tuning runs, in one process, on at least
     :data:`BACKOFF_FOLDS` sequences); ``"unseen"`` when only the last fails; else
     None.  ``"backoff"`` (the first three conditions and two sequences, else
-    ``ValueError``): the in-chain
-    transitions never seen in training are back-off transitions -- forbidden
-    while training, scored by back-off weights in the fitted model
-    (:mod:`skfcrf.objectives._backoff`).  ``previous``: the forbidden assignments
-    of the fit a warm start continues (a transition seen then stays allowed).
+    ``ValueError``): the in-chain transitions never seen in training are back-off
+    transitions -- forbidden while training, scored by back-off weights in the
+    fitted model (:mod:`skfcrf.objectives._backoff`).  ``previous``: the
+    forbidden assignments of the fit a warm start continues (a transition seen
+    then stays allowed).
     """
     transitions = params.forbidden_transitions
     open_world = False
