@@ -689,31 +689,30 @@ cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long lon
                                const long long* seqs, const Py_ssize_t* T, Py_ssize_t t,
                                const ViterbiWork* v, double* scores) noexcept nogil:
     """Token ``t``'s max-plus step of :func:`_viterbi_lanes`' lanes: ``delta`` of token
-    ``t`` from token ``t - 1``'s, ``-inf`` in the lanes past their end.  ``scores``:
-    NULL, or where to leave the running lanes' state scores (``S x SKFCRF_LANES``,
-    interleaved) for the caller (:func:`_decode_lanes`)."""
-    cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b, stride
-    cdef double* delta = v.delta
+    ``t`` from token ``t - 1``'s, ``-inf`` in the lanes past their end.  The running
+    lanes' state scores are computed together (:func:`_lane_state_scores`, 0.0 in the
+    other lanes) into ``scores`` (``S x SKFCRF_LANES``, interleaved), where the caller
+    (:func:`_decode_lanes`) takes them, or with ``scores`` NULL into ``v.phis``."""
+    cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b
+    cdef Py_ssize_t g[SKFCRF_LANES]
+    cdef double* delta = v.delta + t * row
     cdef double* best = v.best
-    cdef double* phi
+    cdef double* phis = v.phis if scores == NULL else scores
     if t > 0 and tr.n_terms:
-        _grouped_maxplus_lanes(tr, S, delta + (t - 1) * row, best, v.xg, v.yg)
+        _grouped_maxplus_lanes(tr, S, delta - row, best, v.xg, v.yg)
     elif t > 0:
-        skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta + (t - 1) * row, best)
+        skfcrf_lane_maxplus(tr.in_ptr, tr.in_idx, tr.in_val, S, delta - row, best)
     for b in range(nl):
-        if t >= T[b]:
-            for s in range(S):
-                delta[t * row + s * nl + b] = -INFINITY
-            continue
-        phi = v.phi if scores == NULL else scores + b
-        stride = 1 if scores == NULL else nl
-        _state_scores(tb, seq_ptr[seqs[b]] + t, phi, stride)
-        if t == 0:
-            for s in range(S):
-                delta[s * nl + b] = phi[s * stride]
-        else:
-            for s in range(S):
-                delta[t * row + s * nl + b] = phi[s * stride] + best[s * nl + b]
+        g[b] = seq_ptr[seqs[b]] + t if t < T[b] else -1
+    _lane_state_scores(tb, g, phis)
+    for s in range(S):
+        for b in range(nl):
+            if g[b] < 0:
+                delta[s * nl + b] = -INFINITY
+            elif t == 0:
+                delta[s * nl + b] = phis[s * nl + b]
+            else:
+                delta[s * nl + b] = phis[s * nl + b] + best[s * nl + b]
 
 
 cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long long* seq_ptr,
@@ -766,6 +765,7 @@ cdef struct ViterbiWork:
     double* delta       # t_max x S (x SKFCRF_LANES, interleaved, in _viterbi_lanes)
     double* phi         # S
     double* best        # S (x SKFCRF_LANES)
+    double* phis        # S x SKFCRF_LANES: the lanes' state scores (_viterbi_lanes_token)
     int* path           # t_max
     double* xg          # G x SKFCRF_LANES (grouped form)
     double* yg          # G x SKFCRF_LANES
@@ -780,6 +780,7 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
     v.delta = take_doubles(c, t_max * S * width)
     v.phi = take_doubles(c, S)
     v.best = take_doubles(c, S * width)
+    v.phis = take_doubles(c, S * width)
     v.path = take_ints(c, t_max)
     v.xg = take_doubles(c, G * width)
     v.yg = take_doubles(c, G * width)
