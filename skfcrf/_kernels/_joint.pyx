@@ -806,6 +806,7 @@ cdef struct FBWork:
     double* ag          # G
     double* lane_m      # S rows (a token's scores, then its marginals)
     double* lane_sums   # n_agg rows (the marginals' sums, Tables.agg_*)
+    bint full_only      # the grouped form's counts of the full term alone (_split_step)
 
 
 cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
@@ -833,6 +834,7 @@ cdef FBWork _carve_fb(Carver* c, Py_ssize_t rows, Py_ssize_t B, Py_ssize_t S,
     f.counts32 = take_floats(c, S * S if single else 0)
     f.lane_m = take_doubles(c, S * SKFCRF_LANES if nnz or n_agg else 0)
     f.lane_sums = take_doubles(c, n_agg * SKFCRF_LANES)
+    f.full_only = False
     return f
 
 
@@ -1259,7 +1261,10 @@ cdef void _split_step(const Trans* tr, Py_ssize_t S, const double* x, double* ou
     ``a_prev``) and writes ``out`` directly, the tree reads ``x`` and adds into
     ``out`` where it meets it, and the other terms' groups fill ``f``'s scratch
     (every row of it written by the tree's first pass, so nothing is cleared).
-    The same sums in the same order as with the full term copied in and out."""
+    The same sums in the same order as with the full term copied in and out.
+    With ``f.full_only`` the backward step adds the full term's counts alone (the
+    other terms' entries stay as they are, and their sums of ``a_prev`` are not
+    taken)."""
     cdef Py_ssize_t ff = tr.full_first
     cdef double* xg = f.xg
     cdef double* yg = f.yg
@@ -1272,13 +1277,14 @@ cdef void _split_step(const Trans* tr, Py_ssize_t S, const double* x, double* ou
         _tree_sum(&tr.up_rest, tr.up_rest.w, yg, yg, False)
         _tree_sum(&tr.up_last, tr.up_last.w, yg, out, False)
         return
+    cdef double* term_counts = NULL if f.full_only else counts
     _tree_sum(&tr.down_first, tr.down_first.w, x, xg, True)
     _tree_sum(&tr.down_rest, tr.down_rest.w, xg, xg, True)
-    if counts != NULL:
+    if term_counts != NULL:
         _tree_sum(&tr.down_first, NULL, a_prev, ag, True)
         _tree_sum(&tr.down_rest, NULL, ag, ag, True)
     skfcrf_lane_product(tr.out_ptr, tr.out_idx, tr.out_val, ff, xg,
-                        ag if counts != NULL else NULL, counts, yg)
+                        ag if term_counts != NULL else NULL, term_counts, yg)
     skfcrf_lane_product(tr.out_ptr + ff, tr.out_idx_local, tr.out_val, S, x,
                         a_prev if counts != NULL else NULL, counts, out)
     _tree_sum(&tr.up_rest, NULL, yg, yg, False)
@@ -1536,7 +1542,10 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
     the forward pass (``node``, ``pmarg``, ``tied_acc`` and ``counts`` untouched).
     ``marginals=False``: ``log Z`` and ``counts`` by both passes, the marginals left
     out (``node``, ``pmarg`` and ``tied_acc`` untouched; a caller that needs only the
-    transition counts, such as the joint-state transition stage, saves their sums).
+    transition counts, such as the joint-state transition stage, saves their sums);
+    in the grouped form whose full term is the states (:func:`_split_step`), the
+    counts of the full term's entries alone, the other terms' left at zero (the
+    joint-state transition weights' gradient reads only those).
     """
     cdef double[::1] tied_phi = np.empty(jt.states.shape[0])
     cdef Tables tb = jt.tables(unary, pair, tied_phi)
@@ -1573,6 +1582,7 @@ def joint_forward_backward(JointTables jt, const long long[::1] seq_ptr,
         fp = skfcrf_subnormals_off()
         cv = carver(base + threadid() * per)
         f = _carve_fb(&cv, rows, LOCKSTEP, S, G, single, nnz, n_agg)
+        f.full_only = not marginals
         # blocks dealt round-robin (longest first), not on demand: each thread's
         # counts then add the same terms in the same order in every run
         for k in prange(n_blocks, schedule="static", chunksize=1):

@@ -402,7 +402,8 @@ def _forward_backward(graph, states, seq_ptr, unary, pair, n_threads, pair_margi
     filled; ``marginals=False``: ``log_z`` and ``counts``), ``pmarg`` with the coupling
     marginals (the in-chain blocks are the caller's to fill) and ``counts`` the
     kernel's pair accumulators summed over threads (None without
-    ``pair_marginals``); ``node`` is ``out`` when given (:func:`joint_marginals`)."""
+    ``pair_marginals``; with ``marginals=False`` and grouped tables, the full term's
+    entries alone); ``node`` is ``out`` when given (:func:`joint_marginals`)."""
     n = unary.shape[0]
     n_threads = max(1, int(n_threads))
     edge_offset = pair_layout(graph, n)
