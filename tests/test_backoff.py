@@ -505,6 +505,30 @@ def test_grouped_marginals_beyond_the_scaled_range_are_rescued(seed, raised, spl
         np.testing.assert_allclose(unseen[c], ref_unseen[c], atol=1e-8)
 
 
+@pytest.mark.parametrize("n_labels,couplings,below,state_trans",
+                         [case for case in CASES if case[3]])
+def test_grouped_state_pair_counts_without_the_marginals(monkeypatch, n_labels, couplings,
+                                                         below, state_trans, split):
+    """Without the marginals (the joint-state transition stage) the grouped backward
+    pass adds up the full term's counts alone: ``log Z`` and the state pair counts are
+    the full call's, bit for bit."""
+    monkeypatch.setattr(joint, "DENSE_BACKOFF_BLOCK", 10 ** 6)        # grouped
+    rng = np.random.default_rng(13)
+    lengths = rng.integers(0, 7, size=12)
+    graph, states, seq_ptr, unary, pair, eo, backoff, st = _problem(
+        rng, list(n_labels), lengths, couplings, below, state_trans)
+    assert joint._backoff_form(graph, states, seq_ptr, pair, st, backoff) is not None
+    _, _, log_z, _, counts = joint_marginals(graph, states, seq_ptr, unary, pair, 2,
+                                             pair_marginals=True, state_trans=st,
+                                             backoff=backoff, state_pairs=True)
+    _, _, alone_log_z, _, alone_counts = joint_marginals(
+        graph, states, seq_ptr, unary, pair, 2, pair_marginals=True, state_trans=st,
+        backoff=backoff, state_pairs=True, marginals=False)
+    assert np.count_nonzero(counts) > 0
+    np.testing.assert_array_equal(alone_log_z, log_z)
+    np.testing.assert_array_equal(alone_counts, counts)
+
+
 def test_held_stage_is_the_deleted_likelihood_restricted():
     """The held stage (joint-state transition weights) gives the deleted likelihood's
     loss and gradient at the same weights; the gradient is the slope."""
