@@ -492,12 +492,13 @@ cdef void _grouped_maxplus_lanes(const Trans* tr, Py_ssize_t S, const double* x,
     _groups_to_states(tr, S, yg, out)
 
 
-cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double top,
-                         Py_ssize_t target, double* best) noexcept nogil:
+cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, Py_ssize_t stride,
+                         double top, Py_ssize_t target, double* best) noexcept nogil:
     """The state ``s`` of :func:`_grouped_maxplus_lanes`' maximum into state ``target``
-    (smallest on ties); its value in ``best``.  ``top``: the maximum of ``x``; the
-    full term goes first, and a source group of another term is scanned only if
-    ``top`` plus its entry could reach the best value found so far."""
+    (smallest on ties); its value in ``best``.  ``x``: the sources' scores, state ``s``'s
+    at ``x[s * stride]`` (one lane of the interleaved rows); ``top``: at least their
+    maximum.  The full term goes first, and a source group of another term is scanned
+    only if ``top`` plus its entry could reach the best value found so far."""
     cdef Py_ssize_t K = tr.n_terms, k, g
     cdef long long e, q
     cdef double m = -INFINITY, v, f
@@ -512,7 +513,7 @@ cdef int _grouped_argmax(const Trans* tr, Py_ssize_t S, const double* x, double 
             g = tr.in_idx[e]
             for q in range(tr.member_ptr[g], tr.member_ptr[g + 1]):
                 s = tr.member_idx[q]
-                v = x[s] + tr.in_val[e] + f
+                v = x[s * stride] + tr.in_val[e] + f
                 if v > m or (v == m and s < arg):
                     m, arg = v, s
         k -= 1
@@ -695,6 +696,8 @@ cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long lon
     (:func:`_decode_lanes`) takes them, or with ``scores`` NULL into ``v.phis``."""
     cdef Py_ssize_t S = tb.S, nl = SKFCRF_LANES, row = S * SKFCRF_LANES, s, b
     cdef Py_ssize_t g[SKFCRF_LANES]
+    cdef double top[SKFCRF_LANES]
+    cdef double d
     cdef double* delta = v.delta + t * row
     cdef double* best = v.best
     cdef double* phis = v.phis if scores == NULL else scores
@@ -705,14 +708,20 @@ cdef void _viterbi_lanes_token(const Tables* tb, const Trans* tr, const long lon
     for b in range(nl):
         g[b] = seq_ptr[seqs[b]] + t if t < T[b] else -1
     _lane_state_scores(tb, g, phis)
+    for b in range(nl):
+        top[b] = -INFINITY
     for s in range(S):
         for b in range(nl):
             if g[b] < 0:
-                delta[s * nl + b] = -INFINITY
+                d = -INFINITY
             elif t == 0:
-                delta[s * nl + b] = phis[s * nl + b]
+                d = phis[s * nl + b]
             else:
-                delta[s * nl + b] = phis[s * nl + b] + best[s * nl + b]
+                d = phis[s * nl + b] + best[s * nl + b]
+            delta[s * nl + b] = d
+            top[b] = d if d > top[b] else top[b]
+    for b in range(nl):         # each lane's largest delta, for the traceback's pruning
+        v.top[t * nl + b] = top[b]
 
 
 cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long long* seq_ptr,
@@ -727,7 +736,6 @@ cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long lon
     cdef int arg
     cdef long long k
     cdef double* delta = v.delta
-    cdef double* phi = v.phi
     cdef int* path = v.path
     for b in range(B):
         if T[b] == 0:
@@ -742,11 +750,9 @@ cdef void _viterbi_lanes_trace(const Tables* tb, const Trans* tr, const long lon
         while t >= 1:
             # the forward pass's max over the predecessors, recomputed
             m, arg = -INFINITY, 0
-            if tr.n_terms:          # the lane's row, contiguous, and its maximum
-                for s in range(S):
-                    phi[s] = delta[(t - 1) * row + s * nl + b]
-                    m = phi[s] if phi[s] > m else m
-                arg = _grouped_argmax(tr, S, phi, m, path[t], &m)
+            if tr.n_terms:          # over the lane's row, with its maximum
+                arg = _grouped_argmax(tr, S, delta + (t - 1) * row + b, nl,
+                                      v.top[(t - 1) * nl + b], path[t], &m)
             else:
                 for k in range(tr.in_ptr[path[t]], tr.in_ptr[path[t] + 1]):
                     x = delta[(t - 1) * row + tr.in_idx[k] * nl + b] + tr.in_val[k]
@@ -766,6 +772,7 @@ cdef struct ViterbiWork:
     double* phi         # S
     double* best        # S (x SKFCRF_LANES)
     double* phis        # S x SKFCRF_LANES: the lanes' state scores (_viterbi_lanes_token)
+    double* top         # t_max x SKFCRF_LANES: each lane's largest delta (grouped form)
     int* path           # t_max
     double* xg          # G x SKFCRF_LANES (grouped form)
     double* yg          # G x SKFCRF_LANES
@@ -781,6 +788,7 @@ cdef ViterbiWork _carve_viterbi(Carver* c, Py_ssize_t t_max, Py_ssize_t S,
     v.phi = take_doubles(c, S)
     v.best = take_doubles(c, S * width)
     v.phis = take_doubles(c, S * width)
+    v.top = take_doubles(c, t_max * width)
     v.path = take_ints(c, t_max)
     v.xg = take_doubles(c, G * width)
     v.yg = take_doubles(c, G * width)
