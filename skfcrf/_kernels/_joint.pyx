@@ -548,9 +548,8 @@ cdef void _single_transition_counts(Py_ssize_t S, Py_ssize_t n, const float* alp
         counts[i] += scratch[i]
 
 
-cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi,
-                        Py_ssize_t stride=1) noexcept nogil:
-    """``phi[s * stride]``: the score of every state at global token ``g`` (the tied
+cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept nogil:
+    """``phi[s]``: the score of every state at global token ``g`` (the tied
     couplings' share precomputed, :meth:`JointTables.tables`)."""
     cdef Py_ssize_t s, c, k, C = tb.C
     cdef const int* ui
@@ -563,7 +562,7 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi,
         v = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
         for c in range(C):
             v += u[ui[c]]
-        phi[s * stride] = v
+        phi[s] = v
     if not tb.any_untied:
         return
     for k in range(tb.K):
@@ -572,7 +571,7 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi,
         P = _coupling_matrix(tb, k, g)
         ci = tb.cpl_index + k * tb.S
         for s in range(tb.S):
-            phi[s * stride] += P[ci[s]]
+            phi[s] += P[ci[s]]
 
 
 cdef void _lane_state_scores(const Tables* tb, const Py_ssize_t* g,
