@@ -13,17 +13,20 @@ _kernels = ["_alloc", "_contract", "_chain", "_trp", "_exact", "_features",
             "_pseudolikelihood", "_simd", "_chainwise", "_joint", "_nbest", "_align", "_online",
             "_dicts"]
 
+# -fno-trapping-math: loops with selects (e.g. in _simd.h) may be vectorised; values
+# are unchanged, only floating-point exception flags are not kept exact.
+# -ffp-contract=off: the AVX2 / AVX-512 clones of _simd.h must not fuse a * b + c
+# into one FMA (one rounding instead of two), so that every machine gets the
+# baseline build's results bit for bit.  A literal list: benchmarks/ab_kernel.py reads
+# it from this file to build an earlier revision's kernel the same way.
+COMPILE_ARGS = ["-O3", "-fno-trapping-math", "-ffp-contract=off"]
+
 extensions = [
     Extension(
         f"skfcrf._kernels.{name}",
         [os.path.join("skfcrf", "_kernels", f"{name}.pyx")],
         include_dirs=[np.get_include()],
-        # -fno-trapping-math: loops with selects (e.g. in _simd.h) may be vectorised; values
-        # are unchanged, only floating-point exception flags are not kept exact.
-        # -ffp-contract=off: the AVX2 / AVX-512 clones of _simd.h must not fuse a * b + c
-        # into one FMA (one rounding instead of two), so that every machine gets the
-        # baseline build's results bit for bit
-        extra_compile_args=["-O3", "-fno-trapping-math", "-ffp-contract=off"] + _openmp,
+        extra_compile_args=COMPILE_ARGS + _openmp,
         extra_link_args=_openmp,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

@@ -24,6 +24,7 @@ of the same module: feature products, pseudolikelihood and gradient mapping)
 through the ``PseudoLikelihood`` objective object, swapping the old function in for A.
 """
 import argparse
+import ast
 import importlib
 import os
 import subprocess
@@ -47,6 +48,18 @@ def _absolute_cimports(text):
     return text.replace("from ._", "from _")
 
 
+def compile_args():
+    """The kernels' compiler flags, ``COMPILE_ARGS`` of the working tree's ``setup.py``
+    (a literal list there), so that both builds of an A/B round the same way."""
+    with open(os.path.join(ROOT, "setup.py")) as fh:
+        tree = ast.parse(fh.read())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "COMPILE_ARGS"):
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError("setup.py has no COMPILE_ARGS list")
+
+
 def build_old(kernel, rev):
     src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:skfcrf/_kernels/_{kernel}.pyx"],
                          check=True, capture_output=True, text=True).stdout
@@ -65,7 +78,7 @@ import numpy as np
 from setuptools import setup, Extension
 from Cython.Build import cythonize
 setup(ext_modules=cythonize([Extension("{name}", ["{name}.pyx"], include_dirs=[np.get_include()],
-      extra_compile_args=["-O3", "-fno-trapping-math", "-fopenmp"], extra_link_args=["-fopenmp"])],
+      extra_compile_args={compile_args() + ["-fopenmp"]!r}, extra_link_args=["-fopenmp"])],
       include_path=[{ROOT!r}],
       compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
                                cdivision=True, initializedcheck=False)))
