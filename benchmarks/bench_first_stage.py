@@ -7,7 +7,7 @@ loss-and-gradient evaluation at random weights, the kernels' scratch reused and 
 thread, as in a fit: all chains, then each chain alone (the evaluations of the blocks
 that run on once the costlier ones have stopped), for each ``--n-jobs``.  ``--pieces``
 also cuts every report into pieces of at most that many tokens and times the same
-827,439 tokens as those shorter sequences (a different model: the transitions between
+tokens (827,439 by default) as those shorter sequences (a different model: the transitions between
 the pieces are gone): the per-token cost of short sequences, whose score rows and
 forward-backward tables stay in the cores' caches, bounds what cache blocking of the
 long ones could reach.
