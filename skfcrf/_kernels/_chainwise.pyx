@@ -51,8 +51,9 @@ lanes
     term, then each one's score gradient (:func:`_lane_group`); otherwise one at a
     time, in order.  A chain with
     sparse tied transitions runs the four forward-backward passes in lockstep
-    (:func:`_chain_terms_lanes`): ``alpha``, ``beta`` and ``w`` interleaved --
-    label ``l`` of lane ``b`` at token ``t`` at ``(t * L + l) * 4 + b`` -- so that
+    (:func:`_chain_terms_lanes`): ``alpha``, ``beta`` and ``psi`` interleaved --
+    label ``l`` of lane ``b`` at token ``t`` at ``(t * L + l) * 4 + b``; the backward
+    pass overwrites ``psi_t`` with ``w_t`` -- so that
     one pass over the stored transitions moves all four sequences (a sparse
     product of one sequence is a chain of dependent scalar adds).  Each lane's
     sums keep their terms and order, so a lane has the bits of the one-sequence
@@ -85,9 +86,10 @@ import numpy as np
 
 from ._alloc cimport Block, Carver, _take, allocate, carver, take_doubles
 from ._common cimport (SKFCRF_LANES, exp_shifted, gemm_tn_acc, longest_sequence, lse,
-                       matvec, skfcrf_lane_clear, skfcrf_lane_counts, skfcrf_lane_normalize,
-                       skfcrf_lane_reach, skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
-                       skfcrf_lane_weigh, skfcrf_restore_fp, skfcrf_subnormals_off)
+                       matvec, prefetch_span, skfcrf_lane_clear, skfcrf_lane_counts,
+                       skfcrf_lane_normalize, skfcrf_lane_reach, skfcrf_lane_scale,
+                       skfcrf_lane_shift, skfcrf_lane_sums, skfcrf_lane_weigh,
+                       skfcrf_restore_fp, skfcrf_subnormals_off)
 from ._contract cimport ParameterTables, ParameterView
 from ._table cimport (CSR, Dense, add_row_biases, add_to_column_sums, as_csr, sequence_gradient,
                       sequence_scores, triple_or_empty)
@@ -102,6 +104,14 @@ CHAINWISE_BLOCKS = 8
 #: fraction of them is nonzero: the dense products stream about five entries per
 #: cycle in vector registers, the sparse ones about one (module docstring).
 SPARSE_TRANSITIONS = 0.15
+
+
+#: Tokens ahead that the lockstep chain term prefetches each lane's score and score
+#: gradient rows: the four lanes' rows (``T x width`` each) do not stay in a core's
+#: L2 cache between the score pass and the chains' passes, and read there a few
+#: hundred bytes of each row they were stalling on (perf, seed scale).
+cdef enum:
+    LANE_AHEAD = 8
 
 
 cdef struct Model:
@@ -162,7 +172,9 @@ cdef struct Lanes:
     double* psi         # T x L x lanes   exp(u - m_t), zero where unreachable
     double* alpha       # T x L x lanes
     double* beta        # T x L x lanes
-    double* w           # T x L x lanes   psi_t * beta_t / c_t
+    # w: T x L x lanes, psi_t * beta_t / c_t, in psi's rows (the backward pass
+    # overwrites them token by token; psi_t is not read after w_t)
+    double* w
     double* tmp         # L x lanes   a product's result
     double* counts      # L*L x lanes per stored transition (CSR order)
 
@@ -174,7 +186,7 @@ cdef Lanes _carve_lanes(Carver* c, Py_ssize_t T, Py_ssize_t L) noexcept nogil:
     q.psi = take_doubles(c, T * L * SKFCRF_LANES)
     q.alpha = take_doubles(c, T * L * SKFCRF_LANES)
     q.beta = take_doubles(c, T * L * SKFCRF_LANES)
-    q.w = take_doubles(c, T * L * SKFCRF_LANES)
+    q.w = q.psi         # one table less in the thread's working set
     q.tmp = take_doubles(c, L * SKFCRF_LANES)
     q.counts = take_doubles(c, L * L * SKFCRF_LANES)
     return q
@@ -632,6 +644,9 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
         # are, straight from the score rows (and the gold path's unary score with them)
         ut, pt, at = q.u, q.psi + t * row, alpha + t * row
         for b in range(nl):
+            if live[b] and t + LANE_AHEAD < T[b] and not coupled:
+                prefetch_span(s[b].scores + (t + LANE_AHEAD) * m.p.width
+                              + m.p.label_offset[c], L, 0)
             if live[b] and t < T[b] and coupled:
                 for l in range(L):
                     ut[l * nl + b] = s[b].u[t * L + l]
@@ -712,6 +727,9 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
                 for l in range(L):
                     marg[l] = alpha[t * row + l * nl + b] * beta[t * row + l * nl + b]
             elif run[b] and t < T[b]:
+                if t + LANE_AHEAD < T[b]:
+                    prefetch_span(s[b].dscore + (t + LANE_AHEAD) * m.p.width
+                                  + m.p.label_offset[c], L, 1)
                 drow = s[b].dscore + t * m.p.width + m.p.label_offset[c]
                 y = m.gold[(g0[b] + t) * C + c]
                 for l in range(L):

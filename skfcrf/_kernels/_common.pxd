@@ -53,6 +53,9 @@ cdef extern from "_simd.h" nogil:
                                double* alpha, double* psi)
     void skfcrf_lane_scale(long S, const double* psi, const double* beta, const double* norm,
                            const long long* on, int multiply, double* out)
+    # prefetch n doubles from x, a cache line at a time, for reading (rw 0) or writing
+    # (rw 1); changes no result (see _simd.h)
+    void prefetch_span "SKFCRF_PREFETCH_ROW"(const double* x, long n, int rw)
 
 
 ctypedef fused item_t:
