@@ -7,6 +7,14 @@ def is_missing(label):
     return label is None or (isinstance(label, float) and label != label)
 
 
+def _may_hold_missing(labels):
+    """Whether some of ``labels`` may be missing (:func:`is_missing`): whether a None
+    or a float is among them, told from their types alone (a C-speed pass, where
+    calling :func:`is_missing` on each of a seed-scale training set's 2.5 million
+    labels took about a second)."""
+    return any(kind is type(None) or issubclass(kind, float) for kind in set(map(type, labels)))
+
+
 def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=False,
                           allow_missing=False):
     """Normalise label sequences to a list of 2-D object arrays ``(n_tokens, n_chains)``.
@@ -87,7 +95,8 @@ def check_label_sequences(y, name="y", n_chains=None, allow_empty_sequences=Fals
         if arr.shape[0] == 0 and not allow_empty_sequences:
             raise ValueError(f"{name}[{i}] is an empty sequence")
         flat = arr.ravel().tolist()
-        missing = [k for k, lab in enumerate(flat) if is_missing(lab)]
+        missing = ([k for k, lab in enumerate(flat) if is_missing(lab)]
+                   if _may_hold_missing(flat) else [])
         if missing and not allow_missing:
             t, c = divmod(missing[0], arr.shape[1])
             raise ValueError(f"{name}[{i}] token {t} chain {c}: missing label "
