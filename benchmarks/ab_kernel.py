@@ -171,6 +171,8 @@ def same(a, b):
     """Whether two results (arrays, numbers, tuples or lists of them) are bit-identical."""
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if hasattr(a, "__dict__") and not isinstance(a, np.ndarray):
         return same(sorted(vars(a).items()), sorted(vars(b).items()))
     if isinstance(a, np.ndarray):
@@ -315,7 +317,17 @@ def main():
                     help="joint: a model saved by bench_dictations_seed.py --save")
     args = ap.parse_args()
     from threadpoolctl import threadpool_limits
+
+    from skfcrf._kernels._alloc import reusing_scratch
     threadpool_limits(1, user_api="blas")   # as FactorialCRF.fit does
+    # and as a fit, the kernels' scratch kept from one call to the next: otherwise every
+    # call maps and zeroes fresh pages, a cost that varies from call to call
+    with reusing_scratch():
+        return dispatch(args)
+
+
+def dispatch(args):
+    """The A/B that ``args.kernel`` names."""
     if args.kernel == "objective":
         return ab_objective(args)
     if args.kernel == "chainwise":
