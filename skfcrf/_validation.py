@@ -9,9 +9,8 @@ def is_missing(label):
 
 def _may_hold_missing(labels):
     """Whether some of ``labels`` may be missing (:func:`is_missing`): whether a None
-    or a float is among them, told from their types alone (a C-speed pass, where
-    calling :func:`is_missing` on each of a seed-scale training set's 2.5 million
-    labels took about a second)."""
+    or a float is among them, told from their types alone (a C-speed pass: calling
+    :func:`is_missing` on each label of 300 dictations took 0.13 s, this 0.03 s)."""
     return any(kind is type(None) or issubclass(kind, float) for kind in set(map(type, labels)))
 
 
