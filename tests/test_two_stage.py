@@ -147,6 +147,48 @@ def test_offsets_observe_the_neighbours_outputs():
         assert tok == want
 
 
+def test_ngram_range_observes_label_ngrams_of_the_window():
+    X, y = data()
+    model = TwoStage(crf(), crf(), first_chains=0, cv=3, offsets=(-1, 0, 1),
+                     ngram_range=(1, 3)).fit(X, y)
+    x = max(X, key=len)
+    pred = ["__BOS__"] + list(model.first_.predict([x])[0][:, 0]) + ["__EOS__"]
+    seen = stage1_observations(model._second_input([x]))[0]
+    n = len(x)
+    for t, tok in enumerate(seen):
+        p = pred[t:t + 3]                       # labels at t-1, t, t+1, padded
+        want = {f"stage1[chain0]={p[1]}": 1.0,
+                f"stage1[chain0]@-1..0={p[0]}|{p[1]}": 1.0,
+                f"stage1[chain0]@0..1={p[1]}|{p[2]}": 1.0,
+                f"stage1[chain0]@-1..1={p[0]}|{p[1]}|{p[2]}": 1.0}
+        if t >= 1:                              # unigrams past the ends are left out
+            want[f"stage1[chain0]@-1={p[0]}"] = 1.0
+        if t + 1 < n:
+            want[f"stage1[chain0]@1={p[2]}"] = 1.0
+        assert tok == want
+    # min_n = 2: the n-grams alone
+    model.set_params(ngram_range=(2, 2)).fit(X, y)
+    pred = ["__BOS__"] + list(model.first_.predict([x])[0][:, 0]) + ["__EOS__"]
+    for t, tok in enumerate(stage1_observations(model._second_input([x]))[0]):
+        assert tok == {f"stage1[chain0]@-1..0={pred[t]}|{pred[t + 1]}": 1.0,
+                       f"stage1[chain0]@0..1={pred[t + 1]}|{pred[t + 2]}": 1.0}
+
+
+def test_ngram_range_trains_on_held_out_label_ngrams():
+    X, y = data()
+    TwoStage(crf(SpyCRF), crf(SpyCRF), first_chains=0, cv=3, offsets=(0, 1),
+             ngram_range=(2, 2)).fit(X, y)
+    fits = [e for e in LOG if e[0] == "fit"]
+    held = {}
+    for _, est, _, _ in fits[1:4]:
+        out = next(e for e in LOG if e[0] == "predict" and e[1] == est)
+        held.update(zip(out[2], out[3]))
+    for i, obs in zip(fits[4][2], stage1_observations(fits[4][3])):
+        labels = list(held[i][:, 0]) + ["__EOS__"]
+        assert obs == [{f"stage1[chain0]@0..1={labels[t]}|{labels[t + 1]}": 1.0}
+                       for t in range(len(obs))]
+
+
 def test_cv_splitters_and_random_state():
     X, y = data()
     TwoStage(crf(SpyCRF, 3), crf(max_iter=3), first_chains=0, cv=KFold(4)).fit(X, y)
@@ -203,6 +245,12 @@ def test_sklearn_api_checks(check, make):
     (dict(offsets=()), "offsets"),
     (dict(offsets=(0, 0)), "offsets"),
     (dict(offsets=(0.5,)), "offsets"),
+    (dict(ngram_range=(0, 1)), "ngram_range"),
+    (dict(ngram_range=(2, 1)), "ngram_range"),
+    (dict(ngram_range=(1, 2, 3)), "ngram_range"),
+    (dict(ngram_range=(1.0, 2)), "ngram_range"),
+    (dict(ngram_range=[1, 2]), "ngram_range"),
+    (dict(ngram_range=(1, 2), first_output="marginals"), "first_output='labels'"),
 ])
 def test_bad_parameters_raise_value_error(params, match):
     X, y = data()
@@ -246,6 +294,8 @@ def test_matrix_observations_get_columns():
     first = model.first_.predict(M[:1])[0][:, 0]
     assert list(model.first_.classes_[0][one_hot.argmax(axis=1)]) == list(first)
     np.testing.assert_allclose(one_hot.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="matrices"):
+        TwoStage(crf(), crf(), first_chains=0, cv=3, ngram_range=(1, 2)).fit(M, y)
 
 
 def test_stages_as_pipelines_over_raw_tokens():

@@ -29,6 +29,7 @@ from skfcrf.ensemble._members import (
     transform_steps,
 )
 from skfcrf.metrics import joint_accuracy
+from skfcrf.transformers import NGramWindow
 
 __all__ = ["TwoStage"]
 
@@ -83,6 +84,17 @@ class TwoStage(BaseEstimator):
         The tokens, relative to each token, whose first-stage outputs it
         observes: ``(-1, 0, 1)`` adds its neighbours' (as a cascade's window of
         predicted tags).
+    ngram_range : tuple (min_n, max_n), default=(1, 1)
+        With ``first_output="labels"``, the lengths of the first stage's label
+        n-grams each token observes, over runs of consecutive ``offsets`` (as
+        :class:`~skfcrf.transformers.NGramWindow` builds them from tags): with
+        ``offsets=(-2, -1, 0, 1, 2)`` and ``(1, 3)``, a chunker's window of
+        predicted POS unigrams, bigrams and trigrams.  An n-gram of ``n >= 2``
+        labels from offset ``o`` is named
+        ``stage1[chain{c}]@{o}..{o+n-1}={label_1}|...|{label_n}``, positions past
+        the sequence's ends read ``__BOS__`` / ``__EOS__``; unigrams keep the
+        names above and are left out when ``min_n > 1``.  Only ``(1, 1)`` is
+        accepted with marginals and with matrix observations.
     random_state : int, RandomState instance or None, default=None
         Shuffles the sequences into the ``cv`` folds when ``cv`` is an int.
         The stages' own randomness is their ``random_state``'s.
@@ -122,17 +134,19 @@ class TwoStage(BaseEstimator):
         "cv": ["cv_object"],
         "first_output": [StrOptions({"labels", "marginals"})],
         "offsets": [list, tuple],
+        "ngram_range": [tuple],
         "random_state": ["random_state"],
     }
 
     def __init__(self, first, second, *, first_chains=None, cv=5, first_output="labels",
-                 offsets=(0,), random_state=None):
+                 offsets=(0,), ngram_range=(1, 1), random_state=None):
         self.first = first
         self.second = second
         self.first_chains = first_chains
         self.cv = cv
         self.first_output = first_output
         self.offsets = offsets
+        self.ngram_range = ngram_range
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
@@ -159,6 +173,14 @@ class TwoStage(BaseEstimator):
                 or not all(isinstance(o, numbers.Integral) for o in offsets)):
             raise ValueError(f"offsets={self.offsets!r} must be distinct integers (at least one)")
         self._offsets = [int(o) for o in offsets]
+        rng = self.ngram_range
+        if (len(rng) != 2 or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool)
+                                     for n in rng) or not 1 <= rng[0] <= rng[1]):
+            raise ValueError(f"ngram_range={rng!r} must be a tuple (min_n, max_n) of integers "
+                             "with 1 <= min_n <= max_n")
+        if rng[1] > 1 and self.first_output != "labels":
+            raise ValueError(f"ngram_range={rng!r}: label n-grams need first_output='labels'")
+        self._ngram_range = (int(rng[0]), int(rng[1]))
         return [int(c) for c in chains]
 
     def _splitter(self):
@@ -250,11 +272,34 @@ class TwoStage(BaseEstimator):
 
     def _augmented(self, Xs, outputs):
         """The second stage's observations ``Xs`` with the first stage's ``outputs`` added."""
-        return [self._augment_sequence(seq, out) for seq, out in zip(Xs, outputs)]
+        grams = self._label_ngrams(outputs)
+        return [self._augment_sequence(seq, out, more)
+                for seq, out, more in zip(Xs, outputs, grams)]
 
-    def _augment_sequence(self, seq, out):
+    def _label_ngrams(self, outputs):
+        """Per sequence, per token the names of the first stage's label n-grams of
+        ``n >= 2`` (``ngram_range``), all chains' in one dict; ``None`` per sequence
+        when there are none."""
+        min_n, max_n = self._ngram_range
+        if max_n < 2:
+            return [None] * len(outputs)
+        merged = None
+        for k, (c, labels) in enumerate(zip(self.first_chains_, self._first_classes)):
+            attribute = f"stage1[chain{c}]"
+            window = NGramWindow(attribute, offsets=self._offsets, ngram_range=(max(2, min_n), max_n))
+            names = window.transform([[{attribute: lab} for lab in labels[out[k].argmax(axis=1)]]
+                                      for out in outputs])
+            merged = names if merged is None else [[{**a, **b} for a, b in zip(sa, sb)]
+                                                   for sa, sb in zip(merged, names)]
+        return merged
+
+    def _augment_sequence(self, seq, out, grams=None):
         block = _shifted(np.hstack(out), self._offsets)
         if sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2):
+            if self._ngram_range != (1, 1):
+                raise ValueError(f"ngram_range={self.ngram_range!r}: label n-grams need the "
+                                 "second stage's observations as per-token dicts or lists "
+                                 "of names, not matrices")
             if sp.issparse(seq):
                 return sp.hstack([seq, sp.csr_matrix(block)], format="csr")
             return np.hstack([seq, block])
@@ -272,8 +317,11 @@ class TwoStage(BaseEstimator):
             else:
                 raise ValueError(f"the second stage's observations must be per-token dicts, "
                                  f"lists of names or matrices, got a {type(tok).__name__} token")
-            for j in np.flatnonzero(block[t] >= MIN_MARGINAL):
-                merged[names[j]] = float(block[t, j])
+            if self._ngram_range[0] == 1:
+                for j in np.flatnonzero(block[t] >= MIN_MARGINAL):
+                    merged[names[j]] = float(block[t, j])
+            if grams is not None:
+                merged.update(grams[t])
             tokens.append(merged)
         return tokens
 
