@@ -54,6 +54,15 @@ def pos_ngrams(tokens_with_pos):
     return make_sequence_union(NGramWindow("pos", ngram_range=(1, 3))).fit_transform(tokens_with_pos)
 
 
+def quiet_fit(model, X, y):
+    """Fit ``model`` without its convergence warnings; the seconds it took."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with Timer() as t:
+            model.fit(X, y)
+    return t.seconds
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iterations", type=int, default=100)
@@ -102,16 +111,20 @@ def main():
 
     # joint FCRF
     y_joint = [list(zip(p, c)) for p, c in zip(pos_train, chunk_train)]
+    base = dict(sigma=args.sigma, max_iter=args.fcrf_iterations, lbfgs_memory=6, tol=1e-12,
+                n_jobs=args.n_jobs, coupling_features=args.coupling_features)
+    t_cascade = t_tag.seconds + t_chunk.seconds
+
+    def print_ratio(seconds, f1):
+        print(f"ratio skfcrf/cascade training time: {seconds / t_cascade:.3f}; "
+              f"chunk F1 difference {f1 - f1_cascade:+.4f}", flush=True)
+
     for variant in args.variant or [{}]:
-        params = dict(sigma=args.sigma, max_iter=args.fcrf_iterations, lbfgs_memory=6, tol=1e-12,
-                      n_jobs=args.n_jobs, coupling_features=args.coupling_features)
+        params = dict(base)
         if args.fcrf_objective:
             params["objective"] = args.fcrf_objective
         fcrf = FactorialCRF(**{**params, **variant})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            with Timer() as t_fcrf:
-                fcrf.fit(W_train, y_joint)
+        t_fcrf = quiet_fit(fcrf, W_train, y_joint)
         with Timer() as t_fcrf_pred:
             decoded = fcrf.decode(W_test)
         pred = [d.labels for d in decoded]
@@ -122,43 +135,31 @@ def main():
         # "independent" is the staged default's first stage, not independent chains
         name = ("skfcrf FCRF" if fcrf.objective == "independent"
                 else f"skfcrf FCRF {fcrf.objective}")
-        print(f"{name:22s} {t_fcrf.seconds:8.1f} {t_fcrf_pred.seconds:10.2f} "
+        print(f"{name:22s} {t_fcrf:8.1f} {t_fcrf_pred.seconds:10.2f} "
               f"{pos_acc:8.4f} {f1:9.4f}   ({fcrf.n_iter_} iterations; decoding converged "
               f"{converged:.3f}, mean {mean_iter:.1f} iterations; {fcrf.layout_.n_params} weights"
               + (f"; {json.dumps(variant)}" if variant else "") + ")")
-        print(f"ratio skfcrf/cascade training time: "
-              f"{t_fcrf.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
-              f"chunk F1 difference {f1 - f1_cascade:+.4f}", flush=True)
+        print_ratio(t_fcrf, f1)
     for spec in args.two_stage:
         shown, spec = json.dumps(spec), dict(spec)
-        params = dict(sigma=args.sigma, max_iter=args.fcrf_iterations, lbfgs_memory=6, tol=1e-12,
-                      n_jobs=args.n_jobs, coupling_features=args.coupling_features)
-        first = FactorialCRF(**{**params, **spec.pop("first", {})})
+        first = FactorialCRF(**{**base, **spec.pop("first", {})})
         if "ngram_range" in spec:
             spec["ngram_range"] = tuple(spec["ngram_range"])
-        model = TwoStage(first, FactorialCRF(**params), first_chains=0, **spec)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            with Timer() as t_two:
-                model.fit(W_train, y_joint)
+        model = TwoStage(first, FactorialCRF(**base), first_chains=0, **spec)
+        t_two = quiet_fit(model, W_train, y_joint)
         with Timer() as t_two_pred:
             pred = model.predict(W_test)
         pos_acc = np.mean([a == b for s, t in zip(pred, pos_test) for a, b in zip(s[:, 0], t)])
         f1 = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
-        print(f"{'skfcrf TwoStage':22s} {t_two.seconds:8.1f} {t_two_pred.seconds:10.2f} "
+        print(f"{'skfcrf TwoStage':22s} {t_two:8.1f} {t_two_pred.seconds:10.2f} "
               f"{pos_acc:8.4f} {f1:9.4f}   ({shown})")
-        print(f"ratio skfcrf/cascade training time: "
-              f"{t_two.seconds / (t_tag.seconds + t_chunk.seconds):.3f}; "
-              f"chunk F1 difference {f1 - f1_cascade:+.4f}", flush=True)
+        print_ratio(t_two, f1)
     if args.refine_likelihood:
         fcrf.set_params(objective="likelihood", max_iter=args.refine_likelihood, warm_start=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            with Timer() as t_ref:
-                fcrf.fit(W_train, y_joint)
+        t_ref = quiet_fit(fcrf, W_train, y_joint)
         pred = fcrf.predict(W_test)
         f1_ref = chunk_f1(chunk_test, [list(s[:, 1]) for s in pred])
-        print(f"+ {args.refine_likelihood} likelihood (TRP) iterations: {t_ref.seconds:.1f} s more, "
+        print(f"+ {args.refine_likelihood} likelihood (TRP) iterations: {t_ref:.1f} s more, "
               f"chunk F1 {f1_ref:.4f}")
 
 
