@@ -28,6 +28,7 @@ from skfcrf.ensemble._members import (
     split_pipeline,
     transform_steps,
 )
+from skfcrf.estimators._observations import _is_matrix
 from skfcrf.metrics import joint_accuracy
 from skfcrf.transformers import NGramWindow
 
@@ -272,6 +273,10 @@ class TwoStage(BaseEstimator):
 
     def _augmented(self, Xs, outputs):
         """The second stage's observations ``Xs`` with the first stage's ``outputs`` added."""
+        if self._ngram_range != (1, 1) and any(map(_is_matrix, Xs)):
+            raise ValueError(f"ngram_range={self.ngram_range!r}: label n-grams need the "
+                             "second stage's observations as per-token dicts or lists "
+                             "of names, not matrices")
         grams = self._label_ngrams(outputs)
         return [self._augment_sequence(seq, out, more)
                 for seq, out, more in zip(Xs, outputs, grams)]
@@ -295,11 +300,7 @@ class TwoStage(BaseEstimator):
 
     def _augment_sequence(self, seq, out, grams=None):
         block = _shifted(np.hstack(out), self._offsets)
-        if sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2):
-            if self._ngram_range != (1, 1):
-                raise ValueError(f"ngram_range={self.ngram_range!r}: label n-grams need the "
-                                 "second stage's observations as per-token dicts or lists "
-                                 "of names, not matrices")
+        if _is_matrix(seq):
             if sp.issparse(seq):
                 return sp.hstack([seq, sp.csr_matrix(block)], format="csr")
             return np.hstack([seq, block])
