@@ -781,12 +781,14 @@ def test_auto_backs_off_where_the_fine_tuning_can_learn_it():
     """``forbidden_transitions="auto"`` (the default) is ``"backoff"`` for several chains
     over joint states with every label given, the fine-tuning on and at least
     ``BACKOFF_FOLDS`` sequences; the closed world (``"unseen"``) where only the
-    fine-tuning or the sequences are missing; None for one chain or missing labels."""
+    fine-tuning or the sequences are missing; None for one chain or missing labels
+    (on a task whose two chains are both strict, which ``"auto"`` does not leave open)."""
     from skfcrf.model._building import BACKOFF_FOLDS
 
-    X, y = synthetic(n_seq=BACKOFF_FOLDS, n_chains=2, seed=0)
+    X, y = _sections(BACKOFF_FOLDS, strict_classes=True)
     auto = FactorialCRF(max_iter=5, finetune_iter=2).fit(X, y)
     explicit = FactorialCRF(max_iter=5, finetune_iter=2, forbidden_transitions="backoff").fit(X, y)
+    assert sorted(auto.layout_.backoff) == [0, 1]
     assert auto.layout_.n_backoff == explicit.layout_.n_backoff > 0
     np.testing.assert_array_equal(auto.coef_, explicit.coef_)
     closed_in_chain = [e for e in FactorialCRF(max_iter=5, forbidden_transitions="unseen")
@@ -872,3 +874,63 @@ def test_many_short_sequences_take_the_dense_kernel(monkeypatch):
     for c in backoff:
         np.testing.assert_allclose(out[3][c], ref[3][c], atol=1e-9)
     np.testing.assert_allclose(out[4], ref[4], atol=1e-9)
+
+
+def _sections(n_seq, n_sections=16, seed=0, strict_classes=False):
+    """Two chains: chain 0 the token's class (3 labels, every transition but
+    ``c0 -> c2`` seen: a loose grammar), chain 1 a run of sections in a fixed order
+    (only ``s_i -> s_i`` and ``s_i -> s_{i+1}`` seen: 31 of 256 transitions, a strict
+    one).  ``strict_classes``: chain 0's class is the section's number instead (strict
+    too)."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        obs, labels, t = [], [], -1
+        for s in range(n_sections):
+            for _ in range(int(rng.integers(1, 4))):
+                drawn = int(rng.integers(0, 3))
+                t = 1 if t == 0 and drawn == 2 else drawn
+                if strict_classes:
+                    t = s
+                obs.append({f"w{t}": 1.0, f"sec{s}": 1.0})
+                labels.append((f"c{t}", f"s{s:02d}"))
+        X.append(obs)
+        y.append(labels)
+    return X, y
+
+
+@short_fit
+def test_loose_chain_stays_open_under_auto():
+    """``"auto"`` backs off a chain whose seen transitions are at most
+    ``SPARSE_TRANSITIONS`` of its matrix and leaves a chain with more open (every
+    transition a weight of its own, none forbidden), as ``None`` would; explicit
+    ``"backoff"`` backs off both."""
+    from skfcrf._kernels._chainwise import SPARSE_TRANSITIONS
+    from skfcrf.model._building import _loose
+
+    X, y = _sections(8)
+    graph = build_graph([3, 16], [(0, 1)], "default", "default")
+    chain_edge = {int(graph.edge_a[e]): e for e in range(graph.n_edges)
+                  if graph.edge_kind[e] == IN_CHAIN}
+    seen = np.zeros((16, 16), bool)
+    seen[np.arange(16), np.arange(16)] = True
+    seen[np.arange(15), np.arange(1, 16)] = True
+    assert seen.mean() <= SPARSE_TRANSITIONS
+    assert not _loose(graph, chain_edge[1], ~seen)
+    assert _loose(graph, chain_edge[0], np.eye(3, dtype=bool))      # 6 of 9 seen
+
+    auto = FactorialCRF(max_iter=10, finetune_iter=2).fit(X, y)
+    assert sorted(auto.layout_.backoff) == [1]
+    assert auto.layout_.n_backoff == 16
+    assert not [e for e in auto.forbidden_ if auto.graph_.edge_a[e] == 0
+                and auto.graph_.edge_kind[e] == IN_CHAIN]
+    explicit = FactorialCRF(max_iter=10, finetune_iter=2, forbidden_transitions="backoff")
+    assert sorted(explicit.fit(X, y).layout_.backoff) == [0, 1]
+    # a section order never seen has a finite probability (the back-off weights), and so
+    # has the open chain's unseen c0 -> c2, by its own weight
+    reversed_order = [(a, f"s{15 - int(b[1:]):02d}") for a, b in y[0]]
+    assert np.isfinite(auto.log_prob([X[0]], [reversed_order])).all()
+    unseen = [("c0" if i % 2 == 0 else "c2", b) for i, (_, b) in enumerate(y[0])]
+    assert np.isfinite(auto.log_prob([X[0]], [unseen])).all()
+    closed = FactorialCRF(max_iter=10, finetune_iter=2, forbidden_transitions="unseen")
+    assert np.isneginf(closed.fit(X, y).log_prob([X[0]], [unseen])).all()

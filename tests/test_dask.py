@@ -217,8 +217,11 @@ def test_parameters_clone_pickle_and_default_client(client):
 def test_auto_keeps_the_closed_world_on_a_cluster(client):
     """The back-off fit's deleted likelihood runs on one process's batch, so on a
     cluster ``forbidden_transitions="auto"`` is ``"unseen"`` where a local fit backs
-    off: the model of a local ``"unseen"`` fit."""
-    X, y = synthetic(n_seq=6, n_chains=2, seed=1, length=(2, 4))
+    off: the model of a local ``"unseen"`` fit (two strict chains: ``"auto"`` leaves
+    a loose one open, on a cluster too)."""
+    from test_backoff import _sections
+
+    X, y = _sections(6, strict_classes=True)
     params = dict(max_iter=5, finetune_iter=2, state_transition_iter=2, random_state=0)
     assert FactorialCRF(**params).fit(X, y).layout_.n_backoff > 0
     model = DaskFactorialCRF(client=client, npartitions=3, **params).fit(X, y)

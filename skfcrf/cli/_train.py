@@ -227,8 +227,9 @@ def add_model_options(t):
                    "(default: %(default)s)")
     m.add_argument("--forbidden-transitions", default="auto",
                    metavar="auto|unseen|backoff|none|FILE",
-                   help="in-chain transitions that may not occur: auto (backoff where "
-                   "the fine-tuning learns it, else unseen for several chains), unseen "
+                   help="in-chain transitions that may not occur: auto (for several chains: "
+                   "backoff where the fine-tuning learns it, else unseen, on the chains "
+                   "that have seen at most 15%% of their transitions), unseen "
                    "(those never seen in training), backoff (unseen ones scored by learnt "
                    "back-off weights), none, or a "
                    "file with one 'CHAIN LABEL_FROM LABEL_TO' per line (# comments) "
