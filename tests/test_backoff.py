@@ -876,15 +876,17 @@ def test_many_short_sequences_take_the_dense_kernel(monkeypatch):
     np.testing.assert_allclose(out[4], ref[4], atol=1e-9)
 
 
-def _sections(n_seq, n_sections=16, seed=0, strict_classes=False):
+def _sections(n_seq, n_sections=16, seed=0, strict_classes=False, rare=True):
     """Two chains: chain 0 the token's class (3 labels, every transition but
-    ``c0 -> c2`` seen: a loose grammar), chain 1 a run of sections in a fixed order
-    (only ``s_i -> s_i`` and ``s_i -> s_{i+1}`` seen: 31 of 256 transitions, a strict
-    one).  ``strict_classes``: chain 0's class is the section's number instead (strict
+    ``c0 -> c2`` seen, each in many sequences; ``rare``: a fourth class ``c3`` at one
+    token of the first sequence, so its transitions are seen in that sequence alone:
+    a loose grammar), chain 1 a run of sections in a fixed order (only ``s_i -> s_i``
+    and ``s_i -> s_{i+1}`` seen: 31 of 256 transitions, a strict one).
+    ``strict_classes``: chain 0's class is the section's number instead (strict
     too)."""
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for _ in range(n_seq):
+    for i in range(n_seq):
         obs, labels, t = [], [], -1
         for s in range(n_sections):
             for _ in range(int(rng.integers(1, 4))):
@@ -892,6 +894,8 @@ def _sections(n_seq, n_sections=16, seed=0, strict_classes=False):
                 t = 1 if t == 0 and drawn == 2 else drawn
                 if strict_classes:
                     t = s
+                elif rare and i == 0 and len(labels) == 2:
+                    t = 3
                 obs.append({f"w{t}": 1.0, f"sec{s}": 1.0})
                 labels.append((f"c{t}", f"s{s:02d}"))
         X.append(obs)
@@ -899,12 +903,44 @@ def _sections(n_seq, n_sections=16, seed=0, strict_classes=False):
     return X, y
 
 
+def test_transition_sequence_counts_count_sequences_and_merge_by_sum():
+    """Per in-chain edge, the sequences each transition occurs in (a transition twice
+    in one sequence counts once; a missing label shows none), by brute force; the
+    counts of a split of the sequences add up to those of the whole."""
+    from skfcrf.model._labels import seen_transitions, transition_sequence_counts
+
+    graph = build_graph([3, 2], [(0, 1)], "default", "default")
+    gold = np.array([[0, 0], [1, 1], [0, 0], [1, 1],      # 0 -> 1 twice in sequence 0
+                     [0, 1], [1, -1], [2, 0],             # chain 1: no pair through -1
+                     [2, 1], [2, 1]], dtype=np.int32)
+    seq_ptr = np.array([0, 4, 7, 9])
+    counts = transition_sequence_counts(graph, seq_ptr, gold)
+    seen = seen_transitions(graph, seq_ptr, gold)
+    for e, n in counts.items():
+        c = int(graph.edge_a[e])
+        brute = np.zeros_like(n)
+        for k in range(3):
+            pairs = {(int(a), int(b)) for a, b in zip(gold[seq_ptr[k]:seq_ptr[k + 1] - 1, c],
+                                                      gold[seq_ptr[k] + 1:seq_ptr[k + 1], c])
+                     if a >= 0 and b >= 0}
+            for a, b in pairs:
+                brute[a, b] += 1
+        np.testing.assert_array_equal(n, brute)
+        np.testing.assert_array_equal(n > 0, seen[e])
+    chain0 = next(e for e in counts if graph.edge_a[e] == 0)
+    assert counts[chain0][0, 1] == 2 and counts[chain0][2, 2] == 1
+    first = transition_sequence_counts(graph, seq_ptr[:2], gold[:4])
+    rest = transition_sequence_counts(graph, seq_ptr[1:] - 4, gold[4:])
+    for e in counts:
+        np.testing.assert_array_equal(first[e] + rest[e], counts[e])
+
+
 @short_fit
 def test_loose_chain_stays_open_under_auto():
     """``"auto"`` backs off a chain whose seen transitions are at most
-    ``SPARSE_TRANSITIONS`` of its matrix and leaves a chain with more open (every
-    transition a weight of its own, none forbidden), as ``None`` would; explicit
-    ``"backoff"`` backs off both."""
+    ``SPARSE_TRANSITIONS`` of its matrix and leaves a chain with more open, one of
+    them seen in a single sequence (every transition a weight of its own, none
+    forbidden), as ``None`` would; explicit ``"backoff"`` backs off both."""
     from skfcrf._kernels._chainwise import SPARSE_TRANSITIONS
     from skfcrf.model._building import _loose
 
@@ -916,8 +952,13 @@ def test_loose_chain_stays_open_under_auto():
     seen[np.arange(16), np.arange(16)] = True
     seen[np.arange(15), np.arange(1, 16)] = True
     assert seen.mean() <= SPARSE_TRANSITIONS
-    assert not _loose(graph, chain_edge[1], ~seen)
-    assert _loose(graph, chain_edge[0], np.eye(3, dtype=bool))      # 6 of 9 seen
+    single = {chain_edge[1]: seen.astype(np.int64),
+              chain_edge[0]: np.where(np.eye(3, dtype=bool), 0, 4)}
+    single[chain_edge[0]][0, 1] = 1
+    assert not _loose(graph, chain_edge[1], ~seen, single)            # strict
+    assert _loose(graph, chain_edge[0], np.eye(3, dtype=bool), single)      # 6 of 9 seen
+    many = {**single, chain_edge[0]: np.where(np.eye(3, dtype=bool), 0, 4)}
+    assert not _loose(graph, chain_edge[0], np.eye(3, dtype=bool), many)    # no singleton
 
     auto = FactorialCRF(max_iter=10, finetune_iter=2).fit(X, y)
     assert sorted(auto.layout_.backoff) == [1]
@@ -932,5 +973,10 @@ def test_loose_chain_stays_open_under_auto():
     assert np.isfinite(auto.log_prob([X[0]], [reversed_order])).all()
     unseen = [("c0" if i % 2 == 0 else "c2", b) for i, (_, b) in enumerate(y[0])]
     assert np.isfinite(auto.log_prob([X[0]], [unseen])).all()
+    # the same classes without the rare one: every seen transition in many sequences,
+    # a grammar closed as far as the data tell, which backs off like the strict one
+    X3, y3 = _sections(8, rare=False)
+    assert sorted(FactorialCRF(max_iter=10, finetune_iter=2).fit(X3, y3).layout_.backoff) \
+        == [0, 1]
     closed = FactorialCRF(max_iter=10, finetune_iter=2, forbidden_transitions="unseen")
     assert np.isneginf(closed.fit(X, y).log_prob([X[0]], [unseen])).all()

@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from skfcrf import FactorialCRF
+from skfcrf._kernels.graph import IN_CHAIN
 from skfcrf._validation import check_label_sequences
 from skfcrf.estimators import training_problem
 from skfcrf.model import _building as _statistics
@@ -39,6 +40,15 @@ def _chunked(y):
     return out
 
 
+def _rare(y, sequences):
+    """``_chunked`` labels, with chain 0's labels ``c0 c9 c0`` at tokens 1-3 of each of
+    ``sequences``: ``c0 -> c9`` and ``c9 -> c0`` occur in those sequences alone."""
+    out = _chunked(y)
+    for i in sequences:
+        out[i][1:4, 0] = ["c0", "c9", "c0"]
+    return out
+
+
 def _model_of_parts(crf, X, y):
     """build_model over the merged statistics of the sequences in CUTS."""
     y_seqs, _ = check_label_sequences(y, allow_missing=True)
@@ -57,7 +67,9 @@ def _model_of_parts(crf, X, y):
 
 @pytest.mark.parametrize("params, labels", [
     (dict(forbidden_transitions="backoff"), "chunked"),     # unseen transitions, state pairs
-    (dict(), "chunked"),                                    # auto: loose chains left open
+    (dict(), "chunked"),                                    # auto: no singleton, backs off
+    (dict(), "rare once"),                  # auto: chain 0 loose (c9 in one sequence), open
+    (dict(), "rare twice"),                 # c9 in two sequences of two batches: backs off
     (dict(unary_features="all", transition_features="supported", coupling_features="all",
           inference="trp", forbidden_transitions="unseen"), "chunked"),
     (dict(forbidden_couplings={(0, 1): [("c2", "hi")]}, state_transitions=True), "no c2/hi"),
@@ -69,6 +81,8 @@ def test_merged_statistics_of_parts_build_the_whole_sets_model(params, labels):
     X, y = synthetic(n_seq=20, n_chains=2, seed=6)
     if labels == "chunked":
         y = _chunked(y)
+    elif labels.startswith("rare"):
+        y = _rare(y, [0] if labels == "rare once" else [0, 19])
     elif labels == "partial":
         y = _hide(y, 0.15, seed=2)
     elif labels == "no c2/hi":
@@ -87,8 +101,14 @@ def test_merged_statistics_of_parts_build_the_whole_sets_model(params, labels):
     for e, mask in crf.forbidden_.items():
         np.testing.assert_array_equal(model.forbidden[e], mask)
     # the cases exercise what they are meant to: forbidden assignments (chunked: ("B", "B")
-    # is never seen), joint-state transition weights, missing labels
-    assert bool(crf.forbidden_) == (labels != "partial" and params != {})
+    # is never seen), joint-state transition weights, missing labels; a chain left open
+    # by "auto" (a transition seen in one sequence alone) only where it is one, though the
+    # batches' counts of c9's transitions are 1 each with "rare twice"
+    assert bool(crf.forbidden_) == (labels != "partial")
+    chain0 = [e for e in crf.forbidden_ if crf.graph_.edge_kind[e] == IN_CHAIN
+              and crf.graph_.edge_a[e] == 0]
+    if labels.startswith("rare"):
+        assert bool(chain0) == (labels == "rare twice")
     assert bool(crf.layout_.n_state_pairs) == ("inference" not in params and labels != "partial")
     assert (crf.joint_states_ < 0).sum() == 0
 

@@ -229,7 +229,8 @@ def add_model_options(t):
                    metavar="auto|unseen|backoff|none|FILE",
                    help="in-chain transitions that may not occur: auto (for several chains: "
                    "backoff where the fine-tuning learns it, else unseen, on the chains "
-                   "that have seen at most 15%% of their transitions), unseen "
+                   "that have seen at most 15%% of their transitions or each of them in "
+                   "several sequences), unseen "
                    "(those never seen in training), backoff (unseen ones scored by learnt "
                    "back-off weights), none, or a "
                    "file with one 'CHAIN LABEL_FROM LABEL_TO' per line (# comments) "

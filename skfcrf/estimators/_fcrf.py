@@ -259,9 +259,10 @@ class FactorialCRF(BaseEstimator):
         least five training sequences, not on a Dask cluster); ``"unseen"``
         when only that is missing; else None.  Either way ``"auto"`` leaves
         open (as None does) every chain whose transitions seen in training are
-        more than 15% of its ``L x L`` (a loose grammar, such as part-of-speech
-        tags or chunks; its products are dense in any case): only the strict
-        chains are closed or back off.  Explicit ``"backoff"`` needs
+        more than 15% of its ``L x L``, one of them in a single training
+        sequence (a loose grammar, such as part-of-speech tags or chunks; its
+        products are dense in any case): the strict chains, and those whose
+        every transition was seen in several sequences, are closed or back off.  Explicit ``"backoff"`` needs
         two training sequences.  Only explicit pairs and
         ``"unseen"`` make a transition impossible in the fitted model (zero
         potential, in training and decoding); joint-state inference then runs

@@ -15,7 +15,7 @@ import numpy as np
 from skfcrf._kernels.graph import IN_CHAIN, following_tokens
 
 __all__ = ["resolve_couplings", "label_sets", "merge_label_sets", "fit_classes", "encode_labels",
-           "seen_transitions", "forbidden_masks", "edge_name"]
+           "seen_transitions", "transition_sequence_counts", "forbidden_masks", "edge_name"]
 
 
 def resolve_couplings(spec, n_chains):
@@ -208,6 +208,29 @@ def _transition_masks(graph, classes, spec):
         if mask.any():
             masks[e] = mask
     return masks
+
+
+def transition_sequence_counts(graph, seq_ptr, gold):
+    """Per in-chain edge the ``(L, L)`` int64 counts of the sequences in which each
+    transition occurs in ``gold`` (a pair with a missing label, ``-1``, shows no
+    transition): ``> 0`` are the transitions seen, ``== 1`` those seen in a single
+    sequence.  The counts of several batches of sequences merge by ``+``."""
+    gold = np.asarray(gold)
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    nxt = following_tokens(seq_ptr, len(gold))
+    seq_of = np.repeat(np.arange(len(seq_ptr) - 1, dtype=np.int64), np.diff(seq_ptr))
+    counts = {}
+    for e in range(graph.n_edges):
+        if graph.edge_kind[e] != IN_CHAIN:
+            continue
+        c = int(graph.edge_a[e])
+        L = int(graph.n_labels[c])
+        both = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
+        pair = gold[both - 1, c].astype(np.int64) * L + gold[both, c]
+        # each (sequence, transition) once, then the sequences per transition
+        once = np.unique(seq_of[both] * (L * L) + pair) % (L * L)
+        counts[e] = np.bincount(once, minlength=L * L).reshape(L, L)
+    return counts
 
 
 def seen_transitions(graph, seq_ptr, gold):
