@@ -24,8 +24,8 @@ word.
 ``--two-stage``: also fit one :class:`skfcrf.ensemble.TwoStage` per given JSON
 object, after the variants: a one-chain POS ``FactorialCRF`` first (the FCRF's
 parameters, overridden by the object's key ``first``), whose cross-fitted labels
-the second stage, the two-chain ``FactorialCRF`` with the FCRF's parameters,
-observes; the object's other keys are ``TwoStage``'s (``cv``, ``offsets``,
+the second stage, the two-chain ``FactorialCRF`` with the FCRF's parameters
+(overridden by the key ``second``), observes; the object's other keys are ``TwoStage``'s (``cv``, ``offsets``,
 ``ngram_range``, ...).  E.g. ``--two-stage '{"first": {"solver": "sgd", "objective":
 "likelihood", "max_iter": 10}, "cv": 2, "offsets": [-2, -1, 0, 1, 2], "ngram_range":
 [1, 3]}'``: the cascade's window of predicted POS n-grams, from the model's own
@@ -143,9 +143,10 @@ def main():
     for spec in args.two_stage:
         shown, spec = json.dumps(spec), dict(spec)
         first = FactorialCRF(**{**base, **spec.pop("first", {})})
+        second = FactorialCRF(**{**base, **spec.pop("second", {})})
         if "ngram_range" in spec:
             spec["ngram_range"] = tuple(spec["ngram_range"])
-        model = TwoStage(first, FactorialCRF(**base), first_chains=0, **spec)
+        model = TwoStage(first, second, first_chains=0, **spec)
         t_two = quiet_fit(model, W_train, y_joint)
         with Timer() as t_two_pred:
             pred = model.predict(W_test)
