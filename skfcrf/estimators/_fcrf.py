@@ -262,8 +262,8 @@ class FactorialCRF(BaseEstimator):
         more than 15% of its ``L x L``, one of them in a single training
         sequence (a loose grammar, such as part-of-speech tags or chunks; its
         products are dense in any case): the strict chains, and those whose
-        every transition was seen in several sequences, are closed or back off.  Explicit ``"backoff"`` needs
-        two training sequences.  Only explicit pairs and
+        every transition was seen in several sequences, are closed or back
+        off.  Explicit ``"backoff"`` needs two training sequences.  Only explicit pairs and
         ``"unseen"`` make a transition impossible in the fitted model (zero
         potential, in training and decoding); joint-state inference then runs
         on the allowed state pairs only, and on the seen pairs plus one

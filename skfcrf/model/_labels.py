@@ -210,25 +210,32 @@ def _transition_masks(graph, classes, spec):
     return masks
 
 
-def transition_sequence_counts(graph, seq_ptr, gold):
-    """Per in-chain edge the ``(L, L)`` int64 counts of the sequences in which each
-    transition occurs in ``gold`` (a pair with a missing label, ``-1``, shows no
-    transition): ``> 0`` are the transitions seen, ``== 1`` those seen in a single
-    sequence.  The counts of several batches of sequences merge by ``+``."""
+def _transitions(graph, seq_ptr, gold):
+    """``(edge, L, ends, codes)`` per in-chain edge: the tokens ``ends`` that end a
+    transition of its chain between two given labels, and the transitions' codes
+    ``from * L + to``."""
     gold = np.asarray(gold)
-    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
     nxt = following_tokens(seq_ptr, len(gold))
-    seq_of = np.repeat(np.arange(len(seq_ptr) - 1, dtype=np.int64), np.diff(seq_ptr))
-    counts = {}
     for e in range(graph.n_edges):
         if graph.edge_kind[e] != IN_CHAIN:
             continue
         c = int(graph.edge_a[e])
         L = int(graph.n_labels[c])
-        both = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
-        pair = gold[both - 1, c].astype(np.int64) * L + gold[both, c]
+        ends = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
+        yield e, L, ends, gold[ends - 1, c].astype(np.int64) * L + gold[ends, c]
+
+
+def transition_sequence_counts(graph, seq_ptr, gold):
+    """Per in-chain edge the ``(L, L)`` int64 counts of the sequences in which each
+    transition occurs in ``gold`` (a pair with a missing label, ``-1``, shows no
+    transition): ``> 0`` are the transitions seen, ``== 1`` those seen in a single
+    sequence.  The counts of several batches of sequences merge by ``+``."""
+    seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+    seq_of = np.repeat(np.arange(len(seq_ptr) - 1, dtype=np.int64), np.diff(seq_ptr))
+    counts = {}
+    for e, L, ends, codes in _transitions(graph, seq_ptr, gold):
         # each (sequence, transition) once, then the sequences per transition
-        once = np.unique(seq_of[both] * (L * L) + pair) % (L * L)
+        once = np.unique(seq_of[ends] * (L * L) + codes) % (L * L)
         counts[e] = np.bincount(once, minlength=L * L).reshape(L, L)
     return counts
 
@@ -237,18 +244,11 @@ def seen_transitions(graph, seq_ptr, gold):
     """Per in-chain edge the ``(L, L)`` mask of the transitions that occur in ``gold``
     (a pair with a missing label, ``-1``, shows no transition).  The masks of
     several batches of sequences merge by ``|``."""
-    gold = np.asarray(gold)
-    nxt = following_tokens(seq_ptr, len(gold))
     seen = {}
-    for e in range(graph.n_edges):
-        if graph.edge_kind[e] != IN_CHAIN:
-            continue
-        c = int(graph.edge_a[e])
-        L = int(graph.n_labels[c])
-        mask = np.zeros((L, L), dtype=bool)
-        both = nxt[(gold[nxt - 1, c] >= 0) & (gold[nxt, c] >= 0)]
-        mask[gold[both - 1, c], gold[both, c]] = True
-        seen[e] = mask
+    for e, L, _, codes in _transitions(graph, seq_ptr, gold):
+        mask = np.zeros(L * L, dtype=bool)
+        mask[codes] = True
+        seen[e] = mask.reshape(L, L)
     return seen
 
 
