@@ -15,6 +15,7 @@ from skfcrf._kernels.joint import (
     joint_map_and_log_partition,
     joint_marginals,
     joint_states_from_labels,
+    unique_rows,
 )
 from skfcrf._kernels.states import sequence_pair
 
@@ -122,6 +123,19 @@ def test_map_is_optimal_and_thread_independent(seed, scale):
         lo, T = seq_ptr[s], seq_ptr[s + 1] - seq_ptr[s]
         _, scores = enumerate_sequence(graph, unary, pair, lo, T, states)
         assert score[s] == pytest.approx(scores.max(), abs=1e-9 * max(1.0, scale))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.integers(1, 6),
+       st.sampled_from([1, 3, 50, 2 ** 40]), st.booleans())
+def test_unique_rows_is_numpys_unique_of_rows(seed, n, width, high, negative):
+    # the mixed-radix fast path, the missing-label (-1) and the beyond-62-bit fallbacks
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(-1 if negative else 0, high, size=(n, width))
+    out = unique_rows(rows)
+    expected = np.unique(rows, axis=0)
+    assert out.dtype == rows.dtype and out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_states_from_labels_and_bad_input():

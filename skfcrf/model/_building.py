@@ -36,7 +36,7 @@ import numpy as np
 
 from skfcrf._kernels._chainwise import SPARSE_TRANSITIONS
 from skfcrf._kernels.graph import IN_CHAIN
-from skfcrf._kernels.joint import joint_states_from_labels
+from skfcrf._kernels.joint import joint_states_from_labels, unique_rows
 from skfcrf.inference import resolve_method
 from skfcrf.model._labels import forbidden_masks, resolve_couplings, transition_sequence_counts
 from skfcrf.model._layout import ParameterLayout, build_graph, seen_state_pairs, unique_int
@@ -151,8 +151,8 @@ class StructureStatistics:
                 np.vstack([p.complete_states for p in parts])),
             partial_states=joint_states_from_labels(
                 np.vstack([p.partial_states for p in parts])),
-            state_pairs=None if first.state_pairs is None else np.unique(
-                np.vstack([p.state_pairs for p in parts]), axis=0),
+            state_pairs=None if first.state_pairs is None else unique_rows(
+                np.vstack([p.state_pairs for p in parts])),
             transition_sequences=None if first.transition_sequences is None else {
                 e: np.sum([p.transition_sequences[e] for p in parts], axis=0)
                 for e in first.transition_sequences},

@@ -49,7 +49,7 @@ import numpy as np
 from skfcrf._kernels._contract import ParameterTables
 from skfcrf._kernels._pseudolikelihood import pseudolikelihood_objective
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, following_tokens, pair_layout
-from skfcrf._kernels.joint import state_index
+from skfcrf._kernels.joint import state_index, unique_rows
 from skfcrf.model._observation_rows import ObservationRows
 
 SUPPORT_MODES = ("all", "supported", "default")
@@ -550,7 +550,7 @@ def seen_state_pairs(gold, seq_ptr):
     gold = np.asarray(gold, np.int32)
     C = gold.shape[1]
     rows = labelled_pair_rows(gold, seq_ptr)
-    pairs = np.unique(np.hstack([gold[rows - 1], gold[rows]]), axis=0).reshape(-1, 2 * C)
+    pairs = unique_rows(np.hstack([gold[rows - 1], gold[rows]])).reshape(-1, 2 * C)
     return (np.ascontiguousarray(pairs[:, :C], np.int32),
             np.ascontiguousarray(pairs[:, C:], np.int32))
 
