@@ -67,3 +67,23 @@ def test_values_beyond_a_double_and_unusual_numbers_read_as_before():
     assert csr.toarray().tolist() == [[0.5, 0.25], [3.0, 0.0]]
     with pytest.raises(ValueError, match="finite and at most"):
         ObservationEncoder().fit_transform([[{"a": 10**400}]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(SEQUENCES, st.sampled_from([1, 2]))
+def test_fit_transform_is_the_dense_observations_without_stored_zeros(X, min_freq):
+    # every column kept and no zero value takes the read matrix as it is; otherwise
+    # the pruning masks (a column in fewer than min_freq sequences, or a zero value)
+    csr, seq_ptr = ObservationEncoder().fit_transform(X, min_instance_freq=min_freq)
+    encoder = ObservationEncoder()
+    _, indptr, indices, data, _, n_columns, names, _ = encoder._read_all(X)
+    dense = np.zeros((len(indptr) - 1, n_columns))
+    for row in range(len(indptr) - 1):
+        for k in range(indptr[row], indptr[row + 1]):
+            dense[row, indices[k]] += data[k]
+    in_sequences = np.zeros(n_columns, int)
+    for s in range(len(seq_ptr) - 1):
+        in_sequences += (dense[seq_ptr[s]:seq_ptr[s + 1]] != 0).any(axis=0)
+    kept = in_sequences >= min_freq
+    assert not (csr.data == 0).any()
+    np.testing.assert_array_equal(csr.toarray(), dense[:, kept])

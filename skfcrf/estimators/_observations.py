@@ -351,10 +351,15 @@ class ObservationEncoder:
 
     @staticmethod
     def _prune(indptr, indices, data, keep, new_index, n_kept):
-        mask = keep[indices] & (data != 0)
+        n_rows = len(indptr) - 1
+        nonzero = data != 0
+        if n_kept == len(keep) and nonzero.all():
+            # every column kept and no stored zero (the default, min_instance_freq=1):
+            # the matrix as read, without the masked copies of its millions of entries
+            return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_kept))
+        mask = keep[indices] & nonzero
         kept_before = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
         new_indptr = kept_before[indptr]
-        n_rows = len(indptr) - 1
         csr = sp.csr_matrix(
             (data[mask], new_index[indices[mask]], new_indptr), shape=(n_rows, n_kept)
         )
