@@ -7,11 +7,14 @@ the last 669 test; the standard feature union (word n-gram window, bag of concep
 them).  Prints the wall time of the whole fit (features included) and the process's
 peak memory; then the decoding of the 669 test reports with the default inference
 (time, fraction per status) and, with ``--compare-trp``, TRP max-product + chain-wise
-coordinate ascent decoding of the same model.
+coordinate ascent decoding of the same model.  ``--stage-times`` also prints the calls
+and seconds of each stage of the fit (:mod:`_stage_times`: the first stage's evaluations,
+the back-off set-up, the fine-tuning's and the joint-state transition stage's evaluations).
 
-    python benchmarks/bench_dictations_seed.py [--n-jobs 2] [--compare-trp]
+    python benchmarks/bench_dictations_seed.py [--n-jobs 2] [--compare-trp] [--stage-times]
 """
 import argparse
+import contextlib
 import resource
 import time
 import warnings
@@ -24,6 +27,7 @@ from skfcrf.datasets import make_dictations
 from skfcrf.metrics import chain_accuracy, joint_accuracy, windowdiff
 
 from _dictations import standard_features
+from _stage_times import print_stage_times, stage_times
 
 
 def peak_rss_gb():
@@ -63,6 +67,8 @@ def main():
                     choices=("auto", "unseen", "backoff", "none"))
     ap.add_argument("--verbose", type=int, default=0)
     ap.add_argument("--save", default=None, help="save the fitted model here (for bench_decoding.py)")
+    ap.add_argument("--stage-times", action="store_true",
+                    help="print the calls and seconds of each stage of the fit")
     ap.add_argument("--compare-trp", action="store_true",
                     help="also decode with TRP max-product (bp_max_iter 50) + coordinate ascent")
     args = ap.parse_args()
@@ -86,7 +92,8 @@ def main():
         params["state_transition_iter"] = args.state_transition_iter
     crf = FactorialCRF(**params)
     features = standard_features()
-    with warnings.catch_warnings(record=True) as caught:
+    counting = stage_times() if args.stage_times else contextlib.nullcontext()
+    with warnings.catch_warnings(record=True) as caught, counting as times:
         warnings.simplefilter("always", ConvergenceWarning)
         t0 = time.perf_counter()
         F = features.fit_transform(X)
@@ -100,6 +107,8 @@ def main():
           f"{' (stopped at max_iter)' if hit else ''}, {crf.n_features_in_} observations, "
           f"{crf.coef_.size} weights, {len(crf.joint_states_)} joint label states; "
           f"peak RSS so far {peak_rss_gb():.2f} GB", flush=True)
+    if times is not None:
+        print_stage_times(times)
     if args.save:
         crf.save(args.save)
     t0 = time.perf_counter()
