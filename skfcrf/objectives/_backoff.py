@@ -300,6 +300,7 @@ class ChainBackoffStage(Restricted):
         # sequences, the gold score without the back-off transitions and the gold
         # back-off transitions into each label, then the last two per sequence
         self._parts = {c: [] for c in layout.bias_backoff}
+        self._node = None       # the node marginals of one fold at a time (chain_loss_gradient)
         # per chain its one-chain graph and one joint state per label
         self._chain_graphs = {
             c: (Graph.build([int(graph.n_labels[c])], [(0, 0, IN_CHAIN, True)]),
@@ -334,13 +335,17 @@ class ChainBackoffStage(Restricted):
         L = len(b)
         graph, states = self._chain_graphs[c]
         loss, grad = 0.0, np.zeros(L)
+        longest = max(len(part[0]) for part in self._parts[c])
         for u, block, mask, seq_ptr, fixed, counts, fixed_seq, counts_seq in self._parts[c]:
             pair = block.copy()
             np.copyto(pair, np.broadcast_to(b, (L, L)), where=mask)
             pair = pair.ravel()
+            # one array for every fold's node marginals, used up before the next fold's
+            # (a new one is faulted in page by page at every call)
+            out, self._node = reused_rows(self._node, u.shape, longest)
             node, pmarg, log_z, unseen = joint_marginals(graph, states, seq_ptr, u, pair,
                                                          deleted.n_threads, pair_marginals=True,
-                                                         backoff={0: mask})
+                                                         backoff={0: mask}, out=out)
             # below the gold labelling's score, or expectations not finite: mass lost
             # in the scaled pass, redone (the node marginals are not used)
             rescue_sequences(graph, states, seq_ptr, u, pair, node, pmarg, log_z,
