@@ -236,6 +236,7 @@ def test_sparse_transitions_change_no_bit(monkeypatch, objective, scale, variant
     results = {}
     for threshold in (-1.0, 1.0):       # no chain sparse / every chain sparse
         monkeypatch.setattr(_chainwise, "SPARSE_TRANSITIONS", threshold)
+        monkeypatch.setattr(_chainwise, "LANE_TRANSITIONS", threshold)
         results[threshold] = obj.loss_gradient(theta)
     assert np.isfinite(results[1.0][0])
     assert results[1.0][0] == results[-1.0][0]
@@ -273,6 +274,29 @@ def test_sparse_transitions_are_taken_where_few():
     np.testing.assert_array_equal(rebuilt, E)
 
 
+def test_lanes_take_the_sparse_form_up_to_half_nonzero():
+    # where the sequences run in lanes, a chain with at most LANE_TRANSITIONS of its
+    # transitions nonzero takes the sparse form (its passes then run in lockstep);
+    # one sequence at a time, only one with at most SPARSE_TRANSITIONS does
+    from skfcrf._kernels._chainwise import LANE_TRANSITIONS, SPARSE_TRANSITIONS, _sparse_transitions
+    X, y = _cycling_chains(40, seed=1)
+    est = FactorialCRF(objective="independent", forbidden_transitions="unseen",
+                       state_transitions=False)
+    obj, theta0, _ = training_problem(est, X, y)
+    tables = obj.terms.tables
+    _, tied_exp, _ = tables.chain_transitions(theta0)
+    tied_exp = np.array(tied_exp)
+    L, o = tables.n_labels[0], tables.chain_tied[0]
+    assert L == 3
+    for n_nonzero, lanes_sparse in ((4, True), (5, False)):    # 44% and 56% of 9
+        E = np.zeros(L * L)
+        E[:n_nonzero] = 1.0
+        tied_exp[o:o + L * L] = E
+        assert SPARSE_TRANSITIONS < 4 / 9 <= LANE_TRANSITIONS < 5 / 9
+        assert list(_sparse_transitions(tables, tied_exp)[0]) == [0, 1]
+        assert list(_sparse_transitions(tables, tied_exp, True)[0]) == [int(lanes_sparse), 1]
+
+
 @pytest.mark.parametrize("objective", ["chainwise", "independent"])
 @pytest.mark.parametrize("scale", [0.5, 30.0])
 def test_lanes_give_each_sequence_its_own_bits(monkeypatch, objective, scale):
@@ -282,6 +306,7 @@ def test_lanes_give_each_sequence_its_own_bits(monkeypatch, objective, scale):
     # log-domain fallback; the gradient sums the same terms in another order
     from skfcrf._kernels import _chainwise
     monkeypatch.setattr(_chainwise, "SPARSE_TRANSITIONS", 1.0)     # every chain sparse
+    monkeypatch.setattr(_chainwise, "LANE_TRANSITIONS", 1.0)
     X, y = _cycling_chains(23, seed=3)
     X, y = X + [X[0][:1], X[1][:2]], y + [y[0][:1], y[1][:2]]
     est = FactorialCRF(objective=objective, sigma=2.0, state_transitions=False,
