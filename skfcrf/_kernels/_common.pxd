@@ -43,6 +43,8 @@ cdef extern from "_simd.h" nogil:
     void skfcrf_lane_reach(long L, double limit, const double* u, double* tmp, double* mx)
     void skfcrf_lane_shift(long L, const double* u, const double* mx, double* out)
     void skfcrf_lane_best(long S, const double* tmp, const double* phi, double* best)
+    void skfcrf_lane_state_scores(long S, long C, const int* index, const double* tied,
+                                  const double* u, const long long* on, double* phis)
     void skfcrf_lane_weigh(long L, double* tmp, double* psi, double* total)
     void skfcrf_lane_clear(long n, const double* a, double* x)
     void skfcrf_lane_tree_sum(long n_rows, const long long* ptr, const int* row,

@@ -96,7 +96,8 @@ import numpy as np
 from ._alloc cimport Block, Carver, allocate, carver, take_doubles, take_floats, take_ints
 from ._common cimport (SKFCRF_LANES, exp_shifted, first_or_null, longest_sequence, maxplus,
                        skfcrf_lane_best, skfcrf_lane_maxplus, skfcrf_lane_normalize, skfcrf_lane_product,
-                       skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_sums,
+                       skfcrf_lane_scale, skfcrf_lane_shift, skfcrf_lane_state_scores,
+                       skfcrf_lane_sums,
                        skfcrf_lane_tree_max, skfcrf_lane_tree_sum, skfcrf_lane_weigh,
                        skfcrf_restore_fp, skfcrf_subnormals_off)
 
@@ -574,30 +575,45 @@ cdef void _state_scores(const Tables* tb, Py_ssize_t g, double* phi) noexcept no
             phi[s] += P[ci[s]]
 
 
+#: Most unary columns whose rows :func:`_lane_state_scores` interleaves on the stack.
+cdef enum:
+    LANE_UNARY = 512
+
+
 cdef void _lane_state_scores(const Tables* tb, const Py_ssize_t* g,
                              double* phis) noexcept nogil:
     """``phis[s * SKFCRF_LANES + b]``: :func:`_state_scores` of every state at global
     token ``g[b]`` in every lane, 0.0 in the lanes with ``g[b] == -1``.  The lanes'
-    unary rows are read together, state by state (each state's label columns once for
-    all four); each lane's sum has :func:`_state_scores`' terms in its order, so its
-    bits."""
+    unary rows are interleaved first (up to :data:`LANE_UNARY` columns), so that each
+    state's label columns are one vector load for all four
+    (``skfcrf_lane_state_scores``); each lane's sum has :func:`_state_scores`' terms in
+    its order, so its bits."""
     cdef Py_ssize_t s, c, k, b, C = tb.C, nl = SKFCRF_LANES
     cdef const double* u[SKFCRF_LANES]
     cdef double v[SKFCRF_LANES]
+    cdef double rows[LANE_UNARY * SKFCRF_LANES]
+    cdef long long on[SKFCRF_LANES]
     cdef const int* ui
     cdef const int* ci
     cdef const double* P
     for b in range(nl):             # a lane not running reads token 0's row, then drops it
         u[b] = tb.unary + (g[b] if g[b] >= 0 else 0) * tb.ldu
-    for s in range(tb.S):
-        ui = tb.unary_index + s * C
-        for b in range(nl):
-            v[b] = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
-        for c in range(C):
+        on[b] = -1 if g[b] >= 0 else 0
+    if tb.ldu <= LANE_UNARY:
+        for k in range(tb.ldu):
             for b in range(nl):
-                v[b] += u[b][ui[c]]
-        for b in range(nl):
-            phis[s * nl + b] = v[b] if g[b] >= 0 else 0.0
+                rows[k * nl + b] = u[b][k]
+        skfcrf_lane_state_scores(tb.S, C, tb.unary_index, tb.tied_phi, rows, on, phis)
+    else:
+        for s in range(tb.S):
+            ui = tb.unary_index + s * C
+            for b in range(nl):
+                v[b] = 0.0 if tb.tied_phi == NULL else tb.tied_phi[s]
+            for c in range(C):
+                for b in range(nl):
+                    v[b] += u[b][ui[c]]
+            for b in range(nl):
+                phis[s * nl + b] = v[b] if g[b] >= 0 else 0.0
     if not tb.any_untied:
         return
     for k in range(tb.K):

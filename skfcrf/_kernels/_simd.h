@@ -973,6 +973,29 @@ SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_best(
     memcpy(best, &m, sizeof m);
 }
 
+/* skfcrf_lane_state_scores: phis[s, b] = tied[s] (0.0 with tied NULL) plus u[index[s, c], b]
+   for c = 0 .. C-1 in that order, where on[b] (all ones), else 0.0: the joint kernels'
+   state scores of four tokens at once (_joint.pyx's _lane_state_scores), from the
+   tokens' unary rows interleaved (u: column k of lane b at k * SKFCRF_LANES + b), each
+   state's columns read once for all the lanes; every lane's sum has the one-token
+   loop's terms in its order. */
+SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_state_scores(
+    long S, long C, const int *index, const double *tied, const double *u,
+    const long long *on, double *phis)
+{
+    long s, c;
+    skfcrf_v4i keep;
+    memcpy(&keep, on, sizeof keep);
+    for (s = 0; s < S; s++) {
+        const int *ix = index + s * C;
+        const double t0 = tied ? tied[s] : 0.0;
+        skfcrf_v4d v = {t0, t0, t0, t0};
+        for (c = 0; c < C; c++)
+            v = v + SKFCRF_LD4(u + (size_t)ix[c] * SKFCRF_LANES);
+        SKFCRF_ST4(phis + s * SKFCRF_LANES, (skfcrf_v4d)((skfcrf_v4i)v & keep));
+    }
+}
+
 /* skfcrf_lane_shift: out[l, b] = u[l, b] - mx[b] (then exp'd: psi). */
 SKFCRF_CLONES __attribute__((unused)) static void skfcrf_lane_shift(
     long L, const double *u, const double *mx, double *out)
@@ -1210,6 +1233,20 @@ static void skfcrf_lane_reach(long L, double limit, const double *u, double *tmp
                 tmp[l * SKFCRF_LANES + b] = 0.0;
             else if (u[l * SKFCRF_LANES + b] > mx[b])
                 mx[b] = u[l * SKFCRF_LANES + b];
+        }
+}
+
+static void skfcrf_lane_state_scores(long S, long C, const int *index, const double *tied,
+                                     const double *u, const long long *on, double *phis)
+{
+    long s, c;
+    int b;
+    for (s = 0; s < S; s++)
+        for (b = 0; b < SKFCRF_LANES; b++) {
+            double v = tied ? tied[s] : 0.0;
+            for (c = 0; c < C; c++)
+                v += u[(size_t)index[s * C + c] * SKFCRF_LANES + b];
+            phis[s * SKFCRF_LANES + b] = on[b] ? v : 0.0;
         }
 }
 
