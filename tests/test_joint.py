@@ -342,6 +342,33 @@ def test_lockstep_blocks_equal_one_sequence_at_a_time(n_threads):
     np.testing.assert_allclose(pairs, ref_pairs, atol=1e-10)
 
 
+def test_lanes_with_more_unary_columns_than_interleaved_agree_with_dense():
+    """The lanes' state scores interleave the tokens' unary rows up to 512 columns
+    and read them one by one beyond: with 560 columns (two chains of 300 and 260
+    labels, 40 states) the sparse form's log Z, marginals and Viterbi agree with the
+    dense form's."""
+    rng = np.random.default_rng(3)
+    n_labels = [300, 260]
+    graph = Graph.build(n_labels, [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1),
+                                   (0, 1, COUPLING, 1)])
+    lengths = [5, 0, 3, 7, 1, 4]
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(seq_ptr[-1])
+    unary = rng.normal(size=(n, graph.total_labels))
+    pair = rng.normal(size=int(pair_layout(graph, n)[-1]))
+    states = np.unique(np.column_stack([rng.integers(0, L, 40) for L in n_labels]),
+                       axis=0).astype(np.int32)
+    assert graph.total_labels > 512
+    out = [joint_marginals(graph, states, seq_ptr, unary, pair, sparse=sparse)
+           for sparse in (False, True)]
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12)
+    np.testing.assert_allclose(out[1][0], out[0][0], atol=1e-12)
+    maps = [joint_map(graph, states, seq_ptr, unary, pair, sparse=sparse)
+            for sparse in (False, True)]
+    np.testing.assert_array_equal(maps[1][0], maps[0][0])
+    np.testing.assert_allclose(maps[1][1], maps[0][1], rtol=1e-12)
+
+
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_sparse_lanes_equal_each_sequence_alone(n_threads):
     """The sparse form runs four sequences in interleaved lanes: every sequence's
