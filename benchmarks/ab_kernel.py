@@ -19,6 +19,9 @@ default fit's first stage, or ``chainwise``), swapping the old function in for A
 
     python benchmarks/ab_kernel.py chainwise --rev 8ee3812 --n-reports 600 --n-jobs 2
 
+``--chains 0`` (with ``--objective independent``) times those chains' blocks alone
+(``block_losses_gradient(theta, active)``), as the per-block solver evaluates them.
+
 ``objective`` times the fused training objective (``pseudolikelihood_objective``
 of the same module: feature products, pseudolikelihood and gradient mapping)
 through the ``PseudoLikelihood`` objective object, swapping the old function in for A.
@@ -235,6 +238,13 @@ def ab_chainwise(args):
         module.chainwise_objective = fns[label]
 
     print(f"dictations {args.n_reports}, n_jobs={args.n_jobs}, old = {args.rev}")
+    if args.chains:
+        # those chains' blocks alone, as the per-block solver evaluates them once the
+        # costlier chains have used their iterations
+        active = np.isin(np.arange(len(objective.blocks)), args.chains)
+        ab(f"{type(objective).__name__}.block_losses_gradient, chains {args.chains}", swap,
+           lambda: objective.block_losses_gradient(theta, active), args.repeat)
+        return
     ab(f"{type(objective).__name__}.data_loss_gradient", swap,
        lambda: objective.data_loss_gradient(theta), args.repeat)
 
@@ -311,6 +321,8 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--n-reports", type=int, default=300,
                     help="dictation reports (joint, chainwise)")
+    ap.add_argument("--chains", type=int, nargs="*", default=None,
+                    help="chainwise --objective independent: these chains' blocks alone")
     ap.add_argument("--objective", default="independent", choices=["independent", "chainwise"],
                     help="chainwise: the objective the kernel runs in")
     ap.add_argument("--model", default=None,

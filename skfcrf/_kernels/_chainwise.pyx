@@ -662,6 +662,13 @@ cdef void _chain_terms_lanes(const Model* m, Scratch* s, const Lanes* q, Py_ssiz
             if live[b] and t + LANE_AHEAD < T[b] and not coupled:
                 prefetch_span(s[b].scores + (t + LANE_AHEAD) * m.p.width
                               + m.p.label_offset[c], L, 0)
+                # and the token's gold labels and allowed labels (further streams, one
+                # per lane, that the hardware's prefetchers did not keep up with)
+                prefetch_span(<const double*> (m.gold + (g0[b] + t + LANE_AHEAD) * C), 1, 0)
+                if m.has_allowed:
+                    prefetch_span(<const double*> (m.allowed + (g0[b] + t + LANE_AHEAD)
+                                                   * m.p.ltot + m.p.label_offset[c]),
+                                  (L + 7) // 8, 0)
             if live[b] and t < T[b] and coupled:
                 for l in range(L):
                     ut[l * nl + b] = s[b].u[t * L + l]
