@@ -243,16 +243,23 @@ def test_sparse_transitions_change_no_bit(monkeypatch, objective, scale, variant
     np.testing.assert_array_equal(results[1.0][1], results[-1.0][1])
 
 
-def test_sparse_transitions_are_taken_where_few():
-    # the 16-label chain's seen transitions are under 15% of its pairs, the 3-label
-    # chain's are not: only the first is multiplied as a sparse matrix
-    from skfcrf._kernels._chainwise import _sparse_transitions
+def _cycling_tables():
+    """The kernel tables of a closed independent-chains model of 40 cycling sequences
+    (a 3-label chain with every transition seen, a 16-label one with few) and its tied
+    transitions at the initial weights."""
     X, y = _cycling_chains(40, seed=1)
     est = FactorialCRF(objective="independent", forbidden_transitions="unseen",
                        state_transitions=False)
     obj, theta0, _ = training_problem(est, X, y)
     tables = obj.terms.tables
-    _, tied_exp, _ = tables.chain_transitions(theta0)
+    return tables, np.array(tables.chain_transitions(theta0)[1])
+
+
+def test_sparse_transitions_are_taken_where_few():
+    # the 16-label chain's seen transitions are under 15% of its pairs, the 3-label
+    # chain's are not: only the first is multiplied as a sparse matrix
+    from skfcrf._kernels._chainwise import _sparse_transitions
+    tables, tied_exp = _cycling_tables()
     on, ptr_off, off, row_ptr, col, val, col_ptr, row, cval = _sparse_transitions(
         tables, tied_exp)
     assert list(on) == [0, 1]
@@ -279,13 +286,7 @@ def test_lanes_take_the_sparse_form_up_to_half_nonzero():
     # transitions nonzero takes the sparse form (its passes then run in lockstep);
     # one sequence at a time, only one with at most SPARSE_TRANSITIONS does
     from skfcrf._kernels._chainwise import LANE_TRANSITIONS, SPARSE_TRANSITIONS, _sparse_transitions
-    X, y = _cycling_chains(40, seed=1)
-    est = FactorialCRF(objective="independent", forbidden_transitions="unseen",
-                       state_transitions=False)
-    obj, theta0, _ = training_problem(est, X, y)
-    tables = obj.terms.tables
-    _, tied_exp, _ = tables.chain_transitions(theta0)
-    tied_exp = np.array(tied_exp)
+    tables, tied_exp = _cycling_tables()
     L, o = tables.n_labels[0], tables.chain_tied[0]
     assert L == 3
     for n_nonzero, lanes_sparse in ((4, True), (5, False)):    # 44% and 56% of 9
