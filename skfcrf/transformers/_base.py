@@ -375,6 +375,19 @@ _PARAM_CHECKS = {"attribute": check_attribute, "bool": check_bool, "offsets": ch
 # --------------------------------------------------------------------------- base class
 
 
+def sequence_transformer_tags(tags):
+    """scikit-learn's tags of a transformer of token sequences, set on ``tags``
+    (its base class's): input lists of sequences of strings or dicts (not a 2-D
+    array), output feature rows of no preserved dtype."""
+    from sklearn.utils import TransformerTags
+
+    tags.transformer_tags = TransformerTags(preserves_dtype=[])
+    tags.input_tags.two_d_array = False
+    tags.input_tags.string = True
+    tags.input_tags.dict = True
+    return tags
+
+
 class SequenceTransformerMixin(BaseEstimator):
     """Base class of the skfcrf token-sequence transformers.
 
@@ -400,14 +413,7 @@ class SequenceTransformerMixin(BaseEstimator):
     _param_kinds = {}
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        from sklearn.utils import TransformerTags
-
-        tags.transformer_tags = TransformerTags(preserves_dtype=[])
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.dict = True
-        return tags
+        return sequence_transformer_tags(super().__sklearn_tags__())
 
     def __sklearn_is_fitted__(self):
         """Whether ``fit`` has run (it records ``feature_names_out_``)."""

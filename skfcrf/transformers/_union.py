@@ -7,7 +7,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
-from skfcrf.transformers._base import check_sequences, check_weight
+from skfcrf.transformers._base import check_sequences, check_weight, sequence_transformer_tags
 
 __all__ = ["SequenceFeatureUnion", "make_sequence_union"]
 
@@ -96,14 +96,7 @@ class SequenceFeatureUnion(_BaseComposition):
         return Bunch(**dict(self.transformer_list))
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        from sklearn.utils import TransformerTags
-
-        tags.transformer_tags = TransformerTags(preserves_dtype=[])
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.dict = True
-        return tags
+        return sequence_transformer_tags(super().__sklearn_tags__())
 
     def __sklearn_is_fitted__(self):
         """Whether every member is fitted (as scikit-learn's ``FeatureUnion`` decides).
