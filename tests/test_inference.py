@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from skfcrf._kernels.batch import MAX_PRODUCT_STATES, map_assign, marginals
+from skfcrf._kernels.batch import MAX_PRODUCT_STATES, coupled_components, map_assign, marginals
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
 
 # ---------------------------------------------------------------------------
@@ -175,6 +175,63 @@ def test_exact_matches_enumeration(zoo_index, p_forbid):
     got = labelling_scores(graph, seq_ptr, labels, score)
     fin = np.isfinite(best_bf)
     np.testing.assert_allclose(got[fin], best_bf[fin], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_labels, edges, parts", [
+    ([2, 3, 2], [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 0), (2, 2, IN_CHAIN, 1),
+                 (0, 1, COUPLING, 1)], [[0, 1], [2]]),
+    ([2, 2, 3], [(0, 0, IN_CHAIN, 0), (2, 2, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1)],
+     [[0], [1], [2]]),
+    ([3, 2, 2], [(0, 0, IN_CHAIN, 1), (1, 1, IN_CHAIN, 1), (0, 2, COUPLING, 0),
+                 (2, 2, IN_CHAIN, 0)], [[0, 2], [1]]),
+])
+@pytest.mark.parametrize("p_forbid", [0.0, 0.3])
+def test_exact_over_uncoupled_components_matches_enumeration(n_labels, edges, parts,
+                                                             p_forbid):
+    """Chains no coupling joins are inferred apart, as exactly as over the product.
+    Sequences one component allows no labelling add nothing anywhere (brute force)."""
+    rng = np.random.default_rng(31 + int(10 * p_forbid) + len(edges))
+    graph, seq_ptr, unary, pair = random_model(rng, n_labels, edges, [1, 2, 3, 3, 2],
+                                               scale=1.5, p_forbid=p_forbid)
+    assert coupled_components(graph) == parts
+    if p_forbid:
+        # the last chain allows sequence 3 no label at its first token
+        unary[seq_ptr[3], graph.label_offset[-2]:] = -np.inf
+    node_bf, pair_bf, logz_bf, best_bf, score = brute_force(graph, seq_ptr, unary, pair)
+    assert np.isfinite(logz_bf).any() and np.isinf(logz_bf).any() == bool(p_forbid)
+    node, pm, logz, conv, nit = marginals(graph, seq_ptr, unary, pair, method="exact")
+    assert conv.all() and (nit == 1).all()
+    np.testing.assert_allclose(logz, logz_bf, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(node, node_bf, atol=1e-10)
+    np.testing.assert_allclose(pm, pair_bf, atol=1e-10)
+    labels, _, _ = map_assign(graph, seq_ptr, unary, pair, method="exact")
+    fin = np.isfinite(best_bf)
+    np.testing.assert_allclose(labelling_scores(graph, seq_ptr, labels, score)[fin],
+                               best_bf[fin], rtol=1e-10, atol=1e-10)
+
+
+def test_exact_over_components_beyond_the_product_limit():
+    """Three uncoupled chains of 7, 72 and 44 labels (22,176 product states) run as
+    three chains; each chain's results are its own one-chain model's."""
+    rng = np.random.default_rng(41)
+    n_labels = [7, 72, 44]
+    graph, seq_ptr, unary, pair = random_model(
+        rng, n_labels, [(c, c, IN_CHAIN, 1) for c in range(3)], [5, 1, 8], p_forbid=0.1)
+    assert int(np.prod(n_labels)) > MAX_PRODUCT_STATES
+    node, pm, logz, _, _ = marginals(graph, seq_ptr, unary, pair, method="exact", n_threads=2)
+    labels, _, _ = map_assign(graph, seq_ptr, unary, pair, method="exact")
+    off, eoff = graph.label_offset, pair_layout(graph, unary.shape[0])
+    total = np.zeros(len(seq_ptr) - 1)
+    for c in range(3):
+        one = Graph.build([n_labels[c]], [(0, 0, IN_CHAIN, 1)])
+        u = np.ascontiguousarray(unary[:, off[c]:off[c + 1]])
+        n1, pm1, lz1, _, _ = marginals(one, seq_ptr, u, pair[eoff[c]:eoff[c + 1]])
+        total += lz1
+        live = np.repeat(np.isfinite(logz), np.diff(seq_ptr))
+        np.testing.assert_allclose(node[live, off[c]:off[c + 1]], n1[live], atol=1e-12)
+        lab1, _, _ = map_assign(one, seq_ptr, u, pair[eoff[c]:eoff[c + 1]])
+        np.testing.assert_array_equal(labels[:, c], lab1[:, 0])
+    np.testing.assert_allclose(logz, total)
 
 
 def test_exact_single_chain_untied_and_forbidden_with_fallback():
@@ -374,7 +431,7 @@ def test_bad_inputs_raise():
         marginals(graph, seq_ptr, bad, pair)
     with pytest.raises(ValueError, match="max_iter"):
         marginals(graph, seq_ptr, unary, pair, method="trp", max_iter=0)
-    big = Graph.build([20, 20, 20], [(0, 1, COUPLING, 1)])
+    big = Graph.build([20, 20, 20], [(0, 1, COUPLING, 1), (1, 2, COUPLING, 1)])
     sp = np.array([0, 2])
     u = np.zeros((2, 60))
     p = np.zeros(int(pair_layout(big, 2)[-1]))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from skfcrf import FactorialCRF
+from skfcrf._kernels.batch import MAX_PRODUCT_STATES
 from skfcrf._kernels.graph import IN_CHAIN, Graph
 from skfcrf.inference import (
     METHODS,
@@ -87,3 +88,32 @@ def test_log_prob_with_missing_labels_computes_each_log_z_once(monkeypatch, infe
     values = crf.log_prob(X, partial)
     assert len(calls) == 2                       # the model's log Z, and the clamped one
     assert values[0] > crf.log_prob(X[:1], y[:1])[0] and values[0] <= 0.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_exact_decodes_uncoupled_chains_apart_beyond_the_product_limit():
+    """``coupling="none"`` with ``inference="exact"``: three chains of up to 17 labels
+    (more product states than the limit) run as three chains -- the decoded
+    labelling is each sequence's best (no labelling the model allows scores
+    higher: neither the gold one nor the other chains' labels swapped in), and
+    every chain's marginals are distributions."""
+    rng = np.random.default_rng(12)
+    X, y = [], []
+    for _ in range(30):
+        n = int(rng.integers(3, 8))
+        labels = rng.integers(0, 17, size=(n, 3))
+        X.append([[f"w{labels[t, 0]}", f"v{labels[t, 1] % 5}", f"u{labels[t, 2] % 3}"]
+                  for t in range(n)])
+        y.append([tuple(f"l{v}" for v in row) for row in labels])
+    crf = FactorialCRF(coupling="none", inference="exact", finetune_iter=0, max_iter=15,
+                       forbidden_transitions=None).fit(X, y)
+    assert np.prod([len(c) for c in crf.classes_]) > MAX_PRODUCT_STATES
+    pred = crf.predict(X)
+    best = crf.log_prob(X, pred)
+    assert np.all(best >= crf.log_prob(X, y) - 1e-9)
+    shuffled = [p[::-1] for p in pred]
+    assert np.all(best >= crf.log_prob(X, shuffled) - 1e-9)
+    assert [r.status for r in crf.decode(X)] == ["exact"] * len(X)
+    for seq in crf.predict_marginals(X):
+        for m in seq:
+            np.testing.assert_allclose(m.sum(axis=1), 1.0)

@@ -224,10 +224,13 @@ class FactorialCRF(BaseEstimator):
         predicted, unless fixed labels need it (see the user guide).  ``"trp"``: loopy belief propagation
         with the TRP schedule (max-product decoding refined by chain-wise
         coordinate ascent).  ``"exact"``: over the full product label space
-        (small label sets only).  ``"auto"``: exact for one chain; for several,
-        ``"joint"`` when the in-chain templates are tied and at most 4096
-        combinations were seen, else ``"trp"``.  The same method gives the
-        likelihood objective its marginals.
+        of each group of coupled chains (small label sets only; chains that no
+        coupling joins are decoded apart, so ``coupling="none"`` with
+        ``"exact"`` gives every chain its own Viterbi and forward-backward).
+        ``"auto"``: exact for one chain; for several, ``"joint"`` when the
+        in-chain templates are tied and at most 4096 combinations were seen,
+        else ``"trp"``.  The same method gives the likelihood objective its
+        marginals.
     bp_max_iter : int, default=1000
         Maximum TRP iterations (spanning trees) per sequence.
     bp_tol : float, default=1e-6

@@ -2,7 +2,9 @@
 
 Forward-backward / Viterbi on one chain, or over the product label space of
 several chains (at most :data:`~skfcrf._kernels.batch.MAX_PRODUCT_STATES`
-states); its n-best and max-marginals run over the same states.
+states), each connected component of the coupled chains apart
+(:func:`~skfcrf._kernels.batch.coupled_components`); its n-best and
+max-marginals run over the whole product's states.
 """
 import numpy as np
 
