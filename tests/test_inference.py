@@ -467,3 +467,45 @@ def test_trp_convergence_needs_every_edge_recomputed():
                           seeds=np.arange(20) + shift)
         np.testing.assert_allclose(other[0], ref[0], atol=1e-9)
         np.testing.assert_allclose(other[2], ref[2], atol=1e-9)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_exact_nbest_and_max_marginals_over_components_equal_enumeration(tied):
+    """Two components (chains 0-1 coupled, chain 2 alone; one transition forbidden per
+    chain): the k best labellings are the enumeration's k best scores, distinct; a
+    label's max-marginal is the best score through it; a sequence with no allowed
+    labelling has none."""
+    from skfcrf.inference import ExactInference
+
+    from brute import all_labellings, full_score, make_problem
+
+    rng = np.random.default_rng(7 + tied)
+    graph, seq_ptr, unary, pair, eo, _ = make_problem(rng, [2, 3, 2], [3, 1, 2, 0, 2],
+                                                      [(0, 1)], tied, forbid=True)
+    unary[seq_ptr[4], graph.label_offset[2]:] = -np.inf     # sequence 4: chain 2 has no label
+    assert coupled_components(graph) == [[0, 1], [2]]
+    method = ExactInference(graph)
+    k = 7
+    found = method.n_best(seq_ptr, unary, pair, None, k)
+    mm = method.max_marginals(seq_ptr, unary, pair)
+    for s in range(len(seq_ptr) - 1):
+        start, T = int(seq_ptr[s]), int(seq_ptr[s + 1] - seq_ptr[s])
+        ys = list(all_labellings(graph, T))
+        scores = np.array([full_score(graph, unary, pair, eo, start, y) for y in ys])
+        allowed = np.sort(scores[np.isfinite(scores)])[::-1]
+        got = np.array([v for _, v in found[s]])
+        assert len(got) == min(k, len(allowed))
+        np.testing.assert_allclose(got, allowed[:len(got)], rtol=1e-10, atol=1e-10)
+        assert len({y.tobytes() for y, _ in found[s]}) == len(got)
+        for y, v in found[s]:
+            assert y.shape == (T, 3) and np.isclose(full_score(graph, unary, pair, eo, start, y), v)
+        ref = np.full((T, graph.total_labels), -np.inf)
+        for y, v in zip(ys, scores):
+            for t, c in itertools.product(range(T), range(3)):
+                col = graph.label_offset[c] + y[t, c]
+                ref[t, col] = max(ref[t, col], v)
+        block = mm[start:start + T]
+        assert np.array_equal(np.isfinite(block), np.isfinite(ref))
+        np.testing.assert_allclose(block[np.isfinite(ref)], ref[np.isfinite(ref)], atol=1e-10)
+    assert found[4] == [] and np.isinf(mm[seq_ptr[4]:seq_ptr[5]]).all()
+    assert found[3][0][0].shape == (0, 3) and found[3][0][1] == 0.0     # the empty sequence

@@ -5,6 +5,7 @@ import pytest
 from skfcrf import FactorialCRF
 from skfcrf._kernels.batch import MAX_PRODUCT_STATES
 from skfcrf._kernels.graph import IN_CHAIN, Graph
+from skfcrf.active import max_marginals
 from skfcrf.inference import (
     METHODS,
     ExactInference,
@@ -117,3 +118,12 @@ def test_exact_decodes_uncoupled_chains_apart_beyond_the_product_limit():
     for seq in crf.predict_marginals(X):
         for m in seq:
             np.testing.assert_allclose(m.sum(axis=1), 1.0)
+    # n-best and max-marginals run per component too
+    for d, p in zip(crf.decode(X[:4], n_best=3), pred):
+        lp = [r.log_prob for r in d.ranked]
+        assert len(lp) == 3 and np.all(np.diff(lp) <= 1e-12)
+        assert np.array_equal(d.ranked[0].labels, p)
+    mm = max_marginals(crf, X[:4])
+    for seq, top in zip(mm, best[:4]):
+        for m in seq:     # every token's best label is on the best labelling
+            np.testing.assert_allclose(m.max(axis=1), top)

@@ -153,7 +153,7 @@ def coupled_components(graph):
     return list(parts.values())
 
 
-class _Component:
+class Component:
     """One connected component of the coupled chains as a graph of its own: its
     chains' unary columns and its edges' segments of ``pair`` (in edge order)."""
 
@@ -183,16 +183,17 @@ class _Component:
             at += b - a
 
 
-def _components(graph, edge_offset):
-    """The :class:`_Component` of every connected component, or None for one."""
+def split_components(graph, edge_offset):
+    """The :class:`Component` of every connected component of the coupled chains,
+    or None when there is one."""
     parts = coupled_components(graph)
     if len(parts) == 1:
         return None
-    return [_Component(graph, chains, edge_offset) for chains in parts]
+    return [Component(graph, chains, edge_offset) for chains in parts]
 
 
 def _marginals_by_component(parts, seq_ptr, unary, pair, n_threads, node, pout, log_z):
-    """:func:`marginals` of each component into the full outputs.  A sequence that
+    """:func:`marginals` of each :class:`Component` into the full outputs.  A sequence that
     one component allows no labelling has none at all: its rows are then computed
     again with every label forbidden, so that (as over the product space) it adds
     no marginals and no pair counts anywhere."""
@@ -293,7 +294,7 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
     converged = np.ones(n_seq, np.uint8)
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
-        parts = _components(graph, edge_offset)
+        parts = split_components(graph, edge_offset)
         if parts is not None:
             _marginals_by_component(parts, seq_ptr, unary, pair, n_threads, node, pout, log_z)
             return node, pout, log_z, converged.astype(bool), n_iter
@@ -349,7 +350,7 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
     converged = np.ones(n_seq, np.uint8)
     n_iter = (np.diff(seq_ptr) > 0).astype(np.int32)
     if method == "exact" and graph.n_chains > 1:
-        parts = _components(graph, edge_offset)
+        parts = split_components(graph, edge_offset)
         if parts is not None:
             for part in parts:
                 labels[:, part.chains] = map_assign(part.graph, seq_ptr, part.unary(unary),
