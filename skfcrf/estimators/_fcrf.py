@@ -205,7 +205,11 @@ class FactorialCRF(BaseEstimator):
         (``coupling="all"``) of Marcheggiani (2014); ``forbidden_transitions``
         must then be ``"auto"`` or None and ``state_transitions`` not True.
     coupling : {"adjacent", "all", "none"} or list of (int, int), default="adjacent"
-        Which chain pairs are coupled at every token.
+        Which chain pairs are coupled at every token.  With ``"none"`` no factor
+        joins two chains, but ``inference="auto"`` still decodes them jointly
+        over the label combinations seen in training, which couples them (no
+        chain takes a label that never went with the others'); ``"none"`` with
+        ``inference="exact"`` gives independent chains, each decoded alone.
     coupling_observations : str or list of str, default=None
         With ``coupling_features="supported"`` or ``"all"``: the observations
         that get coupling weights, as name prefixes (an observation whose name
