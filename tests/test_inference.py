@@ -3,6 +3,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skfcrf._kernels.batch import MAX_PRODUCT_STATES, coupled_components, map_assign, marginals
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph, pair_layout
@@ -509,3 +511,32 @@ def test_exact_nbest_and_max_marginals_over_components_equal_enumeration(tied):
         np.testing.assert_allclose(block[np.isfinite(ref)], ref[np.isfinite(ref)], atol=1e-10)
     assert found[4] == [] and np.isinf(mm[seq_ptr[4]:seq_ptr[5]]).all()
     assert found[3][0][0].shape == (0, 3) and found[3][0][1] == 0.0     # the empty sequence
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=8))))
+def test_coupled_components_partition_the_chains_into_connected_parts(case):
+    """Every chain in exactly one part, each part ascending and the parts in the order
+    of their first chain; every coupling inside one part; and no part splits into two
+    with no coupling between them."""
+    n, pairs = case
+    couplings = sorted({(min(a, b), max(a, b)) for a, b in pairs if a != b})
+    graph = Graph.build([2] * n, [(c, c, IN_CHAIN, 1) for c in range(n)]
+                        + [(a, b, COUPLING, 1) for a, b in couplings])
+    parts = coupled_components(graph)
+    assert sorted(c for part in parts for c in part) == list(range(n))
+    assert all(part == sorted(part) for part in parts)
+    assert [part[0] for part in parts] == sorted(part[0] for part in parts)
+    where = {c: i for i, part in enumerate(parts) for c in part}
+    assert all(where[a] == where[b] for a, b in couplings)
+    for part in parts:          # connected: a search from its first chain reaches all of it
+        reached, todo = {part[0]}, [part[0]]
+        while todo:
+            c = todo.pop()
+            for a, b in couplings:
+                for x, y in ((a, b), (b, a)):
+                    if x == c and y not in reached:
+                        reached.add(y)
+                        todo.append(y)
+        assert reached == set(part)
