@@ -13,6 +13,8 @@ gold labelling has probability 0 (``log_prob == -inf``).
         --random-state 0
     python benchmarks/bench_calibration.py --task conll --n-test 2012 \
         --forbidden-transitions auto backoff none --bootstrap 2000
+    python benchmarks/bench_calibration.py --task dictations --calibration dev temperature \
+        --random-state 0
 
 ``--bootstrap N``: for every model after the first, the difference of its chunk F1
 (``conll``) or joint accuracy (``dictations``) to the first model's, with a 95% interval
@@ -26,6 +28,13 @@ labellings leaves them out and says how many.
 model's marginals without them (``marginal_temperatures_`` set to 1): the
 weights are those of the uncalibrated fit, so joint accuracy and the
 uncalibrated ECE equal ``--calibration none``'s.
+
+``--calibration dev`` fits the uncalibrated model and then
+``crf.calibrate(X_dev, y_dev)`` on a development set held out from training:
+``--n-dev`` further dictations (``make_dictations(n_dev, "rcg",
+random_state=--dev-random-state)``, default 100) or the ``--n-dev`` CoNLL-2000 training
+sentences after the first ``--n-train`` (default 500).  The fit is the plain one; the
+calibration's time is printed apart.
 
 ``dictations``: ``make_dictations(300, "rcg", random_state=1)``, the first 200
 reports to train, the last 100 to test, ``make_dictation_features()``,
@@ -96,6 +105,18 @@ def data(task, n_train, n_test):
     Xtr, ytr, Xte, yte = Xtr[:n_train], ytr[:n_train], Xte[:n_test], yte[:n_test]
     both = word_observations(Xtr + Xte)
     return both[:len(Xtr)], ytr, both[len(Xtr):], yte, {}
+
+
+def dev_data(task, n_train, n_dev, random_state):
+    """A development set held out from :func:`data`'s training and test sets: ``X, y``."""
+    if task == "dictations":
+        from skfcrf.datasets import make_dictations
+        from skfcrf.transformers import make_dictation_features
+        X, y = make_dictations(n_dev, style="rcg", random_state=random_state)
+        return make_dictation_features().fit_transform(X), y
+    from _conll import load, word_observations
+    X, y = load("train")
+    return word_observations(X[n_train:n_train + n_dev]), y[n_train:n_train + n_dev]
 
 
 def sequence_counts(task, y, pred):
@@ -184,18 +205,25 @@ def main():
     ap.add_argument("--forbidden-transitions", nargs="+", default=["auto"],
                     choices=("auto", "none", "unseen", "backoff"))
     ap.add_argument("--calibration", nargs="+", default=["none"],
-                    choices=("none", "temperature"))
+                    choices=("none", "temperature", "dev"))
     ap.add_argument("--calibration-cv", type=int, default=4)
+    ap.add_argument("--n-dev", type=int, default=None,
+                    help="--calibration dev: 100 dictations or 500 CoNLL sentences")
+    ap.add_argument("--dev-random-state", type=int, default=2)
     ap.add_argument("--random-state", type=int, default=None)
     ap.add_argument("--bootstrap", type=int, default=0)
     args = ap.parse_args()
     Xtr, ytr, Xte, yte, params = data(args.task, args.n_train, args.n_test)
+    dev = None
+    if "dev" in args.calibration:
+        n_dev = args.n_dev or (100 if args.task == "dictations" else 500)
+        dev = dev_data(args.task, args.n_train, n_dev, args.dev_random_state)
     first = None
     for forbidden, calibration in [(f, c) for f in args.forbidden_transitions
                                    for c in args.calibration]:
         crf = FactorialCRF(n_jobs=args.n_jobs,
                            forbidden_transitions=None if forbidden == "none" else forbidden,
-                           calibration=None if calibration == "none" else calibration,
+                           calibration="temperature" if calibration == "temperature" else None,
                            calibration_cv=args.calibration_cv,
                            random_state=args.random_state, **params)
         t0 = time.perf_counter()
@@ -203,6 +231,12 @@ def main():
             warnings.simplefilter("ignore")
             crf.fit(Xtr, ytr)
         fit = time.perf_counter() - t0
+        calibrate = ""
+        if calibration == "dev":
+            t0 = time.perf_counter()
+            crf.calibrate(*dev)
+            calibrate = (f"  calibrate on {len(dev[0])} dev sequences "
+                         f"{time.perf_counter() - t0:.2f} s")
         t0 = time.perf_counter()
         pred = crf.predict(Xte)
         decode = time.perf_counter() - t0
@@ -241,7 +275,7 @@ def main():
               f"  ECE per chain {' / '.join(f'{e:.4f}' for e in ece)}"
               f"  gold impossible {impossible:.1%}{unknown}"
               f"  decode(fixed=gold chain {crf.n_chains_ - 1}) refused {refused}/{len(known)}"
-              f"  fit {fit:.1f} s  decode {decode:.2f} s"
+              f"  fit {fit:.1f} s{calibrate}  decode {decode:.2f} s"
               + extra, flush=True)
 
 

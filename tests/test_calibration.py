@@ -167,3 +167,103 @@ def test_calibration_folds_are_checked_and_repeatable():
     a = _fit(X, y, calibration="temperature", calibration_cv=2)
     b = _fit(X, y, calibration="temperature", calibration_cv=2)
     np.testing.assert_array_equal(a.marginal_temperatures_, b.marginal_temperatures_)
+
+
+def _by_hand(model, X, y):
+    """Per chain the temperature ``fit_temperature`` gives the untempered marginals of
+    ``X`` against ``y``, missing labels left out."""
+    saved = model.marginal_temperatures_
+    model.marginal_temperatures_ = np.ones(model.n_chains_)
+    try:
+        marg = model.predict_marginals(X)
+    finally:
+        model.marginal_temperatures_ = saved
+    out = []
+    for c, labels in enumerate(model.classes_):
+        m, g = [], []
+        for seq_m, seq in zip(marg, y):
+            keep = [i for i, t in enumerate(seq) if t[c] is not None]
+            m.append(seq_m[c][keep])
+            g.append([list(labels).index(seq[i][c]) if seq[i][c] in labels else -1
+                      for i in keep])
+        out.append(fit_temperature(np.concatenate(m), np.concatenate(g).astype(np.int64)))
+    return np.array(out)
+
+
+def test_calibrate_fits_temperatures_on_held_out_sequences(noisy_models):
+    """``calibrate(X_dev, y_dev)``: the temperatures of the dev set's untempered
+    marginals, replacing any; the weights, predictions and log_prob untouched; the
+    marginals of new sequences better calibrated."""
+    import copy
+
+    plain, calibrated = (copy.deepcopy(m) for m in noisy_models)
+    X_dev, y_dev = _noisy(150, seed=1)
+    X_new, y_new = _noisy(150, seed=4)
+    before = plain.predict_marginals(X_new)
+    coef = plain.coef_.copy()
+    assert plain.calibrate(X_dev, y_dev) is plain
+    np.testing.assert_allclose(plain.marginal_temperatures_, _by_hand(plain, X_dev, y_dev))
+    assert np.all(plain.marginal_temperatures_ > 1.2)
+    np.testing.assert_array_equal(plain.coef_, coef)
+    assert all(np.array_equal(a, b) for a, b in
+               zip(plain.predict(X_new), noisy_models[0].predict(X_new)))
+    np.testing.assert_array_equal(plain.log_prob(X_new, y_new),
+                                  noisy_models[0].log_prob(X_new, y_new))
+    after = plain.predict_marginals(X_new)
+    for c, t in enumerate(plain.marginal_temperatures_):
+        gold = [np.searchsorted(plain.classes_[c], [tok[c] for tok in seq]) for seq in y_new]
+        loss = [-np.mean(np.concatenate([np.log(m[c][np.arange(len(i)), i])
+                                         for m, i in zip(marg, gold)])) for marg in (before, after)]
+        assert loss[1] < loss[0] - 0.05
+        np.testing.assert_allclose(after[0][c], temper(before[0][c], t), atol=1e-12)
+    buffer = io.BytesIO()
+    plain.save(buffer)
+    buffer.seek(0)
+    np.testing.assert_array_equal(FactorialCRF.load(buffer).marginal_temperatures_,
+                                  plain.marginal_temperatures_)
+    # the cross-fitted temperatures are replaced by the dev set's, computed from the
+    # same weights' untempered marginals
+    calibrated.calibrate(X_dev, y_dev)
+    np.testing.assert_allclose(calibrated.marginal_temperatures_, plain.marginal_temperatures_)
+    # on its own training sequences the model looks sure and right: no flattening
+    X_train, y_train = _noisy(120, seed=0)
+    assert np.all(plain.calibrate(X_train, y_train).marginal_temperatures_ < 1.0)
+
+
+def test_calibrate_leaves_missing_labels_out_and_counts_unknown_ones_wrong(noisy_models):
+    import copy
+
+    model = copy.deepcopy(noisy_models[0])
+    X, y = _noisy(60, seed=5)
+    partial = [[(a if i % 3 else None, b) for i, (a, b) in enumerate(seq)] for seq in y]
+    model.calibrate(X, partial)
+    np.testing.assert_allclose(model.marginal_temperatures_, _by_hand(model, X, partial))
+    assert model.marginal_temperatures_[0] != _by_hand(model, X, y)[0]
+    unknown = [[("new" if i == 0 else a, b) for i, (a, b) in enumerate(seq)] for seq in y]
+    model.calibrate(X, unknown)
+    np.testing.assert_allclose(model.marginal_temperatures_, _by_hand(model, X, unknown))
+    assert model.marginal_temperatures_[0] > _by_hand(model, X, y)[0]
+
+
+def test_calibrate_refuses_bad_input(noisy_models):
+    import copy
+
+    from sklearn.exceptions import NotFittedError
+
+    model = copy.deepcopy(noisy_models[0])
+    X, y = _noisy(5, seed=6)
+    with pytest.raises(NotFittedError):
+        FactorialCRF().calibrate(X, y)
+    with pytest.raises(ValueError, match="different numbers of sequences: 5 != 4"):
+        model.calibrate(X, y[:4])
+    with pytest.raises(ValueError, match="sequence 2: X has"):
+        model.calibrate(X, y[:2] + [y[2][:-1]] + y[3:])
+    with pytest.raises(ValueError, match="chains"):
+        model.calibrate(X, [[(a,) for a, _ in seq] for seq in y])
+    np.testing.assert_array_equal(model.marginal_temperatures_, [1.0, 1.0])
+    X, y = [[{"w": 1}] * 3, [{"v": 1}] * 2], [[("B-NP",), ("I-NP",), ("O",)],
+                                              [("B-VP",), ("I-VP",)]]
+    bme = FactorialCRF(max_iter=20, segment_encoding="bme").fit(X, y)
+    with pytest.raises(ValueError, match="segment_encoding='bme' needs every label"):
+        bme.calibrate(X, [[("B-NP",), (None,), ("O",)], y[1]])
+    assert bme.calibrate(X, y).marginal_temperatures_.shape == (1,)

@@ -367,7 +367,9 @@ class FactorialCRF(BaseEstimator):
         model itself is fitted on all the sequences exactly as without
         calibration, so its weights, :meth:`predict`, :meth:`decode` and
         :meth:`log_prob` are unchanged; the fit costs about
-        ``calibration_cv - 1`` fits more.  See Notes, "Calibrated marginals".
+        ``calibration_cv - 1`` fits more.  With a development set held out
+        from training, :meth:`calibrate` fits the temperatures on it instead,
+        for the cost of decoding it.  See Notes, "Calibrated marginals".
     calibration_cv : int, default=4
         With ``calibration="temperature"``: the number of folds (at least 2,
         at most the number of training sequences).  Every training sequence
@@ -447,8 +449,10 @@ class FactorialCRF(BaseEstimator):
     confidence for 94.4 % accuracy: a section labelled wrongly as a whole gets
     the confidence of all its tokens' evidence).  ``calibration="temperature"``
     reports per chain ``p_t(j) ** (1 / T_c)``, normalised over the chain's
-    labels at the token, with ``T_c`` fitted on held-out sequences (see
-    ``calibration``; :mod:`skfcrf.estimators._calibration`).  The map is per
+    labels at the token, with ``T_c`` fitted on held-out sequences: the
+    cross-fitted folds of the training set (see ``calibration``), or a
+    development set given to :meth:`calibrate` after the fit
+    (:mod:`skfcrf.estimators._calibration`).  The map is per
     token and order-preserving: the most probable label of every token and
     chain, the labels of marginal 0 (forbidden) and fixed labels (marginal 1)
     stay as they are.  It applies to :meth:`predict_marginals` only: the
@@ -1339,11 +1343,15 @@ class FactorialCRF(BaseEstimator):
         ValueError
             For ``fixed`` as in :meth:`decode`.
         """
+        return self._marginals(X, fixed, return_status, tempered=True)
+
+    def _marginals(self, X, fixed, return_status, tempered):
+        """:meth:`predict_marginals`, with ``marginal_temperatures_`` applied or not."""
         seq_ptr, unary, pair, method = self._inference_inputs(X)
         fixed = self._fixed_labels(fixed, seq_ptr, method)
         node, status, _ = method.marginals_given(seq_ptr, unary, pair, fixed)
         off = self.graph_.label_offset
-        temperatures = getattr(self, "marginal_temperatures_", None)
+        temperatures = getattr(self, "marginal_temperatures_", None) if tempered else None
         chains = []
         for c in range(self.n_chains_):
             block = node[:, off[c]:off[c + 1]]
@@ -1353,6 +1361,72 @@ class FactorialCRF(BaseEstimator):
         marginals = [[chains[c][seq_ptr[s]:seq_ptr[s + 1]].copy() for c in range(self.n_chains_)]
                      for s in range(len(seq_ptr) - 1)]
         return (marginals, [str(v) for v in status]) if return_status else marginals
+
+    def calibrate(self, X, y):
+        """Fit the marginal temperatures on labelled sequences held out from training.
+
+        Per chain the temperature ``T_c`` that minimises the Brier score of the
+        tempered marginals ``p ** (1 / T_c)`` of ``X`` against ``y`` replaces
+        ``marginal_temperatures_`` (the same fit as ``calibration="temperature"``
+        makes on its cross-fitted folds; see the user guide, "Calibrated
+        marginals").  The weights are not touched: :meth:`predict`,
+        :meth:`decode` and :meth:`log_prob` are unchanged, and only
+        :meth:`predict_marginals` is tempered.  The cost is one
+        :meth:`predict_marginals` of ``X``, against the ``calibration_cv - 1``
+        extra fits of ``calibration="temperature"``; the sequences must not be
+        among those the model was fitted on, or the temperatures come out near 1
+        (a model is nearly always right, and sure, on its training data).  A
+        later :meth:`fit` sets the temperatures again.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Sequences held out from training (a development set).
+        y : list of label sequences
+            Their labels, as for :meth:`fit`; ``None`` where a label is missing
+            (left out).  A label the model was not trained on counts as a token
+            the model gets wrong.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            When ``X`` and ``y`` differ in the number of sequences or of tokens,
+            or ``y`` in the number of chains; with a ``segment_encoding`` other
+            than ``"bio"``, when a label is missing.
+
+        Examples
+        --------
+        >>> from skfcrf import FactorialCRF
+        >>> X = [[{"w=the": 1}, {"w=cat": 1}], [{"w=a": 1}, {"w=dog": 1}]]
+        >>> y = [[("DT", "B-NP"), ("NN", "I-NP")], [("DT", "B-NP"), ("NN", "I-NP")]]
+        >>> crf = FactorialCRF(max_iter=20).fit(X, y)
+        >>> X_dev = [[{"w=the": 1}, {"w=dog": 1}]]
+        >>> y_dev = [[("DT", "B-NP"), ("NN", "I-NP")]]
+        >>> crf.calibrate(X_dev, y_dev).marginal_temperatures_.shape
+        (2,)
+        """
+        self._check_fitted()
+        y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
+                                          allow_empty_sequences=True, allow_missing=True)
+        codec = getattr(self, "segment_codec_", None)
+        if codec is not None:
+            if any(np.equal(seq, None).any() for seq in y_seqs):
+                raise ValueError(f"calibrate with segment_encoding={self.segment_encoding!r} "
+                                 "needs every label of y")
+            y_seqs = [codec.encode(seq) for seq in y_seqs]
+        X = _listed(X)
+        if isinstance(X, list) and len(X) != len(y_seqs):
+            raise ValueError(f"X and y have different numbers of sequences: "
+                             f"{len(X)} != {len(y_seqs)}")
+        marginals = self._marginals(X, None, False, tempered=False)
+        self._check_lengths(np.cumsum([0] + [len(m[0]) for m in marginals]), y_seqs)
+        self.marginal_temperatures_ = np.array(
+            [fit_temperature(m, g) for m, g in held_out_targets(self, marginals, y_seqs)])
+        return self
 
     @property
     def n_nonzero_(self):
