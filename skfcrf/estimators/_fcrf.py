@@ -1296,15 +1296,7 @@ class FactorialCRF(BaseEstimator):
         -------
         ndarray of shape (n_sequences,)
         """
-        self._check_fitted()
-        y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
-                                          allow_empty_sequences=True, allow_missing=True)
-        codec = getattr(self, "segment_codec_", None)
-        if codec is not None:
-            if any(np.equal(seq, None).any() for seq in y_seqs):
-                raise ValueError(f"log_prob with segment_encoding={self.segment_encoding!r} "
-                                 "needs every label of y")
-            y_seqs = [codec.encode(seq) for seq in y_seqs]
+        y_seqs = self._model_labels(y, "log_prob")
         seq_ptr, unary, pair, method = self._inference_inputs(X)
         if len(y_seqs) != len(seq_ptr) - 1:
             raise ValueError(f"X and y have different numbers of sequences: "
@@ -1316,6 +1308,20 @@ class FactorialCRF(BaseEstimator):
                              "it was not in the training data; log_prob scores labellings "
                              "with the labels the model was trained on only")
         return method.log_probs_given(seq_ptr, unary, pair, gold)
+
+    def _model_labels(self, y, caller):
+        """Label sequences ``y`` of this fitted model's chains, checked (missing labels
+        allowed) and in its segment encoding (which needs every label)."""
+        self._check_fitted()
+        y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
+                                          allow_empty_sequences=True, allow_missing=True)
+        codec = getattr(self, "segment_codec_", None)
+        if codec is not None:
+            if any(np.equal(seq, None).any() for seq in y_seqs):
+                raise ValueError(f"{caller} with segment_encoding={self.segment_encoding!r} "
+                                 "needs every label of y")
+            y_seqs = [codec.encode(seq) for seq in y_seqs]
+        return y_seqs
 
     def predict_marginals(self, X, fixed=None, return_status=False):
         """Marginal probability of every label of every chain at every token.
@@ -1409,15 +1415,7 @@ class FactorialCRF(BaseEstimator):
         >>> crf.calibrate(X_dev, y_dev).marginal_temperatures_.shape
         (2,)
         """
-        self._check_fitted()
-        y_seqs, _ = check_label_sequences(y, n_chains=self.n_chains_,
-                                          allow_empty_sequences=True, allow_missing=True)
-        codec = getattr(self, "segment_codec_", None)
-        if codec is not None:
-            if any(np.equal(seq, None).any() for seq in y_seqs):
-                raise ValueError(f"calibrate with segment_encoding={self.segment_encoding!r} "
-                                 "needs every label of y")
-            y_seqs = [codec.encode(seq) for seq in y_seqs]
+        y_seqs = self._model_labels(y, "calibrate")
         X = _listed(X)
         if isinstance(X, list) and len(X) != len(y_seqs):
             raise ValueError(f"X and y have different numbers of sequences: "
