@@ -1380,8 +1380,8 @@ class FactorialCRF(BaseEstimator):
         :meth:`predict_marginals` is tempered.  The cost is one
         :meth:`predict_marginals` of ``X``, against the ``calibration_cv - 1``
         extra fits of ``calibration="temperature"``; the sequences must not be
-        among those the model was fitted on, or the temperatures come out near 1
-        (a model is nearly always right, and sure, on its training data).  A
+        among those the model was fitted on, or the temperatures come out at or
+        below 1 (a model is nearly always right, and sure, on its training data).  A
         later :meth:`fit` sets the temperatures again.
 
         Parameters
