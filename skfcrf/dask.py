@@ -381,9 +381,11 @@ class DaskFactorialCRF(FactorialCRF):
         local = crf.to_local()                 # a plain FactorialCRF
     """
 
-    #: ``forbidden_transitions="auto"`` keeps the unseen transitions forbidden
-    #: (:func:`skfcrf.model._building.learns_backoff`): the back-off fit's deleted
-    #: likelihood runs on one process's batch.
+    #: ``forbidden_transitions="auto"`` keeps the unseen transitions forbidden, without
+    #: the back-off weights a local fit adds after training
+    #: (:func:`skfcrf.model._building.learns_backoff`): their deleted likelihood runs
+    #: on one process's batch.  The trained weights and predictions are the local
+    #: fit's.
     _auto_backoff = False
 
     _parameter_constraints = {
@@ -491,6 +493,7 @@ class DaskFactorialCRF(FactorialCRF):
             objective, theta0, rng = self._cluster_problem(cluster)
             self._cluster = cluster
             self._fit_objective(objective, theta0, rng)
+            self._score_unseen(objective)       # says why the unseen stay forbidden
             self.n_evaluations_ = cluster.n_evaluations
         finally:
             self.__dict__.pop("_cluster", None)

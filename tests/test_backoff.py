@@ -17,6 +17,8 @@ from skfcrf._kernels.joint import (
     joint_map_and_log_partition,
     joint_marginals,
 )
+from skfcrf.model._building import NEW_TRANSITION_RATE
+from skfcrf.model._labels import encode_labels
 from skfcrf.model._layout import build_graph
 
 from _helpers import assert_central_differences, short_fit, synthetic
@@ -777,34 +779,109 @@ def test_backoff_needs_joint_states_and_fine_tuning():
 
 
 @short_fit
-def test_auto_backs_off_where_the_fine_tuning_can_learn_it():
-    """``forbidden_transitions="auto"`` (the default) is ``"backoff"`` for several chains
-    over joint states with every label given, the fine-tuning on and at least
-    ``BACKOFF_FOLDS`` sequences; the closed world (``"unseen"``) where only the
-    fine-tuning or the sequences are missing; None for one chain or missing labels
-    (on a task whose two chains are both strict, which ``"auto"`` does not leave open)."""
+def test_auto_trains_and_decodes_the_seen_transitions_and_scores_the_unseen():
+    """``forbidden_transitions="auto"`` (the default), several chains over joint states
+    with every label given and at least ``BACKOFF_FOLDS`` sequences: the weights and
+    predictions of the closed world (``"unseen"``) bit for bit, plus back-off weights
+    for the unseen transitions, so a labelling through one has a finite ``log_prob``
+    (``-inf`` under ``"unseen"``) and fixed labels that need one decode; with or without
+    the fine-tuning.  The closed world alone with fewer sequences; None for one chain or
+    missing labels."""
     from skfcrf.model._building import BACKOFF_FOLDS
 
     X, y = _sections(BACKOFF_FOLDS, strict_classes=True)
-    auto = FactorialCRF(max_iter=5, finetune_iter=2).fit(X, y)
-    explicit = FactorialCRF(max_iter=5, finetune_iter=2, forbidden_transitions="backoff").fit(X, y)
-    assert sorted(auto.layout_.backoff) == [0, 1]
-    assert auto.layout_.n_backoff == explicit.layout_.n_backoff > 0
-    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
-    closed_in_chain = [e for e in FactorialCRF(max_iter=5, forbidden_transitions="unseen")
-                       .fit(X, y).forbidden_ if auto.graph_.edge_kind[e] == IN_CHAIN]
-    assert closed_in_chain
-    for params, data in ((dict(finetune_iter=0), (X, y)),
-                         (dict(objective="likelihood"), (X, y)),
-                         (dict(), (X[:BACKOFF_FOLDS - 1], y[:BACKOFF_FOLDS - 1]))):
-        crf = FactorialCRF(max_iter=5, **params).fit(*data)
-        assert crf.layout_.n_backoff == 0, params
-        assert any(crf.graph_.edge_kind[e] == IN_CHAIN for e in crf.forbidden_), params
+    differs = []
+    for params in (dict(finetune_iter=2), dict(finetune_iter=0), dict(objective="likelihood")):
+        auto = FactorialCRF(max_iter=5, **params).fit(X, y)
+        closed = FactorialCRF(max_iter=5, forbidden_transitions="unseen", **params).fit(X, y)
+        assert auto.transitions_["world"] == "seen+backoff", params
+        assert auto.transitions_["decoding"] == "seen"
+        assert closed.transitions_["world"] == "seen"
+        in_chain = {int(closed.graph_.edge_a[e]): m for e, m in closed.forbidden_.items()
+                    if closed.graph_.edge_kind[e] == IN_CHAIN}
+        assert sorted(auto.layout_.backoff) == sorted(in_chain) == [0, 1]
+        for c, mask in in_chain.items():
+            np.testing.assert_array_equal(auto.layout_.backoff[c], mask)
+        assert auto.transitions_["unseen"] == [int(in_chain[c].sum()) for c in (0, 1)]
+        assert not [e for e in auto.forbidden_ if auto.graph_.edge_kind[e] == IN_CHAIN]
+        n = closed.coef_.size
+        np.testing.assert_array_equal(auto.coef_[:n], closed.coef_)
+        assert auto.coef_.size == n + auto.layout_.n_backoff
+        assert np.all(auto.coef_[n:] < 0)
+        for a, b in zip(auto.predict(X), closed.predict(X)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(auto.decode(X), closed.decode(X)):
+            np.testing.assert_array_equal(a.labels, b.labels)
+        # observations in reverse: decoded over the seen transitions as the closed
+        # world does, where the back-off model's own MAP takes unseen ones
+        backwards = [X[0][::-1]]
+        np.testing.assert_array_equal(auto.predict(backwards)[0], closed.predict(backwards)[0])
+        np.testing.assert_array_equal(auto.decode(backwards)[0].labels,
+                                      closed.predict(backwards)[0])
+        seq_ptr, unary, pair, method = auto._inference_inputs(backwards)
+        open_map = auto.classes_[1][method.map(seq_ptr, unary, pair)[0][:, 1]]
+        differs.append(not np.array_equal(open_map, auto.predict(backwards)[0][:, 1]))
+    assert differs[0]           # the case is one where the spaces disagree
+    # the sections in reverse order: impossible in the closed world, improbable here
+    reverse = [(f"c{15 - int(b[1:])}", f"s{15 - int(b[1:]):02d}") for _, b in y[0]]
+    assert np.isfinite(auto.log_prob([X[0]], [reverse])).all()
+    assert np.isneginf(closed.log_prob([X[0]], [reverse])).all()
+    assert auto.log_prob(X[:1], y[:1])[0] > auto.log_prob([X[0]], [reverse])[0]
+    # fixed labels that need unseen transitions decode over the back-off model, per
+    # sequence; the other sequences over the seen transitions as before
+    fixed = np.full((len(y[0]), 2), None, dtype=object)
+    fixed[:, 1] = [b for _, b in reverse]
+    both = auto.decode([X[0], X[1]], fixed=[fixed, None])
+    np.testing.assert_array_equal(both[0].labels[:, 1], fixed[:, 1])
+    assert np.isfinite(both[0].log_prob)
+    np.testing.assert_array_equal(both[1].labels, auto.predict([X[1]])[0])
+    with pytest.raises(ValueError):
+        closed.decode([X[0]], fixed=[fixed])
+    with pytest.raises(ValueError):            # a bad fixed is refused as before
+        auto.decode([X[0], X[1]], fixed=[fixed])
+    # fewer sequences than folds: the closed world; one chain or a missing label: open
+    few = FactorialCRF(max_iter=5).fit(X[:BACKOFF_FOLDS - 1], y[:BACKOFF_FOLDS - 1])
+    assert few.layout_.n_backoff == 0 and few.transitions_["world"] == "seen"
+    assert any(few.graph_.edge_kind[e] == IN_CHAIN for e in few.forbidden_)
     X1, y1 = synthetic(n_seq=BACKOFF_FOLDS, n_chains=1, seed=0)
-    assert not FactorialCRF(max_iter=5).fit(X1, y1).forbidden_
+    one = FactorialCRF(max_iter=5).fit(X1, y1)
+    assert not one.forbidden_ and one.transitions_["world"] == "open"
     y[0] = [(a, None) for a, _ in y[0]]
     partial = FactorialCRF(max_iter=5).fit(X, y)
     assert partial.layout_.n_backoff == 0 and not partial.forbidden_
+    assert partial.transitions_["world"] == "open"
+
+
+@short_fit
+def test_auto_choice_round_trips_through_the_model_file(tmp_path):
+    """The model file keeps ``transitions_`` and with it the decoding over the seen
+    transitions: predictions, ``log_prob`` and the choice equal after loading; a file
+    without the key (written before it existed) decodes over every allowed
+    transition, as such a model did; a malformed one is refused."""
+    from skfcrf.estimators import _persistence
+
+    X, y = _sections(6, strict_classes=True)
+    auto = FactorialCRF(max_iter=5, finetune_iter=2).fit(X, y)
+    path = tmp_path / "m.npz"
+    auto.save(path)
+    back = FactorialCRF.load(path)
+    assert back.transitions_ == auto.transitions_ and back._decodes_seen()
+    for a, b in zip(auto.predict(X), back.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(back.log_prob(X, y), auto.log_prob(X, y))
+    header, arrays = _persistence._model_contents(auto)
+    del header["transitions"]
+    with open(tmp_path / "old.npz", "wb") as fh:
+        _persistence._write_npz(fh, header, arrays)
+    old = FactorialCRF.load(tmp_path / "old.npz")
+    assert old.transitions_ is None and not old._decodes_seen()
+    for bad in (dict(auto.transitions_, decoding="sometimes"), dict(auto.transitions_, unseen=[1]),
+                {"world": "seen"}):
+        header["transitions"] = bad
+        with open(tmp_path / "bad.npz", "wb") as fh:
+            _persistence._write_npz(fh, header, arrays)
+        with pytest.raises(ValueError, match="transitions must be"):
+            FactorialCRF.load(tmp_path / "bad.npz")
 
 
 @short_fit
@@ -935,48 +1012,85 @@ def test_transition_sequence_counts_count_sequences_and_merge_by_sum():
         np.testing.assert_array_equal(first[e] + rest[e], counts[e])
 
 
+def _loose_task(n_seq, seed, n_labels=12, length=12, noise=0.3):
+    """Two chains: chain 0 labels drawn at random at every token (every transition
+    possible, a loose grammar: 25 training sequences see few of the 144 transitions
+    twice), observed through noise; chain 1 the label's third, all of whose
+    transitions occur."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        labels = rng.integers(0, n_labels, length)
+        X.append([{f"w{a if rng.random() > noise else rng.integers(0, n_labels)}": 1.0,
+                   f"third{a // 4}": 1.0} for a in labels])
+        y.append([(f"p{a}", f"t{a // 4}") for a in labels])
+    return X, y
+
+
+def _strict_task(n_seq, seed, n_sections=6, noise=0.45):
+    """Two chains: sections in a fixed order (chain 0) and their pairs (chain 1), each
+    seen in every sequence, observed through noise: a strict grammar."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        obs, labels = [], []
+        for s in range(n_sections):
+            for _ in range(int(rng.integers(2, 5))):
+                shown = s if rng.random() > noise else int(rng.integers(0, n_sections))
+                obs.append({f"w{shown}": 1.0})
+                labels.append((f"s{s}", f"g{s // 2}"))
+        X.append(obs)
+        y.append(labels)
+    return X, y
+
+
 @short_fit
-def test_loose_chain_stays_open_under_auto():
-    """``"auto"`` backs off a chain whose seen transitions are at most
-    ``SPARSE_TRANSITIONS`` of its matrix and leaves a chain with more open, one of
-    them seen in a single sequence (every transition a weight of its own, none
-    forbidden), as ``None`` would; explicit ``"backoff"`` backs off both."""
-    from skfcrf._kernels._chainwise import SPARSE_TRANSITIONS
-    from skfcrf.model._building import _loose
+@pytest.mark.parametrize("task, n_train, winner", [(_loose_task, 25, None),
+                                                   (_strict_task, 60, "unseen")])
+def test_auto_chooses_the_world_that_wins_on_a_task_built_for_it(task, n_train, winner):
+    """On a task whose chain 0 is a loose grammar (new transitions at test time) the
+    open world wins and ``"auto"`` leaves the chain open; on a strict one the closed
+    world wins and ``"auto"`` closes it: its predictions are the winner's, whose
+    joint accuracy on 200 new sequences beats the other world's."""
+    from skfcrf.metrics import joint_accuracy
 
-    X, y = _sections(8)
-    graph = build_graph([3, 16], [(0, 1)], "default", "default")
-    chain_edge = {int(graph.edge_a[e]): e for e in range(graph.n_edges)
-                  if graph.edge_kind[e] == IN_CHAIN}
-    seen = np.zeros((16, 16), bool)
-    seen[np.arange(16), np.arange(16)] = True
-    seen[np.arange(15), np.arange(1, 16)] = True
-    assert seen.mean() <= SPARSE_TRANSITIONS
-    single = {chain_edge[1]: seen.astype(np.int64),
-              chain_edge[0]: np.where(np.eye(3, dtype=bool), 0, 4)}
-    single[chain_edge[0]][0, 1] = 1
-    assert not _loose(graph, chain_edge[1], ~seen, single)            # strict
-    assert _loose(graph, chain_edge[0], np.eye(3, dtype=bool), single)      # 6 of 9 seen
-    many = {**single, chain_edge[0]: np.where(np.eye(3, dtype=bool), 0, 4)}
-    assert not _loose(graph, chain_edge[0], np.eye(3, dtype=bool), many)    # no singleton
+    X, y = task(n_train, 0)
+    X_test, y_test = task(200, 1)
+    fits = {ft: FactorialCRF(max_iter=30, forbidden_transitions=ft).fit(X, y)
+            for ft in ("auto", "unseen", None)}
+    scores = {ft: joint_accuracy(y_test, m.predict(X_test)) for ft, m in fits.items()}
+    loser = "unseen" if winner is None else None
+    assert scores[winner] > scores[loser]
+    for a, b in zip(fits["auto"].predict(X_test), fits[winner].predict(X_test)):
+        np.testing.assert_array_equal(a, b)
+    choice = fits["auto"].transitions_
+    assert choice["open"] == ([0] if winner is None else [])
+    rates = choice["new_rate"]
+    assert (rates[0] > NEW_TRANSITION_RATE) == (winner is None) and rates[1] == 0.0
 
-    auto = FactorialCRF(max_iter=10, finetune_iter=2).fit(X, y)
-    assert sorted(auto.layout_.backoff) == [1]
-    assert auto.layout_.n_backoff == 16
-    assert not [e for e in auto.forbidden_ if auto.graph_.edge_a[e] == 0
-                and auto.graph_.edge_kind[e] == IN_CHAIN]
-    explicit = FactorialCRF(max_iter=10, finetune_iter=2, forbidden_transitions="backoff")
-    assert sorted(explicit.fit(X, y).layout_.backoff) == [0, 1]
-    # a section order never seen has a finite probability (the back-off weights), and so
-    # has the open chain's unseen c0 -> c2, by its own weight
-    reversed_order = [(a, f"s{15 - int(b[1:]):02d}") for a, b in y[0]]
-    assert np.isfinite(auto.log_prob([X[0]], [reversed_order])).all()
-    unseen = [("c0" if i % 2 == 0 else "c2", b) for i, (_, b) in enumerate(y[0])]
-    assert np.isfinite(auto.log_prob([X[0]], [unseen])).all()
-    # the same classes without the rare one: every seen transition in many sequences,
-    # a grammar closed as far as the data tell, which backs off like the strict one
-    X3, y3 = _sections(8, rare=False)
-    assert sorted(FactorialCRF(max_iter=10, finetune_iter=2).fit(X3, y3).layout_.backoff) \
-        == [0, 1]
-    closed = FactorialCRF(max_iter=10, finetune_iter=2, forbidden_transitions="unseen")
-    assert np.isneginf(closed.fit(X, y).log_prob([X[0]], [unseen])).all()
+
+@short_fit
+def test_new_transition_rate_counts_the_transitions_of_one_sequence():
+    """:func:`new_transition_rate`: the transitions seen in exactly one sequence over
+    the consecutive token pairs, by brute force; merged statistics give the whole
+    set's rate."""
+    from skfcrf.model._building import StructureStatistics, new_transition_rate
+
+    X, y = _loose_task(9, 3)
+    crf = FactorialCRF(max_iter=1).fit(X, y)
+    Xm, seq_ptr = crf.encoder_.transform(X)
+    gold = encode_labels(crf.classes_, [np.asarray(s, dtype=object) for s in y])
+    stats = StructureStatistics.collect(crf.graph_, Xm, seq_ptr, gold)
+    halves = StructureStatistics.merge([
+        StructureStatistics.collect(crf.graph_, Xm[:seq_ptr[4]], seq_ptr[:5], gold[:seq_ptr[4]]),
+        StructureStatistics.collect(crf.graph_, Xm[seq_ptr[4]:], seq_ptr[4:] - seq_ptr[4],
+                                    gold[seq_ptr[4]:])])
+    for e in stats.transition_sequences:
+        c = int(crf.graph_.edge_a[e])
+        in_seqs = {}
+        for i, seq in enumerate(y):
+            for a, b in zip(seq[:-1], seq[1:]):
+                in_seqs.setdefault((a[c], b[c]), set()).add(i)
+        brute = sum(len(v) == 1 for v in in_seqs.values()) / sum(len(s) - 1 for s in y)
+        assert new_transition_rate(crf.graph_, e, stats) == pytest.approx(brute)
+        assert new_transition_rate(crf.graph_, e, halves) == pytest.approx(brute)

@@ -215,18 +215,22 @@ def test_parameters_clone_pickle_and_default_client(client):
 
 @short_fit
 def test_auto_keeps_the_closed_world_on_a_cluster(client):
-    """The back-off fit's deleted likelihood runs on one process's batch, so on a
-    cluster ``forbidden_transitions="auto"`` is ``"unseen"`` where a local fit backs
-    off: the model of a local ``"unseen"`` fit (two strict chains: ``"auto"`` leaves
-    a loose one open, on a cluster too)."""
+    """The back-off weights' deleted likelihood runs on one process's batch, so on a
+    cluster ``forbidden_transitions="auto"`` is ``"unseen"`` where a local fit adds
+    back-off weights for the unseen transitions after training: the model of a local
+    ``"unseen"`` fit, whose trained weights and predictions the local ``"auto"`` fit
+    has too."""
     from test_backoff import _sections
 
     X, y = _sections(6, strict_classes=True)
     params = dict(max_iter=5, finetune_iter=2, state_transition_iter=2, random_state=0)
-    assert FactorialCRF(**params).fit(X, y).layout_.n_backoff > 0
+    local = FactorialCRF(**params).fit(X, y)
+    assert local.layout_.n_backoff > 0
     model = DaskFactorialCRF(client=client, npartitions=3, **params).fit(X, y)
-    assert model.layout_.n_backoff == 0
+    assert model.layout_.n_backoff == 0 and model.transitions_["world"] == "seen"
     assert_same_model(model, FactorialCRF(forbidden_transitions="unseen", **params).fit(X, y))
+    for a, b in zip(model.predict(X), local.predict(X)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_errors(client):

@@ -67,9 +67,9 @@ def _model_of_parts(crf, X, y):
 
 @pytest.mark.parametrize("params, labels", [
     (dict(forbidden_transitions="backoff"), "chunked"),     # unseen transitions, state pairs
-    (dict(), "chunked"),                                    # auto: no singleton, backs off
+    (dict(), "chunked"),                                    # auto: no singleton, closed
     (dict(), "rare once"),                  # auto: chain 0 loose (c9 in one sequence), open
-    (dict(), "rare twice"),                 # c9 in two sequences of two batches: backs off
+    (dict(), "rare twice"),                 # c9 in two sequences of two batches: closed
     (dict(unary_features="all", transition_features="supported", coupling_features="all",
           inference="trp", forbidden_transitions="unseen"), "chunked"),
     (dict(forbidden_couplings={(0, 1): [("c2", "hi")]}, state_transitions=True), "no c2/hi"),

@@ -49,6 +49,7 @@ from skfcrf.model._building import (
     collect_options,
     model_graph,
     select_sequences,
+    transitions_choice,
 )
 from skfcrf.model._fixed import check_fixed, encode_fixed
 from skfcrf.model._inspection import top_weights as _top_weights
@@ -259,18 +260,16 @@ class FactorialCRF(BaseEstimator):
         transitions").  It needs ``finetune_iter > 0`` and an objective other
         than ``"likelihood"`` (``ValueError``); a fit stopped by the callback
         or early stopping before the fine-tuning keeps those transitions
-        forbidden.  ``"auto"``: ``"backoff"`` when the model has several
-        chains, ``inference`` resolves to ``"joint"``, every training label
-        is given and the fine-tuning can learn the back-off weights
-        (``finetune_iter > 0``, an objective other than ``"likelihood"``, at
-        least five training sequences, not on a Dask cluster); ``"unseen"``
-        when only that is missing; else None.  Either way ``"auto"`` leaves
-        open (as None does) every chain whose transitions seen in training are
-        more than 15% of its ``L x L``, one of them in a single training
-        sequence (a loose grammar, such as part-of-speech tags or chunks; its
-        products are dense in any case): the strict chains, and those whose
-        every transition was seen in several sequences, are closed or back
-        off.  Explicit ``"backoff"`` needs two training sequences.  Only explicit pairs and
+        forbidden.  ``"auto"`` (several chains decoded over their joint label
+        states, every label given): trained and MAP-decoded over the
+        transitions seen in training, as ``"unseen"``, but for a chain with
+        more than 15% of its transitions seen and a new one at more than 0.01%
+        of the training tokens (a loose grammar, as part of speech), which
+        stays open as with None; from five training sequences on (in one
+        process) the unseen transitions then get back-off weights for
+        ``log_prob``, the marginals and ``decode(fixed=...)``.  Otherwise None.
+        ``transitions_`` says what a fit chose and why.  Explicit
+        ``"backoff"`` needs two training sequences.  Only explicit pairs and
         ``"unseen"`` make a transition impossible in the fitted model (zero
         potential, in training and decoding); joint-state inference then runs
         on the allowed state pairs only, and on the seen pairs plus one
@@ -409,6 +408,16 @@ class FactorialCRF(BaseEstimator):
         Whether the first stage's stopping criterion (``tol``) was met: False
         when it stopped at its iteration budget, on a failed line search, or by
         the callback (see "Convergence warnings" in the Notes).
+    transitions_ : dict
+        What the fit made of the in-chain transitions and why: ``world``
+        (``"seen+backoff"``: ``"auto"``'s seen transitions with back-off scores
+        for the others; ``"seen"``, ``"backoff"``, ``"open"`` or
+        ``"explicit"``), ``decoding`` (``"seen"``: MAP decoding keeps to the
+        transitions seen in training; ``"allowed"``: to every allowed one),
+        ``unseen`` (per chain, the transitions never seen that are forbidden
+        or backed off), ``open`` (the chains ``"auto"`` left open),
+        ``new_rate`` (per chain, the share of its training transitions seen in
+        no other sequence) and ``reason``.  None after an interrupted fit.
     inference_stats_ : dict
         Inference during training: ``method``, ``converged_fraction`` and
         ``mean_iterations`` of TRP over all likelihood evaluations (1.0 and
@@ -671,6 +680,7 @@ class FactorialCRF(BaseEstimator):
             fit_X, fit_y, stopper = self._hold_out(X, y)
         objective, theta0, rng = training_problem(self, fit_X, fit_y)
         self._fit_objective(objective, theta0, rng, stopper)
+        self._score_unseen(objective)
         # the model's own marginals until (and unless) the calibration completes
         self.marginal_temperatures_ = np.ones(self.n_chains_)
         if folds is not None:
@@ -872,6 +882,36 @@ class FactorialCRF(BaseEstimator):
                   f"iterations a chain", flush=True)
         return stage.full(weights)
 
+    def _score_unseen(self, objective):
+        """``forbidden_transitions="auto"``: the in-chain transitions never seen in
+        training (forbidden while training) get back-off weights, each chain's from
+        its own deleted likelihood over the training batch of ``objective`` with the
+        trained weights held (:class:`~skfcrf.objectives._backoff.ChainBackoffStage`);
+        MAP decoding keeps to the seen transitions (:meth:`_inference_inputs`).
+        Sets ``transitions_``."""
+        scored = getattr(self, "_scored", None) or {}
+        self._scored = {}
+        if not scored or not np.all(np.isfinite(self.coef_)):
+            self.transitions_ = transitions_choice(self, False, self._grammar)
+            return
+        graph = self.graph_
+        kept = {e: m for e, m in self.forbidden_.items()
+                if not (graph.edge_kind[e] == IN_CHAIN and int(graph.edge_a[e]) in scored)}
+        batch = copy.copy(objective.batch)
+        batch.layout = self.layout_.with_backoff(scored)
+        deleted = DeletedLikelihood(batch, joint_states=self.joint_states_, sigma=self.sigma,
+                                    forbidden=kept, n_threads=objective.n_threads)
+        theta = np.concatenate([self.coef_, np.full(batch.layout.n_backoff, BACKOFF_START)])
+        with single_blas_thread(), reusing_scratch():
+            stage = deleted.chain_backoff_stage(theta)
+            weights, n_iter = stage.solve(self.max_iter, self.tol)
+        if self.verbose:
+            print(f"back-off weights of the unseen transitions: each chain's deleted "
+                  f"likelihood, at most {n_iter} iterations a chain", flush=True)
+        self.coef_ = stage.full(weights)
+        self.layout_, self.forbidden_ = batch.layout, kept
+        self.transitions_ = transitions_choice(self, True, self._grammar)
+
     def _state_transition_stage(self, likelihood, coef, monitor, stopper):
         """The joint-state transition weights alone under the likelihood, or None.
 
@@ -1014,6 +1054,8 @@ class FactorialCRF(BaseEstimator):
         self.layout_, self.joint_states_, self.forbidden_ = (
             model.layout, model.joint_states, model.forbidden)
         self._backoff = model.backoff
+        self._scored, self._grammar = model.scored, model.grammar
+        self.transitions_ = None
         return model.method
 
     def _close_backoff(self):
@@ -1103,13 +1145,28 @@ class FactorialCRF(BaseEstimator):
             raise ValueError("this model's weights (coef_) are not all finite; it cannot "
                              "decode: fit it again")
 
-    def _inference_inputs(self, X):
-        """Potentials of ``X``: ``seq_ptr, unary, pair``, and the model's inference method."""
+    def _decodes_seen(self):
+        """Whether MAP decoding keeps to the in-chain transitions seen in training
+        while the unseen ones have back-off weights (``forbidden_transitions="auto"``,
+        :meth:`_score_unseen`)."""
+        choice = getattr(self, "transitions_", None)
+        return bool(choice) and choice.get("decoding") == "seen" and self.layout_.n_backoff > 0
+
+    def _inference_inputs(self, X, seen_only=False):
+        """Potentials of ``X``: ``seq_ptr, unary, pair``, and the model's inference
+        method.  ``seen_only``: with the back-off transitions of :meth:`_decodes_seen`
+        forbidden (the space MAP decoding runs over)."""
         self._check_fitted()
         Xm, seq_ptr = self.encoder_.transform(X)
         n_threads = kernel_threads(self.n_jobs)
         obs = self.layout_.observation_rows(Xm, seq_ptr)
-        unary, pair, _ = self.layout_.potentials(self.coef_, obs, n_threads, self.forbidden_)
+        seen_only = seen_only and self._decodes_seen()
+        forbidden = self.forbidden_
+        if seen_only:
+            forbidden = dict(forbidden)
+            for e, mask in self.layout_.backoff_edges.items():
+                forbidden[e] = forbidden[e] | mask if e in forbidden else mask
+        unary, pair, _ = self.layout_.potentials(self.coef_, obs, n_threads, forbidden)
         # predictions are repeatable: without a random_state the trees come from seed 0
         state = 0 if self.random_state is None else self.random_state
         seeds = check_random_state(state).randint(
@@ -1124,12 +1181,12 @@ class FactorialCRF(BaseEstimator):
                     f"over the joint label states uses; inference={self.inference!r} resolves "
                     f"to {method.name!r} (set inference='joint' or 'auto')")
             method = method.bind(state_trans=self.layout_.state_transitions(self.coef_, states))
-        if self.layout_.n_backoff and method.over_joint_states:
+        if self.layout_.n_backoff and method.over_joint_states and not seen_only:
             method = method.bind(backoff=self.layout_.backoff)
         return seq_ptr, unary, pair, method
 
     def _decoded_labels(self, X):
-        seq_ptr, unary, pair, method = self._inference_inputs(X)
+        seq_ptr, unary, pair, method = self._inference_inputs(X, seen_only=True)
         labels, status, n_iter = method.map(seq_ptr, unary, pair)
         decoded = np.empty(labels.shape, dtype=object)
         for c in range(self.n_chains_):
@@ -1244,9 +1301,7 @@ class FactorialCRF(BaseEstimator):
                 f"decode(fixed=...) is not supported with segment_encoding="
                 f"{self.segment_encoding!r}: an inside label does not say which encoded "
                 "label (middle or end) its token has")
-        seq_ptr, unary, pair, method = self._inference_inputs(X)
-        fixed = self._fixed_labels(fixed, seq_ptr, method)
-        ranked = method.decode_ranked(seq_ptr, unary, pair, fixed, int(n_best))
+        ranked = self._ranked(X, fixed, int(n_best))
         out = []
         for entries in ranked:
             records = [SequenceDecoding(self._as_output(lab), st, n, log_prob=lp)
@@ -1258,6 +1313,24 @@ class FactorialCRF(BaseEstimator):
                                          alternatives=tuple(records[1:]))
             out.append(first)
         return out
+
+    def _ranked(self, X, fixed, n_best, seen_only=True):
+        """:meth:`decode`'s ranked labellings: over the seen transitions where the model
+        decodes so (:meth:`_decodes_seen`) and the fixed labels allow it, else (per
+        sequence) over the back-off model."""
+        seq_ptr, unary, pair, method = self._inference_inputs(X, seen_only=seen_only)
+        try:
+            encoded = self._fixed_labels(fixed, seq_ptr, method)
+            return method.decode_ranked(seq_ptr, unary, pair, encoded, n_best)
+        except ValueError:
+            X, fixed = _listed(X), _listed(fixed)
+            if not (seen_only and self._decodes_seen() and isinstance(fixed, list)
+                    and isinstance(X, list) and len(fixed) == len(X)):
+                raise
+        # some sequence's fixed labels need a transition never seen in training
+        if len(X) == 1:
+            return self._ranked(X, fixed, n_best, seen_only=False)
+        return [self._ranked([x], [f], n_best)[0] for x, f in zip(X, fixed)]
 
     def log_prob(self, X, y):
         """``log p(y | x)`` of given labellings, per sequence.

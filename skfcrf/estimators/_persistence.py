@@ -38,7 +38,11 @@ labels, str/int/float/bool, strictly increasing), ``n_chains``, ``one_chain``,
 ``couplings`` (sorted ``[a, b]`` pairs, ``a < b``), ``encoder_kind``
 (``"names"`` or ``"matrix"``), ``n_input_columns``, ``n_features_in`` (``F``),
 ``forbidden_edges``, ``loss_curve``, ``n_iter``, ``converged``,
-``inference_stats``.
+``inference_stats``, and ``transitions`` (the fitted ``transitions_``: ``world``,
+``decoding`` -- ``"seen"`` makes MAP decoding keep to the transitions seen in
+training while the back-off ones are scored --, ``unseen``, ``open``, ``new_rate``
+and ``reason``; absent in files written before 2026-12-04, whose models decode as
+they did).
 
 Versions
 --------
@@ -118,7 +122,7 @@ _KEYS_V1 = ("format", "version", "params", "forbidden_transitions", "forbidden_c
             "inference_stats")
 _REQUIRED_KEYS = {1: _KEYS_V1,
                   2: _KEYS_V1 + ("skfcrf_version", "converged", "validation_scoring")}
-_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"), 2: ("segment_codec",)}
+_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"), 2: ("segment_codec", "transitions")}
 
 _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_kind",
                  "graph_edge_tied")
@@ -230,6 +234,9 @@ def _model_contents(est):
                                if isinstance(est.validation_scoring, str) else None),
         "inference_stats": est.inference_stats_,
     }
+    choice = getattr(est, "transitions_", None)
+    if choice is not None:
+        header["transitions"] = choice
     codec = getattr(est, "segment_codec_", None)
     if codec is not None:
         header["segment_codec"] = codec.to_dict()
@@ -421,6 +428,22 @@ def _check_header_values(header, version):
     _require(isinstance(stats, dict) and all(
         v is None or isinstance(v, (str, int, float)) for v in stats.values()),
         "inference_stats must be an object of plain values")
+    choice = header.get("transitions")      # files written before 2026-12-04 lack it
+    n_chains = header["n_chains"]
+    _require(choice is None or (
+        isinstance(choice, dict)
+        and set(choice) == {"world", "decoding", "unseen", "open", "new_rate", "reason"}
+        and all(isinstance(choice[k], str) for k in ("world", "decoding", "reason"))
+        and choice["decoding"] in ("seen", "allowed")
+        and isinstance(choice["unseen"], list) and len(choice["unseen"]) == n_chains
+        and all(_is_int(v) and v >= 0 for v in choice["unseen"])
+        and isinstance(choice["open"], list)
+        and all(_is_int(c) and 0 <= c < n_chains for c in choice["open"])
+        and (choice["new_rate"] is None or (
+            isinstance(choice["new_rate"], list) and len(choice["new_rate"]) == n_chains
+            and all(_is_number(v) and 0 <= v <= 1 for v in choice["new_rate"])))),
+        "transitions must be an object with world, decoding, unseen (a count per chain), "
+        "open (chain indices), new_rate (a rate per chain or null) and reason")
 
 
 def _estimator_from_header(cls, header, version):
@@ -644,6 +667,7 @@ def load(cls, source):
     est.n_iter_ = header["n_iter"]
     est.converged_ = header.get("converged", True)   # files of skfcrf 0.1.0 lack it
     est.inference_stats_ = header["inference_stats"]
+    est.transitions_ = header.get("transitions")
     est.marginal_temperatures_ = temperatures
     est.segment_codec_ = _read_segment_codec(header, est)
     return est

@@ -45,6 +45,7 @@ from skfcrf.model._partial import expand_given_states, given_combinations
 
 __all__ = ["BACKOFF_FOLDS", "StructureStatistics", "Model", "model_graph", "collect_options",
            "build_model", "check_memory", "coupling_columns", "forbidden_assignments",
+           "transitions_choice",
            "learns_backoff", "uses_state_transitions", "select_sequences"]
 
 #: Folds of the deleted likelihood that learns the back-off weights
@@ -54,13 +55,27 @@ __all__ = ["BACKOFF_FOLDS", "StructureStatistics", "Model", "model_graph", "coll
 #: transition a back-off one.
 BACKOFF_FOLDS = 5
 
+#: ``forbidden_transitions="auto"`` leaves a chain's transitions open (as None does)
+#: when more than this share of its ``L x L`` was seen in training (its products are
+#: dense in any case: :data:`~skfcrf._kernels._chainwise.SPARSE_TRANSITIONS`) ...
+LOOSE_SEEN = SPARSE_TRANSITIONS
+
+#: ... and its training data meet a transition seen in no other sequence more often
+#: than once in this many transitions (Good and Turing's estimate of how often new
+#: data bring a transition never seen: the share of those seen once).
+NEW_TRANSITION_RATE = 1e-4
+
 #: What :func:`build_model` returns: the parameter layout, the joint label states,
-#: the forbidden assignments (edge -> mask), the model's inference method and the
-#: back-off transitions (chain -> mask of its in-chain transitions never seen in
-#: training; empty without back-off).  The forbidden assignments include the
-#: back-off transitions: training runs over the seen transitions, and the fit
-#: estimates the back-off weights last (:mod:`skfcrf.objectives._backoff`).
-Model = namedtuple("Model", ["layout", "joint_states", "forbidden", "method", "backoff"])
+#: the forbidden assignments (edge -> mask), the model's inference method, the
+#: back-off transitions of ``forbidden_transitions="backoff"`` (chain -> mask of its
+#: in-chain transitions never seen in training; empty without) and the unseen
+#: transitions ``"auto"`` scores after training (chain -> mask; empty without) and
+#: ``{"open": chains "auto" left open, "new_rate": per chain its
+#: :func:`new_transition_rate` (None when not collected)}``.
+#: The forbidden assignments include both: training runs over the seen transitions,
+#: and the fit estimates the back-off weights last (:mod:`skfcrf.objectives._backoff`).
+Model = namedtuple("Model", ["layout", "joint_states", "forbidden", "method", "backoff",
+                             "scored", "grammar"])
 
 
 def _modes(params):
@@ -92,6 +107,8 @@ class StructureStatistics:
         Stored observation entries per column.
     n_tokens, nnz, n_sequences : int
         Sizes of the largest batch (by tokens).
+    n_pairs : int
+        Consecutive token pairs of all the batches' sequences (summed).
     partial : bool
         Whether a sequence with a given label has a missing one.
     """
@@ -106,6 +123,7 @@ class StructureStatistics:
     nnz: int
     n_sequences: int
     partial: bool
+    n_pairs: int
 
     @classmethod
     def collect(cls, graph, X, seq_ptr, gold, *, modes=None, transitions=True,
@@ -136,7 +154,8 @@ class StructureStatistics:
             transition_sequences=(transition_sequence_counts(graph, seq_ptr, gold)
                                   if transitions else None),
             column_counts=column_counts(X), n_tokens=X.shape[0], nnz=int(X.nnz),
-            n_sequences=n_seq, partial=not known[labelled[seq_of]].all())
+            n_sequences=n_seq, partial=not known[labelled[seq_of]].all(),
+            n_pairs=int(np.maximum(np.diff(seq_ptr) - 1, 0).sum()))
 
     @classmethod
     def merge(cls, parts):
@@ -158,7 +177,7 @@ class StructureStatistics:
                 for e in first.transition_sequences},
             column_counts=np.sum([p.column_counts for p in parts], axis=0),
             n_tokens=largest.n_tokens, nnz=largest.nnz, n_sequences=largest.n_sequences,
-            partial=any(p.partial for p in parts))
+            partial=any(p.partial for p in parts), n_pairs=sum(p.n_pairs for p in parts))
 
     @property
     def seen(self):
@@ -248,28 +267,29 @@ def coupling_columns(params, observation_names):
 
 
 def forbidden_assignments(params, graph, classes, stats, method, previous=None):
-    """``(forbidden, backoff)``: edge -> mask of the assignments training forbids, and
-    chain -> mask of the in-chain transitions the fitted model scores by back-off
-    weights (empty: none).
+    """``(forbidden, backoff, scored, loose)``: edge -> mask of the assignments
+    training forbids; chain -> mask of the in-chain transitions the fine-tuning scores
+    by back-off weights (``"backoff"``; empty without); chain -> mask of the unseen
+    transitions that get back-off weights after training (``"auto"``; empty without);
+    the chains ``"auto"`` leaves open (:func:`loose_grammar`).
 
-    ``forbidden_transitions="auto"`` is ``"backoff"`` when the model has several
-    chains, ``method`` is over the joint label states, every label of the
-    labelled sequences is given (with missing labels the unseen transitions are
-    not known well enough) and the back-off weights can be learnt
-    (:func:`learns_backoff`: the fine-tuning runs, in one process, on at least
-    :data:`BACKOFF_FOLDS` sequences); ``"unseen"`` when only the last fails; else
-    None.  Either way ``"auto"`` leaves a chain with a loose grammar open
-    (:func:`_loose`: more than ``SPARSE_TRANSITIONS`` of its transitions seen, one of
-    them in a single training sequence), and when every chain is loose nothing backs
-    off.  ``"backoff"`` (the first three conditions and two sequences, else
-    ``ValueError``): the in-chain transitions never seen in training are back-off
-    transitions -- forbidden while training, scored by back-off weights in the
-    fitted model (:mod:`skfcrf.objectives._backoff`).  ``previous``: the
-    forbidden assignments of the fit a warm start continues (a transition seen
-    then stays allowed).
+    ``forbidden_transitions="auto"`` trains and decodes the closed world when the
+    model has several chains, ``method`` is over the joint label states and every
+    label of the labelled sequences is given: every in-chain transition never seen
+    in training is forbidden, as with ``"unseen"``, but in a chain with a loose
+    grammar (:func:`loose_grammar`), which stays open; when back-off weights can be
+    learnt (:func:`learns_backoff`) those transitions are also ``scored``: after
+    training each chain's deleted likelihood gives them back-off weights for
+    ``log_prob``, the marginals and constrained decoding, while MAP decoding keeps
+    to the seen transitions.  Otherwise ``"auto"`` is None.  ``"backoff"`` (the
+    first three conditions and two sequences, else ``ValueError``): the in-chain
+    transitions seen in at most one fold are back-off transitions -- forbidden while
+    training, scored by back-off weights in the fitted model
+    (:mod:`skfcrf.objectives._backoff`).  ``previous``: the forbidden assignments of
+    the fit a warm start continues (a transition seen then stays allowed).
     """
     transitions = params.forbidden_transitions
-    open_world = False
+    open_world = scoring = False
     if isinstance(transitions, str) and transitions in ("auto", "backoff"):
         several_joint = graph.n_chains > 1 and method.over_joint_states and not stats.partial
         if transitions == "backoff" and not several_joint:
@@ -282,63 +302,114 @@ def forbidden_assignments(params, graph, classes, stats, method, previous=None):
                 "forbidden_transitions='backoff' learns the back-off weights on held-out "
                 f"folds of the training sequences: it needs at least two, got "
                 f"{stats.n_sequences}")
-        open_world = several_joint and (transitions == "backoff"
-                                        or learns_backoff(params, stats.n_sequences))
+        open_world = several_joint and transitions == "backoff"
+        scoring = (several_joint and transitions == "auto"
+                   and learns_backoff(params, stats.n_sequences))
         transitions = "unseen" if several_joint else None
     forbidden = forbidden_masks(graph, classes, transitions, params.forbidden_couplings,
                                 stats.seen)
+    loose = []
     if params.forbidden_transitions == "auto" and transitions == "unseen":
-        # a loose chain stays open; only the strict ones are closed or back off
+        # a chain with a loose grammar stays open; the others are closed
+        loose = sorted(int(graph.edge_a[e]) for e, m in forbidden.items()
+                       if loose_grammar(graph, e, m, stats))
         forbidden = {e: m for e, m in forbidden.items()
-                     if not _loose(graph, e, m, stats.transition_sequences)}
-        open_world = open_world and any(graph.edge_kind[e] == IN_CHAIN for e in forbidden)
+                     if not (graph.edge_kind[e] == IN_CHAIN and int(graph.edge_a[e]) in loose)}
     if previous is not None and isinstance(transitions, str):
         forbidden = {e: m & previous[e] for e, m in forbidden.items()
                      if e in previous and (m & previous[e]).any()}
-    backoff = {}
-    if open_world:
-        backoff = {int(graph.edge_a[e]): m for e, m in forbidden.items()
-                   if graph.edge_kind[e] == IN_CHAIN and graph.edge_tied[e]}
-    return forbidden, backoff
+    in_chain = {int(graph.edge_a[e]): m for e, m in forbidden.items()
+                if graph.edge_kind[e] == IN_CHAIN and graph.edge_tied[e] and m.any()}
+    backoff = in_chain if open_world else {}
+    scored = in_chain if scoring else {}
+    return forbidden, backoff, scored, loose
 
 
-def _loose(graph, edge, mask, transition_sequences):
-    """Whether ``forbidden_transitions="auto"`` leaves the in-chain edge ``edge`` open:
-    a tied in-chain template whose transitions seen in training (``~mask``) are more
-    than :data:`~skfcrf._kernels._chainwise.SPARSE_TRANSITIONS` of its ``L x L``, one of
-    them seen in a single training sequence (``transition_sequences``, edge -> the
-    sequences each transition occurs in).
+def transitions_choice(est, scored, grammar):
+    """The fitted model's ``transitions_``: what its in-chain transitions are and why.
 
-    Such a chain's grammar is loose (CoNLL-2000's POS and chunk chains: 45% and 31%
-    of their transitions in 2,000 sentences), its products dense either way, and its
-    unseen transitions get weights of their own, learnt with the prior from their
-    absence, as with ``forbidden_transitions=None``; the chains whose few seen
-    transitions are a grammar (the dictations' sections: 7%) back off.  A transition
-    seen in one sequence only is the data's evidence that the grammar is still open:
-    by Good and Turing's estimate, the chance that a new sequence brings a transition
-    never seen is about the share of such singletons.  Without one the chain is
-    closed as far as the data can tell (the dictations' seven-label sentence chain:
-    49% of its transitions seen, each in many reports), and opening it only moves
-    the fit (seed-scale joint accuracy 95.05% against 95.16% backed off).  CoNLL-2000
-    chunk F1 (2,000 / 4,000 training sentences) .8954 / .9133 against .8932 / .9095
-    when every chain backs off (``benchmarks/README.md``).
+    A dict: ``"world"`` -- ``"seen+backoff"`` (``"auto"``'s closed world with back-off
+    scores for the unseen transitions: ``scored``), ``"seen"``, ``"backoff"``,
+    ``"open"`` or ``"explicit"``; ``"decoding"`` -- ``"seen"`` when MAP decoding
+    keeps to the transitions seen in training while the unseen ones are scored,
+    else ``"allowed"``; ``"unseen"`` -- per chain the transitions never seen in
+    training that the model forbids or backs off; ``"open"`` -- the chains
+    ``"auto"`` left open (a loose grammar); ``"new_rate"`` -- per chain
+    :func:`new_transition_rate` (None where not collected); ``"reason"``, one
+    sentence.  ``grammar``: :class:`Model`'s.
+    """
+    params = est.forbidden_transitions
+    graph = est.graph_
+    masks = {int(graph.edge_a[e]): m for e, m in est.forbidden_.items()
+             if graph.edge_kind[e] == IN_CHAIN and graph.edge_tied[e]}
+    masks.update(est.layout_.backoff)
+    unseen = [int(masks[c].sum()) if c in masks else 0 for c in range(graph.n_chains)]
+    loose = list((grammar or {}).get("open", []))
+    rates = (grammar or {}).get("new_rate")
+    if scored:
+        world, reason = "seen+backoff", (
+            "several chains decoded over their joint label states with every label given: "
+            "trained and MAP-decoded over the transitions seen in training, the unseen ones "
+            f"scored by back-off weights from {BACKOFF_FOLDS} held-out folds")
+    elif isinstance(params, str) and params == "auto":
+        if any(unseen):
+            world, reason = "seen", (
+                f"the unseen transitions' back-off weights need at least {BACKOFF_FOLDS} "
+                "training sequences in one process: the closed world")
+        else:
+            world, reason = "open", (
+                "one chain, inference not over the joint label states, missing labels or "
+                "only loose grammars: every transition scored (as CRFsuite with "
+                "all_possible_transitions)")
+    elif isinstance(params, str):
+        world = "seen" if params == "unseen" else params
+        reason = f"forbidden_transitions={params!r}"
+    elif params is None:
+        world, reason = "open", "forbidden_transitions=None"
+    else:
+        world, reason = "explicit", "the forbidden transitions given"
+    if loose and world != "open":
+        reason += (f"; chains {loose} open: more than {LOOSE_SEEN:.0%} of their transitions "
+                   f"seen and a new one at more than {NEW_TRANSITION_RATE:.2%} of the tokens")
+    return {"world": world, "decoding": "seen" if scored else "allowed", "unseen": unseen,
+            "open": loose, "new_rate": rates, "reason": reason}
+
+
+def new_transition_rate(graph, edge, stats):
+    """How often the training data of in-chain edge ``edge`` meet a transition seen in
+    no other sequence: those transitions over all the consecutive token pairs
+    (``stats``, :class:`StructureStatistics`) -- Good and Turing's estimate of the
+    share of a new sequence's transitions never seen in training."""
+    singles = int((stats.transition_sequences[edge] == 1).sum())
+    return singles / max(stats.n_pairs, 1)
+
+
+def loose_grammar(graph, edge, mask, stats):
+    """Whether ``forbidden_transitions="auto"`` leaves the in-chain edge ``edge``
+    open: a tied in-chain template with more than :data:`LOOSE_SEEN` of its
+    transitions seen (``~mask``) whose :func:`new_transition_rate` exceeds
+    :data:`NEW_TRANSITION_RATE`.
+
+    Part of speech in a few thousand sentences is such a chain (CoNLL-2000: 45% of
+    the transitions seen, a new one at 0.4% of the tokens): trained with the unseen
+    transitions forbidden its weights generalise worse, and the open chain wins
+    (``benchmarks/suite.py``).  Section and sentence chains see few of their
+    transitions, or see each in many sequences, and are closed.
     """
     if graph.edge_kind[edge] != IN_CHAIN or not graph.edge_tied[edge]:
         return False
-    return bool((~mask).mean() > SPARSE_TRANSITIONS
-                and (transition_sequences[edge] == 1).any())
+    return bool((~mask).mean() > LOOSE_SEEN
+                and new_transition_rate(graph, edge, stats) > NEW_TRANSITION_RATE)
 
 
 def learns_backoff(params, n_sequences):
     """Whether ``forbidden_transitions="auto"`` gives a model of settings ``params``
-    trained on ``n_sequences`` sequences back-off transitions: the deleted
-    likelihood that learns their weights is the fine-tuning stage
-    (``finetune_iter > 0`` after an objective other than the likelihood), fitted
-    in one process (``params._auto_backoff``: False for
-    :class:`~skfcrf.dask.DaskFactorialCRF`) on at least :data:`BACKOFF_FOLDS`
+    trained on ``n_sequences`` sequences back-off weights for its unseen transitions:
+    each chain's deleted likelihood over :data:`BACKOFF_FOLDS` folds learns them after
+    training, in one process (``params._auto_backoff``: False for
+    :class:`~skfcrf.dask.DaskFactorialCRF`), on at least :data:`BACKOFF_FOLDS`
     sequences."""
-    return (params.finetune_iter > 0 and params.objective != "likelihood"
-            and getattr(params, "_auto_backoff", True) and n_sequences >= BACKOFF_FOLDS)
+    return getattr(params, "_auto_backoff", True) and n_sequences >= BACKOFF_FOLDS
 
 
 def uses_state_transitions(params, n_chains, method, partial):
@@ -383,13 +454,20 @@ def build_model(params, graph, n_features, classes, stats, previous=None,
         joint_states = joint_states_from_labels(
             np.vstack([previous.joint_states_, stats.joint_states(graph.n_labels)]))
     method = resolve_method(params.inference, graph, joint_states)
-    forbidden, backoff = forbidden_assignments(params, graph, classes, stats, method,
-                                               None if previous is None else previous.forbidden_)
+    forbidden, backoff, scored, loose = forbidden_assignments(
+        params, graph, classes, stats, method,
+        None if previous is None else previous.forbidden_)
+    rates = None
+    if stats.transition_sequences is not None:
+        rates = [0.0] * graph.n_chains
+        for e in stats.transition_sequences:
+            rates[int(graph.edge_a[e])] = new_transition_rate(graph, e, stats)
+    grammar = {"open": loose, "new_rate": rates}
     if previous is None and uses_state_transitions(params, graph.n_chains, method,
                                                    stats.partial):
         C = graph.n_chains
         layout = layout.with_state_pairs(stats.state_pairs[:, :C], stats.state_pairs[:, C:])
-    return Model(layout, joint_states, forbidden, method, backoff)
+    return Model(layout, joint_states, forbidden, method, backoff, scored, grammar)
 
 
 def select_sequences(seq_ptr, index):
