@@ -644,6 +644,27 @@ def test_view_legend_and_wording_use_the_stored_names(trained, dictation_model, 
     assert f"all {len(X)} reports (pooled)" in (dd / "pages" / "index.html").read_text()
 
 
+def test_train_and_inspect_say_what_the_fit_made_of_the_transitions(tmp_path):
+    """``skfcrf train`` (on standard error, with its progress) and ``skfcrf inspect`` (on
+    standard error, beside the table) print the fitted ``transitions_``: the world,
+    how MAP decoding runs, the unseen transitions per named chain and the reason."""
+    write_toy(tmp_path / "train.txt", toy_corpus(30))
+    model = tmp_path / "m.model"
+    res = run("train", tmp_path / "train.txt", "--model", model, "--label-columns", 2,
+              "--chain-names", "pos", "chunk", "--features", "ngram", "--max-iter", 5)
+    assert res.returncode == 0, res.stderr
+    line = next(x for x in res.stderr.splitlines() if x.startswith("transitions:"))
+    assert line.startswith("transitions: seen+backoff (MAP decoding over the transitions "
+                           "seen in training; never seen per chain: pos ")
+    assert ", chunk " in line and "held-out folds" in line
+    shown = run("inspect", model, "-n", "2")
+    assert shown.returncode == 0 and line in shown.stderr.splitlines()
+    assert not any(x.startswith("transitions:") for x in shown.stdout.splitlines())
+    quiet = run("train", tmp_path / "train.txt", "--model", model, "--label-columns", 2,
+                "--features", "ngram", "--max-iter", 5, "-q")
+    assert "transitions:" not in quiet.stderr
+
+
 def test_inspect_names_the_chains(trained, named_model):
     named = named_model
     res = run("inspect", named, "-n", "8", "--kind", "transition", "--chain", "chunk")

@@ -1,4 +1,6 @@
-"""``skfcrf inspect MODEL``: the largest weights of a saved model, as a table."""
+"""``skfcrf inspect MODEL``: the largest weights of a saved model, as a table (on
+standard output), and what its fit made of the in-chain transitions (one line on
+standard error)."""
 from skfcrf.cli._common import nonnegative_int
 from skfcrf.cli._files import generic_chain_names, load_crf, stored_chain_names
 
@@ -35,7 +37,22 @@ def format_weights(records, chain_names=None):
     return "\n".join(lines)
 
 
+def transitions_line(crf, chain_names):
+    """One line: what the model's fit made of its in-chain transitions
+    (``transitions_``) and why; None for a model file without it."""
+    choice = getattr(crf, "transitions_", None)
+    if not choice:
+        return None
+    unseen = ", ".join(f"{n} {k}" for n, k in zip(chain_names, choice["unseen"]))
+    decoding = ("MAP decoding over the transitions seen in training"
+                if choice["decoding"] == "seen" else "decoding over every allowed transition")
+    return (f"transitions: {choice['world']} ({decoding}; never seen per chain: {unseen}): "
+            f"{choice['reason']}")
+
+
 def run(args):
+    import sys
+
     from skfcrf.cli._common import CLIError
 
     crf = load_crf(args.model)
@@ -56,4 +73,7 @@ def run(args):
         raise CLIError(str(exc), status=2) from None
     # unnamed chains (chain 0, ...) keep their indices
     print(format_weights(records, None if names == generic_chain_names(crf.n_chains_) else names))
+    line = transitions_line(crf, names)
+    if line is not None:        # beside the table, which stays machine-readable
+        print(line, file=sys.stderr)
     return 0

@@ -27,6 +27,7 @@ from skfcrf.cli._files import (
     infer_label_columns,
     read_data,
 )
+from skfcrf.cli._inspect import transitions_line
 from skfcrf.cli._progress import FitProgress
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
@@ -164,6 +165,9 @@ def run(args):
     progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} iterations in all "
              f"stages, {crf.n_features_in_} observations, {crf.coef_.size} weights{note}",
              args.quiet)
+    line = transitions_line(crf, config["chain_names"])
+    if line is not None:
+        progress(line, args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
 
