@@ -64,7 +64,8 @@ def main():
         crf.coef_ = snapshots[k]
         pred = crf.predict(F_test)
         acc = chain_accuracy(y_test, pred)
-        f1 = [precision_recall_fscore(y_test, pred, chain=c, average="macro")[2] for c in range(3)]
+        f1 = [precision_recall_fscore(y_test, pred, chain=c, average="macro", zero_division=0.0)[2]
+              for c in range(3)]
         print(f"{k:4d}  {crf.loss_curve_[k - 1]:<10.6g}  {joint_accuracy(y_test, pred):.4f}  "
               + " ".join(f"{a:.4f}" for a in acc) + "   " + " ".join(f"{v:.4f}" for v in f1),
               flush=True)

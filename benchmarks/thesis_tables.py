@@ -14,7 +14,9 @@ default ``FactorialCRF()``; post-processing with the style's preset (``cor``, ``
 * 6.1/6.2 accuracy per chain, average and joint (``accuracy.csv``, corpora ``COR-ALL``
   and ``RCG-ALL`` at ``--rcg-rate``);
 * 6.3-6.8 per-label N, Correct, Returned, P, R, F1 per chain, macro ``Total`` row
-  (``f1.csv``);
+  (``f1.csv``), in the thesis's convention (``convention="thesis"`` of
+  :func:`skfcrf.metrics.precision_recall_fscore`: undefined scores N/A and left out of
+  the macro average);
 * 6.9/6.10 WindowDiff per chain (``windowdiff.csv``);
 * 6.11/6.12 accuracy against the word error rate (``accuracy.csv``, ``RCG-ALL`` and
   ``RCG-BEST`` at every ``--word-error-rates``; ``COR-BEST``).  ``BEST``: as in the
@@ -132,12 +134,14 @@ def f1_rows(tables, corpus, y, pred, post):
     rows = []
     for c in range(N_CHAINS):
         labels, n, correct, returned = label_counts(y, pred, chain=c)
-        p, r, f, _ = precision_recall_fscore(y, pred, chain=c, labels=labels)
+        # the thesis's convention, to compare with its tables: N/A left out of the macro average
+        p, r, f, _ = precision_recall_fscore(y, pred, chain=c, labels=labels, convention="thesis")
         for i, lab in enumerate(labels):
             rows.append(dict(table=tables[c], corpus=corpus, chain=c, postprocessing=post, label=lab,
                              n=int(n[i]), correct=int(correct[i]), returned=int(returned[i]),
                              precision=float(p[i]), recall=float(r[i]), f1=float(f[i])))
-        mp, mr, mf, _ = precision_recall_fscore(y, pred, chain=c, labels=labels, average="macro")
+        mp, mr, mf, _ = precision_recall_fscore(y, pred, chain=c, labels=labels, average="macro",
+                                                convention="thesis")
         rows.append(dict(table=tables[c], corpus=corpus, chain=c, postprocessing=post, label="Total",
                          n=int(n.sum()), correct=int(correct.sum()), returned=int(returned.sum()),
                          precision=float(mp), recall=float(mr), f1=float(mf)))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
 import skfcrf
@@ -140,7 +141,6 @@ def test_named_scorers_equal_metrics_and_signs():
         ("accuracy", 0, chain_accuracy(y, y_pred, chain=0)),
         ("accuracy", None, average_accuracy(y, y_pred)),
         ("segment_f1", 0, segment_f1(y, y_pred, chain=0)),
-        ("f1_macro", 0, precision_recall_fscore(y, y_pred, 0, average="macro")[2]),
         ("recall_micro", 1, precision_recall_fscore(y, y_pred, 1, average="micro")[1]),
         ("windowdiff", None, -np.mean([windowdiff(y, y_pred, chain=c) for c in (0, 1)])),
     ]
@@ -148,6 +148,13 @@ def test_named_scorers_equal_metrics_and_signs():
         scorer = make_chain_scorer(name, chain=chain)
         assert scorer(est, X, y) == pytest.approx(expected), name
     assert -windowdiff(y, y_pred, chain=1) < 0
+    # labels never predicted: their precision counts as 0 and warns, as scikit-learn's f1_macro
+    with pytest.warns(UndefinedMetricWarning, match="Precision is ill-defined"):
+        expected = precision_recall_fscore(y, y_pred, 0, average="macro")[2]
+    with pytest.warns(UndefinedMetricWarning):
+        assert make_chain_scorer("f1_macro", chain=0)(est, X, y) == pytest.approx(expected)
+    scorer = make_chain_scorer("f1_macro", chain=0, zero_division=0.0)
+    assert scorer(est, X, y) == pytest.approx(expected)
     # kwargs reach the metric
     scorer = make_chain_scorer("windowdiff", chain=1, k=1)
     assert scorer(est, X, y) == pytest.approx(-windowdiff(y, y_pred, chain=1, k=1))
@@ -156,7 +163,7 @@ def test_named_scorers_equal_metrics_and_signs():
 
     again = pickle.loads(pickle.dumps(make_chain_scorer("windowdiff", chain=-1)))
     assert again(est, X, y) == pytest.approx(-windowdiff(y, y_pred, chain=1))
-    again = pickle.loads(pickle.dumps(make_chain_scorer("f1_macro")))
+    again = pickle.loads(pickle.dumps(make_chain_scorer("f1_macro", zero_division=0.0)))
     assert again(est, X, y) <= 1.0
     assert set(SCORER_METRICS) >= {"windowdiff", "pk", "joint_accuracy", "segment_f1", "f1_macro"}
 

@@ -72,7 +72,7 @@ def test_label_counts_and_prf_hand_computed():
     assert n.tolist() == [3, 2, 1]
     assert correct.tolist() == [2, 1, 0]
     assert returned.tolist() == [3, 3, 0]
-    p, r, f, support = precision_recall_fscore(yt, yp)
+    p, r, f, support = precision_recall_fscore(yt, yp, convention="thesis")
     np.testing.assert_allclose(p[:2], [2 / 3, 1 / 3])
     assert np.isnan(p[2])  # Returned = 0: undefined ("N/A")
     np.testing.assert_allclose(r, [2 / 3, 1 / 2, 0.0])
@@ -80,13 +80,13 @@ def test_label_counts_and_prf_hand_computed():
     assert np.isnan(f[2])
     assert support.tolist() == [3, 2, 1]
     # macro: mean over defined values only (paper's convention)
-    mp, mr, mf, total = precision_recall_fscore(yt, yp, average="macro")
+    mp, mr, mf, total = precision_recall_fscore(yt, yp, average="macro", convention="thesis")
     assert mp == pytest.approx(0.5)
     assert mr == pytest.approx((2 / 3 + 1 / 2 + 0) / 3)
     assert mf == pytest.approx((2 / 3 + 0.4) / 2)
     assert total == 6
     # micro equals accuracy when every label is included
-    up, ur, uf, _ = precision_recall_fscore(yt, yp, average="micro")
+    up, ur, uf, _ = precision_recall_fscore(yt, yp, average="micro", convention="thesis")
     assert up == ur == uf == pytest.approx(3 / 6)
     # explicit labels and zero_division
     p, r, f, _ = precision_recall_fscore(yt, yp, labels=["c", "a"], zero_division=0.0)
@@ -97,7 +97,7 @@ def test_label_counts_and_prf_hand_computed():
 
 
 def test_prf_chain_selection():
-    p, r, f, n = precision_recall_fscore(Y_TRUE, Y_PRED, chain=2)
+    p, r, f, n = precision_recall_fscore(Y_TRUE, Y_PRED, chain=2, convention="thesis")
     # labels sorted: BeginHist, BeginSec, Hist, Sec
     assert n.tolist() == [1, 1, 2, 3]
     np.testing.assert_allclose(r, [0.0, 1.0, 1 / 2, 1.0])
@@ -115,7 +115,8 @@ def test_classification_report_text():
     assert lines[0] == "Chain 0"
     assert lines[1].split() == ["Label", "N", "Correct", "Returned", "P", "R", "F1"]
     assert lines[2].split() == ["a", "3", "2", "3", "0.67", "0.67", "0.67"]
-    assert lines[4].split() == ["c", "1", "0", "0", "N/A", "0.00", "N/A"]
+    # c is never predicted: P undefined, counted as 0 in Total (scikit-learn's macro); F1 = 0
+    assert lines[4].split() == ["c", "1", "0", "0", "N/A", "0.00", "0.00"]
     assert lines[5].split()[:4] == ["Total", "6", "3", "6"]
     assert lines[6].split() == ["Micro", "6", "3", "6", "0.50", "0.50", "0.50"]
     all_chains = classification_report(Y_TRUE, Y_PRED)

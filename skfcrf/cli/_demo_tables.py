@@ -49,9 +49,12 @@ def windowdiff_table(number, style, cv, variants, n_chains, n_folds):
 def macro_f1_table(number, columns, n_chains):
     """The bottom rows of tables 6.3-6.8: macro-averaged F1 per level, counts pooled over the
     folds.  ``columns``: ``(title, {chain: report dict})`` with the dicts of
-    :func:`skfcrf.metrics.pooled_classification_report`."""
+    :func:`skfcrf.metrics.pooled_classification_report` (its default convention,
+    scikit-learn's: every label counts, a label never predicted with F1 0; the thesis left
+    undefined scores out, which can raise the average)."""
     rows = [(LEVELS[c] if c < len(LEVELS) else f"chain {c}", c) for c in range(n_chains)]
     variants = [(k, title) for k, (title, _) in enumerate(columns)]
     return _table(f"Table {number}. Macro-averaged F1 (%) per level, counts pooled over the "
-                  "folds (the bottom rows of the thesis's tables 6.3-6.8)", rows, variants,
+                  "folds (the bottom rows of the thesis's tables 6.3-6.8; every label counted, "
+                  "as scikit-learn's f1_score)", rows, variants,
                   lambda k, c: f"{100 * columns[k][1][c]['macro'][2]:6.2f}")

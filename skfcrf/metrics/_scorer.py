@@ -94,7 +94,10 @@ def make_chain_scorer(metric, chain=None, greater_is_better=None, repair=None, *
         the estimator in :class:`skfcrf.structure.Repaired` and use plain
         scorers (scikit-learn then predicts once for all of them).
     **kwargs
-        Passed to the metric, e.g. ``k=`` or ``begin_prefixes=`` for WindowDiff.
+        Passed to the metric, e.g. ``k=`` or ``begin_prefixes=`` for WindowDiff,
+        ``zero_division=`` or ``convention=`` for the precision/recall/F1 names
+        (:func:`precision_recall_fscore`: by default scikit-learn's macro average,
+        an undefined score counted as 0 with an ``UndefinedMetricWarning``).
 
     Returns
     -------
