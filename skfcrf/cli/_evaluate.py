@@ -32,7 +32,7 @@ def run(args):
     crf, config = load_model(args.model)
     n_chains = crf.n_chains_
     X, y = read_data(args.data, config["attributes"], n_chains, config["sep"])
-    decodings = decode_data(crf, config, X, quiet=args.quiet)
+    decodings = decode_data(crf, config, X, quiet=args.quiet, model_path=args.model)
     yt, yp = as_2d(y), as_2d([d.labels for d in decodings])
     chain_names = config_chain_names(config, n_chains)
     names = [chain_title(c, name) for c, name in enumerate(chain_names)]

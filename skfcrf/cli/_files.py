@@ -15,7 +15,11 @@ A model written by ``skfcrf train`` is two files: ``PATH`` (the CRF as written b
 from which :func:`features_from_config` rebuilds the observation pipeline.  The chain
 names describe the label columns, as the attributes describe the attribute columns;
 files written before they were stored have none and read as ``chain 0``, ``chain 1``, ...
-(:func:`config_chain_names`).
+(:func:`config_chain_names`).  The two files are checked against each other when loaded
+(:func:`check_features_make_model_groups`) and once the configuration has made the data's
+observations (:func:`check_observations`): a features file edited or belonging to another
+model is a one-line error, not a decoding on observations the model never learnt.  Text
+files are read as ``utf-8-sig``: a byte-order mark is no part of their text.
 """
 import json
 import os
@@ -78,7 +82,7 @@ def load_model(model_path):
                        "next to the model)")
     crf = load_crf(model_path)
     try:
-        with open(fpath, encoding="utf-8") as fh:
+        with open(fpath, encoding="utf-8-sig") as fh:
             config = json.load(fh)
     except (OSError, ValueError) as exc:
         raise CLIError(f"invalid feature configuration {fpath}: {exc}") from None
@@ -113,7 +117,147 @@ def load_model(model_path):
     if n_labels != crf.n_chains_:
         raise CLIError(f"feature configuration {fpath} describes {n_labels} label columns but "
                        f"the model has {crf.n_chains_} chains")
+    check_features_make_model_groups(crf, config, model_path)
     return crf, config
+
+
+# ----------------------------------------------------------------------------- model vs features
+#: feature kinds whose transformer names every token with each of its templates (n-gram
+#: windows pad the sequence edges), so that a template of the model that the features file
+#: does not make on the data cannot be one the data merely lacks
+_EVERY_TOKEN_KINDS = ("ngram_", "position", "shape")
+
+
+def _template(name):
+    """``ngram_word__word@-1`` of ``ngram_word__word@-1=the``: an observation name without
+    its value (the value, a word, may be new in any data; the template may not)."""
+    return name.partition("=")[0]
+
+
+def _group(template):
+    """``ngram_word`` of ``ngram_word__word@-1``: the union member that makes the name."""
+    return template.partition("__")[0]
+
+
+def _model_templates(crf):
+    """``{group: {template, ...}}`` of the model's observation names (None without names)."""
+    names = getattr(crf, "observation_names_", None)
+    if names is None or len(names) == 0:
+        return None
+    templates = {}
+    for t in {_template(str(n)) for n in names}:
+        templates.setdefault(_group(t), set()).add(t)
+    return templates
+
+
+def _quoted(items, limit=4):
+    items = sorted(items)
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(repr(i) for i in items[:limit]) + more
+
+
+def _mismatch(model_path, what):
+    """The one-line error for a features file that does not belong to its model."""
+    fpath = features_path(model_path)
+    return CLIError(f"feature configuration {fpath} does not match the model {model_path}: {what}; "
+                    "use the features file 'skfcrf train' wrote with this model (or retrain the "
+                    "model with these features)")
+
+
+def check_features_make_model_groups(crf, config, model_path):
+    """CLIError unless the feature configuration can make the model's observations.
+
+    From the configuration alone (no data): every group of the model's observation names
+    (the union member before ``__``: ``ngram_word``, ``concepts``, ``position``, ...) must
+    be a member of the configuration's union, and a configuration that lowercases its
+    n-grams cannot belong to a model whose n-gram values have capitals.  Extra members of
+    the configuration are harmless (their observations are unknown to the model, so
+    ignored) and pass.  Models without observation names (fitted on matrices) pass.
+
+    Parameters
+    ----------
+    crf : FactorialCRF
+        The loaded model (its ``observation_names_``).
+    config : dict
+        The checked feature configuration (:func:`load_model`).
+    model_path : str
+        Names the model and its features file in the error.
+
+    Raises
+    ------
+    CLIError
+        Naming the groups the configuration cannot make, or the capitalised n-gram.
+    """
+    model = _model_templates(crf)
+    if model is None:
+        return
+    made = [name for name, _ in features_from_config(config).transformer_list]
+    missing = set(model) - set(made)
+    if missing:
+        raise _mismatch(model_path, f"the model has observations of {_quoted(missing)}, which "
+                        f"the features file cannot make (its features {','.join(config['features'])} "
+                        f"on attributes {','.join(config['attributes'])} make {_quoted(made)})")
+    if config.get("lowercase"):
+        from skfcrf.transformers import BOS, EOS
+
+        for name in getattr(crf, "observation_names_", ()):
+            name = str(name)
+            if name.startswith("ngram_"):
+                value = name.partition("=")[2]
+                if value not in (BOS, EOS) and value != value.lower():
+                    raise _mismatch(model_path, "the features file lowercases the n-grams "
+                                    f"(\"lowercase\": true) but the model's have capitals ({name!r})")
+
+
+def check_observations(crf, Xf, model_path):
+    """CLIError if the observations a feature configuration made on the data (``Xf``, the
+    transformed sequences) do not fit the model.
+
+    Judged on the observation *templates* (the names without their values,
+    ``ngram_word__word@-1``; see :func:`_template`), never on the values, so data whose
+    words are all new passes: for each group of the model's names that the data has
+    observations of, at least one of its templates must be the model's (``position__relpos4``
+    against ``position__relpos8`` is a mismatch); and for the kinds that name every token
+    with each of their templates (n-gram windows, position, shape) every template of the
+    model must be made (an n-gram window narrower than the model's is a mismatch).
+
+    Parameters
+    ----------
+    crf : FactorialCRF
+        The loaded model (its ``observation_names_``).
+    Xf : list of list of dict
+        The data's observations, from :func:`features_from_config` ``.transform``.
+    model_path : str
+        Names the model and its features file in the error.
+
+    Raises
+    ------
+    CLIError
+        Naming the group and the templates that differ.
+    """
+    model = _model_templates(crf)
+    if model is None:
+        return
+    made = {}
+    for seq in Xf:
+        for token in seq:
+            for name in token:
+                t = _template(name)
+                made.setdefault(_group(t), set()).add(t)
+    if not made:
+        return
+    for group in sorted(model):
+        produced = made.get(group)
+        if not produced:
+            continue
+        if not produced & model[group]:
+            raise _mismatch(model_path, f"the features file's {group!r} observations "
+                            f"({_quoted(produced)}) are none of the model's ({_quoted(model[group])})")
+        if group.startswith(_EVERY_TOKEN_KINDS):
+            lacking = model[group] - produced
+            if lacking:
+                raise _mismatch(model_path, f"the features file does not make the model's {group!r} "
+                                f"observations {_quoted(lacking)} (it makes {_quoted(produced)})")
 
 
 def generic_chain_names(n_chains):
@@ -147,7 +291,7 @@ def stored_chain_names(model_path, n_chains):
     ``chain k`` when there is no such file or it names no chains: for commands that
     need the model only (``inspect``)."""
     try:
-        with open(features_path(model_path), encoding="utf-8") as fh:
+        with open(features_path(model_path), encoding="utf-8-sig") as fh:
             config = json.load(fh)
     except (OSError, ValueError):
         return generic_chain_names(n_chains)
@@ -223,7 +367,7 @@ def infer_label_columns(path, n_attributes, sep):
         return 1
     counts = {}
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for number, line in enumerate(fh, 1):
                 line = line.rstrip("\r\n")
                 if line.strip():
@@ -251,7 +395,7 @@ def infer_label_columns(path, n_attributes, sep):
 def count_columns(path, sep):
     """Number of columns on the first non-blank line of a column file."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for line in fh:
                 line = line.rstrip("\r\n")
                 if line.strip():

@@ -81,7 +81,7 @@ def load_section_types(path):
         return CLIError(f"argument --section-types: {path}: {why}", status=2)
 
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             data = json.load(fh)
     except FileNotFoundError:
         raise bad("file not found") from None

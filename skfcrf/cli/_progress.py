@@ -136,12 +136,16 @@ def decode_with_progress(crf, X, *, quiet=False, desc="decoding", file=None, for
     return out
 
 
-def decode_data(crf, config, X, *, quiet=False, what="tagging"):
+def decode_data(crf, config, X, *, quiet=False, what="tagging", model_path="MODEL"):
     """The decodings of the tokens ``X`` read from a data file by a model of ``skfcrf train``
     (observations from its feature ``config``): a message ("``what`` N sequences..."), then
-    :func:`decode_with_progress`."""
+    :func:`decode_with_progress`.  Before decoding, the observations are checked against the
+    model's (:func:`skfcrf.cli._files.check_observations`; ``model_path`` names the model
+    and its features file in the error)."""
     from skfcrf.cli._common import counted, progress
-    from skfcrf.cli._files import features_from_config
+    from skfcrf.cli._files import check_observations, features_from_config
 
     progress(f"{what} {counted(len(X), 'sequence')}...", quiet)
-    return decode_with_progress(crf, features_from_config(config).transform(X), quiet=quiet)
+    Xf = features_from_config(config).transform(X)
+    check_observations(crf, Xf, model_path)
+    return decode_with_progress(crf, Xf, quiet=quiet)

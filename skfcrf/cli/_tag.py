@@ -56,7 +56,7 @@ def run(args):
                        f"and ignores up to {counted(n_chains, 'label column')} after them")
     n_label_columns = max(n_cols - n_attr, 0)
     X, _ = read_data(args.data, attributes, n_label_columns, sep)
-    decodings = decode_data(crf, config, X, quiet=args.quiet)
+    decodings = decode_data(crf, config, X, quiet=args.quiet, model_path=args.model)
     y_pred = [d.labels for d in decodings]
     if args.repair:
         from skfcrf.structure import repair_sequences

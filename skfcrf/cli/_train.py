@@ -176,7 +176,7 @@ def read_lexicon(path):
     """``[[phrase, class], ...]`` of a lexicon file (one ``words... CLASS`` per line)."""
     entries = []
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for number, line in enumerate(fh, 1):
                 fields = line.split("#", 1)[0].split()
                 if not fields:
@@ -346,7 +346,7 @@ def _read_label_rows(path, n_chain_fields, option, form):
         raise CLIError(f"{option}: file not found: {path}", 2)
     groups = {}
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, 1):
                 fields = line.split("#", 1)[0].split()
                 if not fields:

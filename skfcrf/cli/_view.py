@@ -71,7 +71,8 @@ def run(args):
     parent = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(parent):
         raise CLIError(f"cannot write {args.output}: directory does not exist: {parent}")
-    decodings = decode_data(crf, config, X, quiet=args.quiet, what="decoding")
+    decodings = decode_data(crf, config, X, quiet=args.quiet, what="decoding",
+                            model_path=args.model)
     tokens = [_display_tokens(s) for s in X]
     preds = [d.labels for d in decodings]
     if args.repair:

@@ -9,6 +9,9 @@ from skfcrf._validation import check_label_sequences
 
 __all__ = ["read_conll", "write_conll"]
 
+#: the byte-order mark, as decoded by ``"utf-8"`` (``"utf-8-sig"`` drops it)
+_BOM = "\ufeff"
+
 
 def _open(path_or_file, mode, encoding):
     """Return (text file object, display name, whether to close it).
@@ -73,7 +76,9 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
         Column separator; ``None`` splits on runs of whitespace (values then cannot
         contain spaces), ``"\\t"`` for tab-separated files whose values contain spaces.
     encoding : str, default="utf-8"
-        Used when a path is given.
+        Used when a path or a binary file is given.  A byte-order mark (U+FEFF)
+        at the start of the text is dropped, whatever the encoding (it is no
+        part of the first token).
 
     Returns
     -------
@@ -125,6 +130,8 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
     try:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\r\n")
+            if lineno == 1 and line.startswith(_BOM):
+                line = line[1:]
             if not line.strip():
                 flush()
                 continue

@@ -211,9 +211,14 @@ def tokenize_report_text(text):
      'Seen', 'by', 'Dr.', 'X', '(', 'urology', ')', '.']
     """
     out = []
-    for chunk in text.split():
+    for chunk in _strip_bom(text).split():
         _split_chunk(chunk, out)
     return out
+
+
+def _strip_bom(text):
+    """``text`` without a leading byte-order mark (U+FEFF), which is no part of the text."""
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 _SENTENCE_END = frozenset(".?!")
@@ -379,7 +384,9 @@ def parse_report(text, *, section_types=None, default_section_type="Other", subs
     ----------
     text : str
         The report as typed: headings, subheadings, numbered lists, one paragraph
-        per line (see the module docstring for the line kinds).
+        per line (see the module docstring for the line kinds).  A byte-order mark
+        at its start (a file read as ``"utf-8"`` rather than ``"utf-8-sig"``) is
+        dropped.
     section_types : list of (str, str), optional
         Heading text -> section type: ``(regular expression, type)`` pairs, each
         searched anywhere in the heading text (``re.search``, case-insensitive,
@@ -439,6 +446,7 @@ def parse_report(text, *, section_types=None, default_section_type="Other", subs
         raise ValueError("text must be a str; decode the file first (e.g. as UTF-8)")
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
+    text = _strip_bom(text)
     if errors not in ("warn", "raise", "ignore"):
         raise ValueError(f"errors must be 'warn', 'raise' or 'ignore', got {errors!r}")
     for name, value in (("default_section_type", default_section_type),
