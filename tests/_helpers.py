@@ -3,8 +3,13 @@
 ``token_sequences`` draws random token sequences with their observations; ``synthetic`` makes
 a small separable FCRF task of them; ``check_gradient`` compares an estimator's analytic
 gradient with central finite differences; ``short_fit`` marks a test whose fits stop early on
-purpose.
+purpose; ``run_cli`` runs the command line of this checkout in a subprocess.
 """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -85,3 +90,14 @@ def raw_tokens(n_seq, seed):
         X.append([f"Tok{t}" if t % 2 else f"tok{t}" for t in toks])
         y.append([(f"c{t % 3}", "hi" if t >= 3 else "lo") for t in toks])
     return X, y
+
+
+def run_cli(*args, cwd=None, timeout=300):
+    """``python -m skfcrf ARGS`` with this checkout first on the path (warnings
+    ignored); the completed process, its output captured as text."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    return subprocess.run([sys.executable, "-m", "skfcrf", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)

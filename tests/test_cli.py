@@ -1,15 +1,14 @@
 """The ``skfcrf`` command line, run as a subprocess (``python -m skfcrf``)."""
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from skfcrf.datasets import read_conll
+
+from _helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,12 +51,7 @@ def write_toy(path, sents, columns=(0, 1, 2)):
             fh.write("\n")
 
 
-def run(*args, cwd=None, timeout=300):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("PYTHONWARNINGS", "ignore")
-    return subprocess.run([sys.executable, "-m", "skfcrf", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+run = run_cli
 
 
 def assert_one_line_error(res, *fragments, status=None):

@@ -4,9 +4,6 @@ observation names or make a JSON file unreadable."""
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +12,7 @@ import pytest
 from skfcrf.datasets import read_conll
 from skfcrf.transformers import make_dictation_features
 
-from _helpers import short_fit
+from _helpers import run_cli, short_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 BOM = "\ufeff"
@@ -24,12 +21,7 @@ TEXT = "The DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\nA DT B-NP\ndog NN I-NP\nran VB
 SENTENCES = [TEXT.split("\n\n")[0] + "\n", TEXT.split("\n\n")[1] + "\n"]
 
 
-def run(*args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("PYTHONWARNINGS", "ignore")
-    return subprocess.run([sys.executable, "-m", "skfcrf", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=300)
+run = run_cli
 
 
 # ----------------------------------------------------------------------------- read_conll

@@ -3,66 +3,30 @@
 is a one-line error naming what differs, where it used to give near-zero scores with exit 0;
 data whose words are merely new still passes."""
 import json
-import os
-import random
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_cli import assert_one_line_error as _one_line_error
+from test_cli import toy_corpus as _toy_corpus
+from test_cli import write_toy
+
+from _helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# a toy corpus of two chains (POS, chunks), sentences capitalised
-_NPS = [(("the", "DT"), ("cat", "NN")), (("a", "DT"), ("dog", "NN")),
-        (("the", "DT"), ("old", "JJ"), ("man", "NN")), (("she", "PRP"),), (("Mary", "NNP"),)]
-_VERBS = [("sat", "VBD"), ("saw", "VBD"), ("likes", "VBZ"), ("ran", "VBD")]
-_PREPS = [("on", "IN"), ("near", "IN"), ("with", "IN")]
-
-
-def _chunk(words, tag):
-    return [(w, p, ("B-" if i == 0 else "I-") + tag) for i, (w, p) in enumerate(words)]
-
-
 def toy_corpus(n_sentences=30, seed=0):
-    rng = random.Random(seed)
-    sents = []
-    for _ in range(n_sentences):
-        s = _chunk(rng.choice(_NPS), "NP") + _chunk([rng.choice(_VERBS)], "VP")
-        if rng.random() < 0.5:
-            s += _chunk(rng.choice(_NPS), "NP")
-        else:
-            s += _chunk([rng.choice(_PREPS)], "PP") + _chunk(rng.choice(_NPS), "NP")
-        s.append((".", ".", "O"))
-        s[0] = (s[0][0].capitalize(), *s[0][1:])
-        sents.append(s)
-    return sents
+    """:func:`test_cli.toy_corpus` with every sentence's first word capitalised (a model
+    whose n-grams have capitals, for the lowercasing check)."""
+    return [[(s[0][0].capitalize(), *s[0][1:]), *s[1:]] for s in _toy_corpus(n_sentences, seed)]
 
 
-def write_toy(path, sents):
-    with open(path, "w", encoding="utf-8") as fh:
-        for s in sents:
-            fh.write("".join(" ".join(tok) + "\n" for tok in s) + "\n")
-
-
-def run(*args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("PYTHONWARNINGS", "ignore")
-    return subprocess.run([sys.executable, "-m", "skfcrf", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=300)
+run = run_cli
 
 
 def assert_one_line_error(res, *fragments):
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "Traceback" not in res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("skfcrf: error: "), lines[0]
-    for frag in fragments:
-        assert frag in lines[0], lines[0]
-    return lines[0]
+    """:func:`test_cli.assert_one_line_error` with the exit status of a failed check (1)."""
+    return _one_line_error(res, *fragments, status=1)
 
 
 @pytest.fixture(scope="module")
