@@ -1094,3 +1094,22 @@ def test_new_transition_rate_counts_the_transitions_of_one_sequence():
         brute = sum(len(v) == 1 for v in in_seqs.values()) / sum(len(s) - 1 for s in y)
         assert new_transition_rate(crf.graph_, e, stats) == pytest.approx(brute)
         assert new_transition_rate(crf.graph_, e, halves) == pytest.approx(brute)
+
+
+@short_fit
+def test_grid_search_chooses_among_the_worlds():
+    """``GridSearchCV`` over ``forbidden_transitions`` (the default and the explicit
+    worlds) fits and scores every one; on the strict task of
+    :func:`_strict_task` the refitted best model is a closed one, and it keeps
+    ``transitions_``."""
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, y = _strict_task(30, 0)
+    grid = {"forbidden_transitions": ["auto", "unseen", "backoff", None]}
+    search = GridSearchCV(FactorialCRF(max_iter=10), grid, cv=KFold(3)).fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and len(scores) == 4
+    assert search.best_params_["forbidden_transitions"] is not None
+    assert search.best_estimator_.transitions_["world"] in ("seen+backoff", "seen", "backoff")
+    # "auto" and "unseen" decode alike: the same cross-validated score
+    assert scores[0] == scores[1]
