@@ -9,7 +9,8 @@ every task of the suite and prints one table per task and a summary (issue 78):
 * fit seconds (skfcrf with ``--n-jobs`` threads; CRFsuite has one);
 * paired per-sequence tests (:func:`skfcrf.metrics.paired_test`, Student's t over the
   test sequences pooled over the folds) of every row against the default, for joint
-  accuracy and for each chain's accuracy.
+  accuracy, each chain's accuracy and each boundary chain's WindowDiff; the last
+  column names the chains on which the default is worse than the row with p < .05.
 
 Rows:
 
@@ -59,6 +60,7 @@ Tasks (``--tasks``; small ones by cross-validation, never one split):
     python benchmarks/suite.py --tasks urology gum --models default unseen alone
     python benchmarks/suite.py --settings 'closed={"forbidden_transitions": "unseen"}'
     python benchmarks/suite.py --json suite.json               # the figures as JSON too
+    python benchmarks/suite.py --report a.json old=b.json      # the tables of earlier runs
 
 Data: CoNLL-2000 from ``SKFCRF_CONLL2000`` (default ``../shared/data/conll2000``),
 CoNLL-2003 from ``SKFCRF_CONLL2003`` (``../shared/data/conll2003``), the reports from
@@ -319,10 +321,13 @@ def scores(task, y, pred):
 
 
 def per_sequence(task, y, pred):
-    """Per test sequence: joint accuracy and each chain's accuracy."""
+    """Per test sequence: joint accuracy, each chain's accuracy and, for a boundary
+    chain, its WindowDiff."""
     out = {"joint": sequence_scores(y, pred, joint_accuracy)}
-    for c, name in enumerate(task.chains):
+    for c, (name, metric) in enumerate(zip(task.chains, task.metrics)):
         out[f"acc.{name}"] = sequence_scores(y, pred, chain_accuracy, chain=c)
+        if metric == "wd":
+            out[f"wd.{name}"] = sequence_scores(y, pred, windowdiff, chain=c)
     return out
 
 
@@ -364,27 +369,38 @@ def run_task(task, args, emit):
     return result
 
 
-def table(task, result):
+def _chains(result):
+    """The chains' names of a task's result, in order (from its ``acc.`` keys)."""
+    return [k[4:] for k in next(iter(result.values())) if k.startswith("acc.")]
+
+
+def table(name, note, result):
+    """One task's rows as a Markdown table."""
     keys = ["joint"] + [k for k in next(iter(result.values())) if k.startswith(("acc.", "f1.",
                                                                                 "wd."))]
-    head = f"| row | fit s | {' | '.join(keys)} | joint - default (p) | default worse on (p < .05) |"
-    lines = [f"### {task.name} ({task.note})", "", head,
+    head = (f"| row | fit s | {' | '.join(keys)} | joint - default (p) "
+            "| default worse on (p < .05) |")
+    lines = [f"### {name}" + (f" ({note})" if note else ""), "", head,
              "|" + " --- |" * (len(keys) + 4)]
-    for name, row in result.items():
+    for row_name, row in result.items():
         cells = [f"{row['seconds']:.1f}"] + [f"{row[k]:.4f}" for k in keys]
         if "diff.joint" in row:
             cells.append(f"{100 * row['diff.joint']:+.2f} ({row['p.joint']:.2g})")
-            worse = [c for c in task.chains
+            worse = [c for c in _chains(result)
                      if row[f"diff.acc.{c}"] > 0 and row[f"p.acc.{c}"] < 0.05]
+            worse += [f"{c} (WindowDiff)" for c in _chains(result)
+                      if f"p.wd.{c}" in row and row[f"diff.wd.{c}"] < 0
+                      and row[f"p.wd.{c}"] < 0.05]
             cells.append(", ".join(worse) or "none")
         else:
             cells += ["", ""]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {row_name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def summary(results):
-    """Joint accuracy per task and row, the mean over tasks, and the goals' checks."""
+    """Joint accuracy per task and row, the mean over tasks, and how far the default
+    is from the best other row."""
     names = []
     for res in results.values():
         names += [n for n in res if n not in names]
@@ -392,13 +408,49 @@ def summary(results):
              "| task | " + " | ".join(names) + " | default - best other |",
              "|" + " --- |" * (len(names) + 2)]
     for task, res in results.items():
-        best = max((r["joint"] for n, r in res.items() if n != "default"), default=np.nan)
+        others = [r["joint"] for n, r in res.items() if n != "default"]
         cells = [f"{100 * res[n]['joint']:.2f}" if n in res else "" for n in names]
-        gap = 100 * (res["default"]["joint"] - best) if "default" in res else np.nan
-        lines.append(f"| {task} | " + " | ".join(cells) + f" | {gap:+.2f} |")
-    means = [np.mean([100 * r[n]["joint"] for r in results.values() if n in r]) for n in names]
-    lines.append("| mean | " + " | ".join(f"{m:.2f}" for m in means) + " | |")
+        gap = (f"{100 * (res['default']['joint'] - max(others)):+.2f}"
+               if "default" in res and others else "")
+        lines.append(f"| {task} | " + " | ".join(cells) + f" | {gap} |")
+    means = []
+    for n in names:
+        have = [100 * r[n]["joint"] for r in results.values() if n in r]
+        means.append(f"{np.mean(have):.2f}" + ("" if len(have) == len(results)
+                                                 else f" ({len(have)} tasks)"))
+    lines.append("| mean | " + " | ".join(means) + " | |")
     return "\n".join(lines)
+
+
+def report(paths):
+    """The tables and summary of ``--json`` files of earlier runs.  ``LABEL=PATH``
+    renames the file's ``default`` rows to ``LABEL`` (e.g. the default of an earlier
+    revision; ``drop=PATH`` leaves them out); ``default`` rows come first.  A row from
+    another file than its task's ``default`` loses its paired tests (they were
+    against another default)."""
+    results, notes, source = {}, {}, {}
+    for k, spec in enumerate(paths):
+        label, _, path = spec.rpartition("=")
+        with open(path) as fh:
+            data = json.load(fh)
+        for name, rows in data["results"].items():
+            for row, values in rows.items():
+                if row == "default" and label:
+                    if label == "drop":
+                        continue
+                    row = label
+                results.setdefault(name, {})[row] = dict(values)
+                source[name, row] = k
+        notes.update(data.get("notes", {}))
+    for name, rows in results.items():
+        for row, values in rows.items():
+            if source.get((name, "default")) != source[name, row]:
+                for key in [key for key in values if key.startswith(("diff.", "p."))]:
+                    del values[key]
+        rows = dict(sorted(rows.items(), key=lambda kv: kv[0] != "default"))
+        results[name] = rows
+        print(table(name, notes.get(name, ""), rows) + "\n")
+    print(summary(results))
 
 
 def main():
@@ -420,7 +472,15 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=600)
     ap.add_argument("--final", action="store_true", help="CoNLL-2003 on eng.testb")
     ap.add_argument("--json", help="write the figures to this file too")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="fit nothing: print the tables of earlier runs' --json files (a "
+                         "task in several, the last one's rows replace or join the earlier; "
+                         "LABEL=JSON renames that file's default rows to LABEL, drop=JSON "
+                         "leaves them out)")
     args = ap.parse_args()
+    if args.report:
+        report(args.report)
+        return
     if args.peer is None:
         try:
             import sklearn_crfsuite  # noqa: F401
@@ -439,10 +499,11 @@ def main():
             continue
         tasks[name] = task
         results[name] = run_task(task, args, emit)
-        print(table(task, results[name]) + "\n", flush=True)
+        print(table(name, task.note, results[name]) + "\n", flush=True)
         if args.json:
             with open(args.json, "w") as fh:
-                json.dump({"args": vars(args), "results": results}, fh, indent=1)
+                json.dump({"args": vars(args), "results": results,
+                           "notes": {n: t.note for n, t in tasks.items()}}, fh, indent=1)
     print(summary(results))
 
 
