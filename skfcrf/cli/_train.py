@@ -232,9 +232,9 @@ def add_model_options(t):
     m.add_argument("--forbidden-transitions", default="auto",
                    metavar="auto|unseen|backoff|none|FILE",
                    help="in-chain transitions that may not occur: auto (for several chains: "
-                   "backoff where the fine-tuning learns it, else unseen, on the chains "
-                   "that have seen at most 15%% of their transitions or each of them in "
-                   "several sequences), unseen "
+                   "unseen, the unseen ones then scored by learnt back-off weights for "
+                   "log-probabilities and fixed labels, but for a chain with a loose "
+                   "grammar, which stays open; the model says which), unseen "
                    "(those never seen in training), backoff (unseen ones scored by learnt "
                    "back-off weights), none, or a "
                    "file with one 'CHAIN LABEL_FROM LABEL_TO' per line (# comments) "
