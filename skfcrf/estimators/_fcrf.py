@@ -871,10 +871,17 @@ class FactorialCRF(BaseEstimator):
             state = state[self._kept_state_pairs]
         self.layout_, self.forbidden_ = deleted.layout, deleted.forbidden
         self._backoff = {}
-        theta = np.concatenate([coef[:closed.bias_state], state,
-                                np.full(deleted.layout.n_backoff, BACKOFF_START)])
-        # every chain's back-off weights where its own deleted likelihood puts them
-        # (ChainBackoffStage): the fine-tuning hardly moves them from BACKOFF_START
+        # every chain's back-off weights where its own deleted likelihood puts them:
+        # the fine-tuning hardly moves them from BACKOFF_START
+        return self._chain_backoff_weights(
+            deleted, np.concatenate([coef[:closed.bias_state], state]))
+
+    def _chain_backoff_weights(self, deleted, coef):
+        """``coef`` (every weight but the back-off ones) followed by the back-off
+        weights of ``deleted``'s layout, each chain's where its own deleted likelihood
+        puts them, the other weights held
+        (:class:`~skfcrf.objectives._backoff.ChainBackoffStage`)."""
+        theta = np.concatenate([coef, np.full(deleted.layout.n_backoff, BACKOFF_START)])
         stage = deleted.chain_backoff_stage(theta)
         weights, n_iter = stage.solve(self.max_iter, self.tol)
         if self.verbose:
@@ -901,14 +908,8 @@ class FactorialCRF(BaseEstimator):
         batch.layout = self.layout_.with_backoff(scored)
         deleted = DeletedLikelihood(batch, joint_states=self.joint_states_, sigma=self.sigma,
                                     forbidden=kept, n_threads=objective.n_threads)
-        theta = np.concatenate([self.coef_, np.full(batch.layout.n_backoff, BACKOFF_START)])
         with single_blas_thread(), reusing_scratch():
-            stage = deleted.chain_backoff_stage(theta)
-            weights, n_iter = stage.solve(self.max_iter, self.tol)
-        if self.verbose:
-            print(f"back-off weights of the unseen transitions: each chain's deleted "
-                  f"likelihood, at most {n_iter} iterations a chain", flush=True)
-        self.coef_ = stage.full(weights)
+            self.coef_ = self._chain_backoff_weights(deleted, self.coef_)
         self.layout_, self.forbidden_ = batch.layout, kept
         self.transitions_ = transitions_choice(self, True, self._grammar)
 
