@@ -96,7 +96,7 @@ def test_sklearn_api_pickle_clone(fitted):
     assert fresh.get_params() == params and not hasattr(fresh, "crf_")
     with pytest.raises(NotFittedError):
         fresh.predict(X)
-    assert not hasattr(fresh, "classes_")
+    assert fresh.classes_ is None and fresh.tagger_ is None   # None before fit
     fresh.set_params(c2=0.5)
     assert fresh.c2 == 0.5
 
@@ -213,7 +213,6 @@ def test_c2_is_sigma_of_factorial_crf():
     (dict(algorithm="newton"), "algorithm='newton'"),
     (dict(c1=-1), "c1"),
     (dict(c2=-0.5), "c2"),
-    (dict(model_filename="model.crfsuite"), "model_filename"),
     (dict(trainer_cls=object), "trainer_cls"),
     (dict(keep_tempfiles=True), "keep_tempfiles"),
     (dict(linesearch="Backtracking"), "linesearch='Backtracking'"),
@@ -239,9 +238,12 @@ def test_unsupported_settings_raise_naming_them(params, named):
         CRF(**params).fit(X, y)
 
 
-def test_model_filename_refused_at_predict_too():
-    with pytest.raises(ValueError, match="model_filename"):
-        CRF(model_filename="model.crfsuite").predict([[{"w": "a"}]])
+def test_missing_model_file_raises_when_used(tmp_path):
+    crf = CRF(model_filename=str(tmp_path / "missing.crfsuite"))
+    with pytest.raises(FileNotFoundError):
+        crf.predict([[{"w": "a"}]])
+    with pytest.raises(FileNotFoundError):
+        crf.classes_  # noqa: B018 -- the property reads the file
 
 
 def test_crfsuite_defaults_accepted():
