@@ -5,11 +5,13 @@ Subcommands
 ``skfcrf demo``
     The embedded default: cross-validates a factorial CRF on synthetic medical
     dictations, prints the per-chain accuracy / WindowDiff tables with confidence
-    intervals and writes one recognised report as HTML and Markdown.
+    intervals and, with ``--output-dir``, writes one recognised report as HTML and
+    Markdown.
 ``skfcrf train DATA --model PATH``
     Fits a model on a CoNLL-style column file.  The CRF is saved with
     :meth:`skfcrf.FactorialCRF.save` (arrays + JSON, no pickle) and the feature
-    configuration next to it as ``PATH.features.json`` (plain JSON).
+    configuration next to it as ``PATH.features.json`` (plain JSON); Ctrl-C writes
+    the model trained so far.
 ``skfcrf tag DATA --model PATH``
     Writes predicted label columns, or the sequences rendered as HTML/Markdown.
 ``skfcrf evaluate DATA --model PATH``
@@ -32,7 +34,8 @@ model + feature configuration files, ``_progress`` the progress bars (``tqdm``,
 on stderr when it is a terminal, none with ``--quiet``).
 
 Errors are reported as one line ``skfcrf: error: ...`` on stderr with a non-zero
-exit status (2 for usage errors, 1 otherwise).
+exit status (2 for usage errors, 1 otherwise, 130 for Ctrl-C).  Output paths are
+checked when a command starts (:func:`skfcrf.cli._files.check_writable`).
 """
 import os
 import sys

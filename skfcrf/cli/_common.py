@@ -9,7 +9,12 @@ from skfcrf.transformers import DICTATION_FEATURE_KINDS
 PROG = "skfcrf"
 #: ``--features`` kinds (those of :func:`skfcrf.transformers.make_dictation_features`)
 FEATURE_KINDS = DICTATION_FEATURE_KINDS
-DEFAULT_FEATURES = ("ngram", "concepts", "position")
+#: ``--features auto``: the kinds below, chosen from the training labels
+AUTO_FEATURES = "auto"
+#: the kinds of the dictation experiments, for labels of the dictation scheme
+DICTATION_FEATURES = ("ngram", "concepts", "position")
+#: the kinds for any other labels (CoNLL chunks, named entities, parts of speech)
+GENERAL_FEATURES = ("ngram", "affix", "shape", "casing")
 #: ``--sep`` choices and the separators they stand for
 SEPARATORS = {"whitespace": None, "tab": "\t", "space": " "}
 
@@ -103,14 +108,21 @@ def instance_freq(text):
 
 
 def feature_list(text):
-    """Comma-separated feature kinds, duplicates dropped."""
+    """Comma-separated feature kinds, duplicates dropped; or ``auto`` alone."""
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     if not kinds:
         raise argparse.ArgumentTypeError("expected a comma-separated list of feature kinds")
+    if AUTO_FEATURES in kinds:
+        if len(kinds) > 1:
+            raise argparse.ArgumentTypeError(
+                f"{AUTO_FEATURES} chooses the feature kinds itself: give it alone, or list the "
+                "kinds")
+        return [AUTO_FEATURES]
     bad = [k for k in kinds if k not in FEATURE_KINDS]
     if bad:
         raise argparse.ArgumentTypeError(
-            f"unknown feature kind {bad[0]!r} (choose from {', '.join(FEATURE_KINDS)})")
+            f"unknown feature kind {bad[0]!r} (choose from {', '.join(FEATURE_KINDS)}, or "
+            f"{AUTO_FEATURES} alone)")
     return list(dict.fromkeys(kinds))
 
 

@@ -16,10 +16,12 @@ raw labels and the labels post-processed with the style's preset
 (not a scorer) comes from the same records.  The tables
 (:mod:`skfcrf.cli._demo_tables`) are the thesis's 6.1/6.2 (accuracy), 6.9/6.10
 (WindowDiff) and the macro F1 of 6.3-6.8, without and with post-processing.
-The first test report of fold 1 (``rcg`` style) is rendered as HTML and Markdown,
-and its gold and predicted structure are compared side by side
+With ``--output-dir`` (and only then: the demo writes no file otherwise) the first
+test report of fold 1 (``rcg`` style) is rendered as HTML and Markdown, and its gold and
+predicted structure are compared side by side
 (:func:`skfcrf.structure.render_comparison`).  Training shows an iteration bar
-per fold (:class:`~skfcrf.cli._progress.FitProgress`) on a terminal.
+per fold (:class:`~skfcrf.cli._progress.FitProgress`) on a terminal, counting to the
+fold's budget in all stages (:func:`~skfcrf.cli._progress.fit_budget`).
 """
 import argparse
 import html
@@ -37,7 +39,8 @@ from skfcrf.cli._common import (
     positive_int,
     progress,
 )
-from skfcrf.cli._progress import FitProgress
+from skfcrf.cli._files import check_writable
+from skfcrf.cli._progress import FitProgress, fit_budget
 
 #: demo defaults, chosen so that ``skfcrf demo`` finishes in a few minutes on 2 cores
 DEMO_N_REPORTS = 60
@@ -45,7 +48,6 @@ DEMO_N_REPORTS = 60
 STYLES = ("cor", "rcg")
 DEMO_MAX_ITER = 100
 DEMO_FINETUNE_ITER = 10
-DEMO_STATE_TRANSITION_ITER = 10     # FactorialCRF's default
 DEMO_BP_MAX_ITER = 200
 DEMO_REPORT = "skfcrf_demo_report"
 DEMO_COMPARISON = "skfcrf_demo_comparison"
@@ -71,16 +73,20 @@ def add_parser(sub):
                    help="also print the per-label precision/recall/F1 tables after "
                    "post-processing, counts pooled over the folds (the thesis's 6.3-6.8)")
     d.add_argument("--max-iter", type=positive_int, metavar="N", default=DEMO_MAX_ITER,
-                   help="L-BFGS iterations per fold (default: %(default)s)")
+                   help="L-BFGS iterations per chain of each fold's first stage (default: "
+                   "%(default)s; a cheaper chain may run a multiple, and fine-tuning and "
+                   "joint-state transitions follow: the progress output gives each fold's "
+                   "total)")
     d.add_argument("--finetune-iter", type=nonnegative_int, metavar="N",
                    default=DEMO_FINETUNE_ITER,
                    help="iterations of exact likelihood fine-tuning after the first stage "
                    "objective (default: %(default)s)")
     d.add_argument("--bp-max-iter", type=positive_int, metavar="N", default=DEMO_BP_MAX_ITER,
                    help="TRP iterations per report when decoding (default: %(default)s)")
-    d.add_argument("--output-dir", default=".", metavar="DIR",
-                   help="where to write skfcrf_demo_report.html/.md and "
-                   "skfcrf_demo_comparison.html (default: current directory)")
+    d.add_argument("--output-dir", metavar="DIR",
+                   help="write skfcrf_demo_report.html/.md (one recognised report) and "
+                   "skfcrf_demo_comparison.html (its gold and predicted structure) into this "
+                   "existing directory (default: no file is written)")
     add_fit_options(d, min_instance_freq=2, instances="reports")
     d.set_defaults(func=run)
     return d
@@ -145,8 +151,10 @@ class FoldScorer:
     report for the rendered example.  Folds run one after another (``n_jobs=None``).
     """
 
-    def __init__(self, n_chains, quiet=False, variants=None, style="rcg", fit_progress=None):
+    def __init__(self, n_chains, quiet=False, variants=None, style="rcg", fit_progress=None,
+                 budgets=None):
         self.scorers = demo_scoring(n_chains)
+        self.budgets = budgets  # per fold, the most iterations of its fit (FitBudget)
         self.quiet = quiet
         self.fit_progress = fit_progress  # the fold's training bar, closed when it is scored
         self.example_decoding = None
@@ -178,8 +186,11 @@ class FoldScorer:
         self.n_folds_done += 1
         fixed = (f", {100 * scores['repaired_joint']:.2f}% after post-processing"
                  if "repaired_joint" in scores else "")
-        progress(f"{self.style} fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_} "
-                 f"L-BFGS iterations{'' if crf.converged_ else ', not converged'}), decoded "
+        most = ("" if self.budgets is None else
+                f" of at most {self.budgets[(self.n_folds_done - 1) % N_FOLDS].total}")
+        progress(f"{self.style} fold {self.n_folds_done}/{N_FOLDS}: trained ({crf.n_iter_}"
+                 f"{most} L-BFGS iterations in all stages"
+                 f"{'' if crf.converged_ else ', first stage not converged'}), decoded "
                  f"{len(X)} reports in {time.perf_counter() - t0:.1f} s: joint accuracy "
                  f"{100 * scores['joint']:.2f}%{fixed}", self.quiet)
         if self.example is None:
@@ -213,8 +224,8 @@ def run(args):
         raise CLIError(f"--n-reports must be at least 6 for 3-fold cross-validation, "
                        f"got {args.n_reports}", 2)
     out_dir = args.output_dir
-    if not os.path.isdir(out_dir):
-        raise CLIError(f"output directory does not exist: {out_dir}", 2)
+    if out_dir is not None:
+        check_writable(out_dir, "--output-dir", directory=True)
     t_start = time.perf_counter()
     n_chains = len(DICTATION_CHAINS)
     runs = {style: cross_validate_style(style, args, n_chains) for style in args.styles}
@@ -262,17 +273,21 @@ def run(args):
         crfs = [est.named_steps["crf"] for est in cv["estimator"]]
         n_hit = sum(not crf.converged_ for crf in crfs)
         print(f"{style}: training {', '.join(str(crf.n_iter_) for crf in crfs)} L-BFGS "
-              "iterations per fold (all stages)"
-              + (f" (in {n_hit} of {N_FOLDS} folds the first stage used all its --max-iter "
-                 f"{args.max_iter} iterations before converging)"
+              "iterations per fold in all stages (of at most "
+              f"{', '.join(str(b.total) for b in r['budgets'])})"
+              + (f" (in {n_hit} of {N_FOLDS} folds the first stage stopped before converging)"
                  if n_hit else "")
               + f", {float(np.sum(cv['fit_time'])):.1f} s in total")
     example = runs.get("rcg", next(iter(runs.values())))
     idx = int(example["cv"]["indices"]["test"][0][0])
-    _write_report(out_dir, idx, *example["scoring"].example)
-    tokens, gold, _ = example["scoring"].example
-    _write_comparison(out_dir, idx, tokens, gold, example["scoring"].example_decoding,
-                      list(DICTATION_CHAINS))
+    if out_dir is None:
+        print(f"Report {idx + 1} not rendered to files: --output-dir DIR writes them "
+              f"({DEMO_REPORT}.html, {DEMO_REPORT}.md and {DEMO_COMPARISON}.html)")
+    else:
+        _write_report(out_dir, idx, *example["scoring"].example)
+        tokens, gold, _ = example["scoring"].example
+        _write_comparison(out_dir, idx, tokens, gold, example["scoring"].example_decoding,
+                          list(DICTATION_CHAINS))
     print(f"Wall time: {time.perf_counter() - t_start:.1f} s")
     return 0
 
@@ -297,31 +312,54 @@ def cross_validate_style(style, args, n_chains):
 
     quiet = args.quiet
     progress(f"{style}: generating {args.n_reports} synthetic dictations (seed {args.seed}), "
-             f"{N_FOLDS}-fold cross-validation: training (at most {args.max_iter} L-BFGS "
-             "iterations per fold), decoding and scoring...", quiet)
+             f"{N_FOLDS}-fold cross-validation...", quiet)
     X, y = make_dictations(n_reports=args.n_reports, style=style, random_state=args.seed)
-    fit_progress = FitProgress(args.max_iter + args.finetune_iter + DEMO_STATE_TRANSITION_ITER,
+    crf = FactorialCRF(sigma=args.sigma, finetune_iter=args.finetune_iter,
+                       max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
+                       bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
+                       random_state=args.seed, verbose=args.verbose)
+    folds = KFold(n_splits=N_FOLDS, shuffle=True, random_state=args.seed)
+    budgets = fold_budgets(crf, X, y, folds)
+    stages = budgets[0].describe().partition(": ")[2]
+    if len({b.total for b in budgets}) == 1:
+        most = f"at most {budgets[0].total} L-BFGS iterations per fold in all stages: {stages}"
+    else:
+        totals = [str(b.total) for b in budgets]
+        most = (f"at most {', '.join(totals[:-1])} and {totals[-1]} L-BFGS iterations in all "
+                f"stages in folds 1-{N_FOLDS}; fold 1: {stages}")
+    progress(f"{style}: training ({most}), decoding and scoring...", quiet)
+    fit_progress = FitProgress(lambda k: budgets[(k - 1) % N_FOLDS].total,
                                lambda k: f"{style} fold {k}/{N_FOLDS}: training",
                                quiet=quiet or args.verbose > 0)
-    model = Pipeline([
-        ("features", make_dictation_features()),
-        ("crf", FactorialCRF(sigma=args.sigma, finetune_iter=args.finetune_iter,
-                             max_iter=args.max_iter, min_instance_freq=args.min_instance_freq,
-                             bp_max_iter=args.bp_max_iter, n_jobs=args.n_jobs,
-                             random_state=args.seed, verbose=args.verbose,
-                             callback=fit_progress.callback)),
-    ])
-    folds = KFold(n_splits=N_FOLDS, shuffle=True, random_state=args.seed)
+    crf.set_params(callback=fit_progress.callback)
+    model = Pipeline([("features", make_dictation_features()), ("crf", crf)])
     variants = repair_variants(style)
-    scoring = FoldScorer(n_chains, quiet, variants, style, fit_progress)
+    scoring = FoldScorer(n_chains, quiet, variants, style, fit_progress, budgets)
     with warnings.catch_warnings():
         # a fold stopped at --max-iter is reported from converged_
         warnings.simplefilter("ignore", ConvergenceWarning)
         cv = cross_validate(model, X, y, cv=folds, scoring=scoring, return_estimator=True,
                             return_indices=True, error_score="raise")
     columns = [("", "without post-proc.")] + [(p, title) for p, (title, _) in variants.items()]
-    return {"cv": cv, "scoring": scoring, "columns": columns,
+    return {"cv": cv, "scoring": scoring, "columns": columns, "budgets": budgets,
             "n_tokens": sum(len(s) for s in X)}
+
+
+def fold_budgets(crf, X, y, folds):
+    """Per fold of ``folds`` the most L-BFGS iterations the demo's ``crf`` can run on the
+    fold's training reports (:func:`~skfcrf.cli._progress.fit_budget`, on the observations
+    of the demo's features fitted on them): the budget of the independent chains' first
+    stage depends on the data."""
+    from sklearn.base import clone
+
+    from skfcrf.transformers import make_dictation_features
+
+    budgets = []
+    for train, _ in folds.split(X):
+        X_train = [X[i] for i in train]
+        Xf = clone(make_dictation_features()).fit_transform(X_train)
+        budgets.append(fit_budget(crf, Xf, [y[i] for i in train]))
+    return budgets
 
 
 def _write_report(out_dir, idx, tokens, gold, pred):

@@ -12,7 +12,8 @@ A model written by ``skfcrf train`` is two files: ``PATH`` (the CRF as written b
      "lexicon": [[phrase, class], ...],          # the last two optional
      "chain_names": [name, ...]}                 # optional: one per label column
 
-from which :func:`features_from_config` rebuilds the observation pipeline.  The chain
+from which :func:`features_from_config` rebuilds the observation pipeline (``features``
+lists the kinds ``train`` used: those ``--features auto`` chose, never ``auto``).  The chain
 names describe the label columns, as the attributes describe the attribute columns;
 files written before they were stored have none and read as ``chain 0``, ``chain 1``, ...
 (:func:`config_chain_names`).  The two files are checked against each other when loaded
@@ -47,6 +48,116 @@ def features_from_config(config):
         concept_window=int(config.get("concept_window", 10)),
         position_bins=int(config.get("position_bins", 8)),
         affix_length=int(config.get("affix_length", 4)), lexicon=lexicon)
+
+
+# ----------------------------------------------------------------------------- output paths
+def check_writable(path, what, *, replace=False, directory=False, create=False):
+    """CLIError (status 2) unless ``path`` can be written: checked when a command starts,
+    before its long work (training, decoding, aligning), so that an unwritable output
+    fails at once and not after it.
+
+    A file is writable when it exists and may be written, or when it does not exist and
+    its directory exists and may be written (and searched).  A file written through a
+    temporary file renamed over it (``replace``: the model, ``prepare``'s output) needs
+    its directory writable even when the file exists (the directory of its target, for a
+    symbolic link).  Permissions are checked with :func:`os.access` (the real user's; a
+    read-only file system counts as not writable), then by trying: an existing regular
+    file is opened for appending (nothing is written, nothing truncated) and in a
+    directory a temporary file is created and removed, which catches what the permission
+    bits do not say (access control lists, file systems such as ``/proc``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output file or directory, as given on the command line.
+    what : str
+        How the message names it (``"the model"``, ``"--output"``).
+    replace : bool, default=False
+        The file is written to a temporary file in its directory, then renamed.
+    directory : bool, default=False
+        ``path`` is a directory the command writes files into; it must exist, unless
+        ``create``.
+    create : bool, default=False
+        With ``directory``: a missing directory is created by the command, so its
+        parent must be writable.
+
+    Raises
+    ------
+    CLIError
+        Status 2, naming the path and why it cannot be written: a directory where a
+        file is expected (or the reverse), a missing directory, a path through a file,
+        or no permission.
+    """
+    path = os.fspath(path)
+    full = os.path.abspath(path)
+
+    def fail(reason):
+        return CLIError(f"cannot write {what} {path}: {reason}", 2)
+
+    if directory:
+        if os.path.isdir(full):
+            if not os.access(full, os.W_OK | os.X_OK):
+                raise fail("the directory is not writable (permission denied or a "
+                           "read-only file system)")
+            _try_directory(full, lambda why: fail(f"the directory is not writable ({why})"))
+            return
+        if os.path.exists(full):
+            raise fail("it is a file, not a directory")
+        if not create:
+            _check_ancestors(full, fail)
+            raise fail("the directory does not exist")
+    else:
+        if os.path.isdir(full):
+            raise fail("it is a directory")
+        if replace:
+            full = os.path.realpath(full)   # the temporary file goes beside the target
+        elif os.path.exists(full):
+            if not os.access(full, os.W_OK):
+                raise fail("the file is read-only (permission denied or a read-only file "
+                           "system)")
+            if os.path.isfile(full):   # not a pipe or a device, which may block or refuse
+                try:
+                    with open(full, "ab"):
+                        pass
+                except OSError as exc:
+                    raise fail(f"the file cannot be written ({exc.strerror or exc})") from None
+            return
+    parent = os.path.dirname(full)
+    _check_ancestors(parent, fail)
+    if not os.path.isdir(parent):
+        raise fail(f"the directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise fail(f"the directory {parent} is not writable (permission denied or a "
+                   "read-only file system)")
+    _try_directory(parent, lambda why: fail(f"the directory {parent} is not writable ({why})"))
+
+
+def _try_directory(directory, fail):
+    """Create and remove a temporary file in ``directory``; ``fail(reason)`` if it cannot."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".skfcrf-write-check-", dir=directory)
+    except OSError as exc:
+        raise fail(exc.strerror or str(exc)) from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _check_ancestors(path, fail):
+    """``fail(...)`` when a parent of ``path`` (or ``path`` itself) is a file, not a
+    directory: such a path can never be created."""
+    probe = path
+    while probe and not os.path.exists(probe):
+        up = os.path.dirname(probe)
+        if up == probe:
+            return
+        probe = up
+    if probe and os.path.exists(probe) and not os.path.isdir(probe):
+        raise fail(f"{probe} is a file, not a directory")
 
 
 def features_path(model_path):
@@ -363,6 +474,8 @@ def infer_label_columns(path, n_attributes, sep):
     column after the ``n_attributes`` attribute columns, when every line has as many
     columns; a one-line error otherwise.  1 when the file cannot be read (``read_data``
     then says why)."""
+    from skfcrf.datasets._conll import split_columns
+
     if not os.path.isfile(path):
         return 1
     counts = {}
@@ -371,8 +484,7 @@ def infer_label_columns(path, n_attributes, sep):
             for number, line in enumerate(fh, 1):
                 line = line.rstrip("\r\n")
                 if line.strip():
-                    s = SEPARATORS[sep]
-                    counts.setdefault(len(line.split() if s is None else line.split(s)), number)
+                    counts.setdefault(len(split_columns(line, SEPARATORS[sep])), number)
                     if len(counts) > 1:
                         break
     except (UnicodeDecodeError, OSError):
@@ -393,14 +505,16 @@ def infer_label_columns(path, n_attributes, sep):
 
 
 def count_columns(path, sep):
-    """Number of columns on the first non-blank line of a column file."""
+    """Number of columns on the first non-blank line of a column file (split as
+    :func:`skfcrf.datasets.read_conll` splits them)."""
+    from skfcrf.datasets._conll import split_columns
+
     try:
         with open(path, encoding="utf-8-sig") as fh:
             for line in fh:
                 line = line.rstrip("\r\n")
                 if line.strip():
-                    s = SEPARATORS[sep]
-                    return len(line.split() if s is None else line.split(s))
+                    return len(split_columns(line, SEPARATORS[sep]))
     except UnicodeDecodeError as exc:
         raise CLIError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
                        f"{exc.start})") from None

@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 from skfcrf.cli._common import CLIError, add_quiet, n_jobs, progress
+from skfcrf.cli._files import check_writable
 from skfcrf.cli._progress import bar
 
 #: skip reasons, in the order of the summary table
@@ -196,6 +197,7 @@ def _prepare_chunk(jobs, section_types, min_match):
 
 # ----------------------------------------------------------------------------- command
 def run(args):
+    check_writable(args.output, "-o", replace=True)   # before reading and aligning
     section_types = load_section_types(args.section_types) if args.section_types else None
     reports = _files(args.reports, "REPORTS")
     transcripts = _files(args.transcripts, "TRANSCRIPTS")
@@ -209,11 +211,6 @@ def run(args):
         print(f"{name}: skipped: no report of this name in {args.reports}", file=err)
     if not names:
         raise CLIError(f"no pairs: no file name is in both {args.reports} and {args.transcripts}")
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    if os.path.isdir(args.output):
-        raise CLIError(f"output path is a directory: {args.output}")
-    if not os.path.isdir(out_dir):
-        raise CLIError(f"output directory not found: {out_dir}")
 
     jobs = [(os.path.join(args.reports, n), os.path.join(args.transcripts, n)) for n in names]
     records = _prepare_all(jobs, section_types, args.min_match, args.n_jobs, args.quiet)

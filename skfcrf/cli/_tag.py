@@ -12,7 +12,7 @@ from skfcrf.cli._common import (
     html_document,
     progress,
 )
-from skfcrf.cli._files import count_columns, load_model, read_data
+from skfcrf.cli._files import check_writable, count_columns, load_model, read_data
 from skfcrf.cli._progress import decode_data
 
 
@@ -43,6 +43,8 @@ def add_parser(sub):
 def run(args):
     from skfcrf.datasets import write_conll
 
+    if args.output:
+        check_writable(args.output, "--output")
     crf, config = load_model(args.model)
     attributes = config["attributes"]
     sep = config["sep"]

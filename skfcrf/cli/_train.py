@@ -5,8 +5,11 @@ import os
 import time
 
 from skfcrf.cli._common import (
-    DEFAULT_FEATURES,
+    AUTO_FEATURES,
+    DICTATION_FEATURES,
     FEATURE_KINDS,
+    GENERAL_FEATURES,
+    PROG,
     SEPARATORS,
     CLIError,
     add_fit_options,
@@ -21,14 +24,16 @@ from skfcrf.cli._files import (
     FEATURES_FORMAT,
     FEATURES_VERSION,
     check_chain_names,
+    check_writable,
     default_chain_names,
     features_from_config,
     features_path,
     infer_label_columns,
+    looks_like_dictations,
     read_data,
 )
 from skfcrf.cli._inspect import transitions_line
-from skfcrf.cli._progress import FitProgress
+from skfcrf.cli._progress import FitProgress, fit_budget
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
 from skfcrf.model._layout import SUPPORT_MODES, TRANSITION_MODES
@@ -56,10 +61,14 @@ def add_parser(sub):
                    "chain 1, ...)")
     t.add_argument("--sep", choices=sorted(SEPARATORS), default="whitespace",
                    help="column separator (default: whitespace)")
-    t.add_argument("--features", type=feature_list, default=list(DEFAULT_FEATURES),
+    t.add_argument("--features", type=feature_list, default=[AUTO_FEATURES],
                    metavar="KINDS",
                    help="comma-separated feature kinds from " + ",".join(FEATURE_KINDS)
-                   + " (default: " + ",".join(DEFAULT_FEATURES) + ")")
+                   + ", or auto (the default): " + ",".join(DICTATION_FEATURES)
+                   + " when the labels follow the dictation scheme (three label columns: "
+                   "sentences, subsections, sections), else " + ",".join(GENERAL_FEATURES)
+                   + "; auto with --lexicon adds lexicon.  The kinds are stored with the "
+                   "model, and tag, evaluate and view use them")
     t.add_argument("--lowercase", action="store_true", help="lowercase n-gram values")
     t.add_argument("--ngram-window", type=nonnegative_int, default=2, metavar="W",
                    help="n-grams at offsets -W..W (default: 2)")
@@ -94,29 +103,27 @@ def run(args):
         if problem:
             raise CLIError(f"--chain-names: {problem} (one distinct name per label column, "
                            "chain 0 first)", 2)
+    check_writable(args.model, "the model", replace=True)
+    check_writable(features_path(args.model), "the feature configuration")
+    auto = args.features == [AUTO_FEATURES]
     config = {
         "format": FEATURES_FORMAT,
         "version": FEATURES_VERSION,
         "attributes": list(args.attributes),
         "label_columns": args.label_columns,
         "sep": args.sep,
-        "features": list(args.features),
+        "features": list(args.features),     # auto: chosen once the labels are read
         "lowercase": bool(args.lowercase),
         "ngram_window": args.ngram_window,
         "concept_window": args.concept_window,
         "position_bins": args.position_bins,
         "affix_length": args.affix_length,
     }
-    if ("lexicon" in args.features) != (args.lexicon is not None):
+    if not auto and ("lexicon" in args.features) != (args.lexicon is not None):
         raise CLIError("the lexicon feature kind and --lexicon FILE go together "
                        "(--features ...,lexicon --lexicon FILE)", 2)
     if args.lexicon is not None:
         config["lexicon"] = read_lexicon(args.lexicon)
-    model_dir = os.path.dirname(os.path.abspath(args.model))
-    if not os.path.isdir(model_dir):
-        raise CLIError(f"cannot write the model: directory does not exist: {model_dir}")
-    if os.path.isdir(args.model):
-        raise CLIError(f"cannot write the model: {args.model} is a directory")
     params = model_params(args)  # reads and checks the forbidden-label files first
     X, y = read_data(args.data, args.attributes, args.label_columns, args.sep)
     n_tokens = sum(len(s) for s in X)
@@ -126,50 +133,91 @@ def run(args):
     progress(f"read {counted(len(X), 'sequence')} ({counted(n_tokens, 'token')}, "
              f"{counted(args.label_columns, 'label column')}: "
              f"{', '.join(config['chain_names'])}) from {args.data}", args.quiet)
+    if auto:
+        config["features"] = auto_features(y, args.lexicon is not None)
+        scheme = "follow" if looks_like_dictations(y) else "do not follow"
+        progress(f"features: {','.join(config['features'])} (auto: the labels {scheme} the "
+                 "dictation scheme)", args.quiet)
+    else:
+        progress(f"features: {','.join(config['features'])}", args.quiet)
     t0 = time.perf_counter()
     Xf = features_from_config(config).fit_transform(X)
     crf = FactorialCRF(sigma=args.sigma, min_instance_freq=args.min_instance_freq,
                        n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose,
                        **params)
-    # an iteration bar with an ETA against the most iterations training may take (the
-    # likelihood fine-tuning stage follows the other objectives); -v prints them instead
-    fit_progress = FitProgress(
-        crf.max_iter + (crf.finetune_iter if crf.objective != "likelihood" else 0)
-        + (crf.state_transition_iter if args.label_columns > 1 else 0),
-        "training", quiet=args.quiet or args.verbose > 0)
+    try:
+        budget = fit_budget(crf, Xf, y)
+    except (ValueError, MemoryError) as exc:  # what fit would say at once
+        raise CLIError(f"cannot train: {_one_line(exc)}") from None
+    # an iteration bar with an ETA against the most iterations of all the stages;
+    # -v prints them instead
+    fit_progress = FitProgress(budget.total, "training", quiet=args.quiet or args.verbose > 0)
     crf.set_params(callback=fit_progress.callback)
-    progress(f"training ({args.objective}, {args.solver}, at most {args.max_iter} iterations)...",
-             args.quiet)
+    progress(f"training ({args.objective}, {args.solver}; {budget.describe()})...", args.quiet)
     with warnings.catch_warnings():
         # reported below from converged_, as one line
         warnings.simplefilter("ignore", ConvergenceWarning)
         try:
             crf.fit(Xf, y)
+        except KeyboardInterrupt:
+            fit_progress.finish()
+            return _write_interrupted(crf, config, args.model)
         except (ValueError, MemoryError) as exc:  # e.g. a forbidden label the data lacks
             raise CLIError(f"cannot train: {_one_line(exc)}") from None
         finally:
             fit_progress.finish()
-    try:
-        crf.save(args.model)
-        with open(features_path(args.model), "w", encoding="utf-8") as fh:
-            json.dump(config, fh, indent=2)
-            fh.write("\n")
-    except OSError as exc:
-        raise CLIError(f"cannot write model {args.model}: {exc.strerror or exc}") from None
-    # n_iter_ counts every stage (and a cheap chain's longer budget); say which stopped
+    write_model(crf, config, args.model)
+    # n_iter_ counts every stage, and the fit does not say how many each ran: converged_
+    # is the first stage's
     note = ("" if crf.converged_ else
-            f"; the first stage used all its --max-iter {args.max_iter} iterations before "
-            "converging (a larger --max-iter trains it further)"
-            if crf.n_iter_ >= args.max_iter else
-            "; the first stage stopped before converging (no step lowered the loss further)")
-    progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} iterations in all "
-             f"stages, {crf.n_features_in_} observations, {crf.coef_.size} weights{note}",
-             args.quiet)
+            "; the first stage stopped before converging (a chain used all its iterations, "
+            "or no step lowered the loss further; a larger --max-iter trains it further)")
+    progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} of at most "
+             f"{budget.total} iterations in all stages, {crf.n_features_in_} observations, "
+             f"{crf.coef_.size} weights{note}", args.quiet)
     line = transitions_line(crf, config["chain_names"])
     if line is not None:
         progress(line, args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
+
+
+def auto_features(y, lexicon=False):
+    """The feature kinds of ``--features auto`` for the label sequences ``y``: the dictation
+    set when the labels follow the dictation scheme
+    (:func:`skfcrf.cli._files.looks_like_dictations`), the general one otherwise; with a
+    lexicon (``--lexicon FILE``) also ``lexicon``."""
+    kinds = list(DICTATION_FEATURES if looks_like_dictations(y) else GENERAL_FEATURES)
+    return kinds + ["lexicon"] if lexicon else kinds
+
+
+def write_model(crf, config, path):
+    """Write the fitted ``crf`` to ``path`` and its feature ``config`` beside it
+    (``PATH.features.json``); CLIError when a file cannot be written."""
+    try:
+        crf.save(path)
+        with open(features_path(path), "w", encoding="utf-8") as fh:
+            json.dump(config, fh, indent=2)
+            fh.write("\n")
+    except OSError as exc:
+        raise CLIError(f"cannot write model {path}: {exc.strerror or exc}") from None
+
+
+def _write_interrupted(crf, config, path):
+    """After Ctrl-C in ``fit``: write the model trained so far (the weights of the last
+    completed iteration, which :meth:`skfcrf.FactorialCRF.fit` keeps on an interrupt),
+    say so on stderr and return 130; nothing is written when no iteration completed."""
+    import sys
+
+    n_iter = getattr(crf, "n_iter_", 0)
+    if not hasattr(crf, "coef_") or n_iter < 1:
+        raise CLIError("interrupted before the first training iteration completed: no model "
+                       "written", 130)
+    write_model(crf, config, path)
+    state = "converged" if crf.converged_ else "not converged"
+    print(f"{PROG}: interrupted: wrote the model trained so far ({counted(n_iter, 'iteration')}, "
+          f"{state}) to {path} (features: {features_path(path)})", file=sys.stderr, flush=True)
+    return 130
 
 
 def read_lexicon(path):
@@ -256,7 +304,11 @@ def add_model_options(t):
                    "trainers (sgd, perceptron, passive_aggressive, arow: with --objective "
                    "likelihood, their constants at CRFsuite's defaults) (default: %(default)s)")
     s.add_argument("--max-iter", type=positive_int, metavar="N", default=100,
-                   help="L-BFGS iterations / oLBFGS epochs (default: %(default)s)")
+                   help="L-BFGS iterations / online epochs of the first stage (default: "
+                   "%(default)s; with --objective independent per chain, a chain that costs "
+                   "at most 1/k as much per iteration as the costliest may run k times as "
+                   "many); --finetune-iter and --state-transition-iter follow, and the "
+                   "training message announces the total")
     s.add_argument("--tol", type=positive_float, metavar="T", default=1e-5,
                    help="stopping tolerance (default: %(default)s)")
     s.add_argument("--lbfgs-memory", type=positive_int, metavar="M", default=3,

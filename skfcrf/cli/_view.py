@@ -10,7 +10,13 @@ sequence, called a report for dictation-like data, and ``index.html``), or one
 import os
 
 from skfcrf.cli._common import CLIError, add_data_and_model, add_quiet, counted, positive_int
-from skfcrf.cli._files import config_chain_names, load_model, looks_like_dictations, read_data
+from skfcrf.cli._files import (
+    check_writable,
+    config_chain_names,
+    load_model,
+    looks_like_dictations,
+    read_data,
+)
 from skfcrf.cli._progress import decode_data
 
 
@@ -68,9 +74,10 @@ def run(args):
         raise CLIError(f"--output is a directory; give a file name for one page: {args.output}", 2)
     if not single and os.path.isfile(args.output):
         raise CLIError(f"--output is a file; several sequences need a directory: {args.output}", 2)
-    parent = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(parent):
-        raise CLIError(f"cannot write {args.output}: directory does not exist: {parent}")
+    if single:
+        check_writable(args.output, "--output")
+    else:   # write_comparison_pages makes the directory
+        check_writable(args.output, "--output", directory=True, create=True)
     decodings = decode_data(crf, config, X, quiet=args.quiet, what="decoding",
                             model_path=args.model)
     tokens = [_display_tokens(s) for s in X]

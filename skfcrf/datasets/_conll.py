@@ -2,15 +2,60 @@
 import gzip
 import io
 import os
+import re
 
 import numpy as np
 
 from skfcrf._validation import check_label_sequences
 
-__all__ = ["read_conll", "write_conll"]
+__all__ = ["read_conll", "write_conll", "split_columns", "NO_BREAK_SPACES"]
 
 #: the byte-order mark, as decoded by ``"utf-8"`` (``"utf-8-sig"`` drops it)
 _BOM = "\ufeff"
+#: the no-break spaces (U+00A0 NO-BREAK SPACE, U+2007 FIGURE SPACE, U+202F NARROW NO-BREAK
+#: SPACE): whitespace to :meth:`str.split`, but by definition no break between words, so part
+#: of a token ("10\u00a0000", "M.\u202fDupont") when columns are separated by whitespace
+NO_BREAK_SPACES = "\u00a0\u2007\u202f"
+#: a run of the whitespace that separates columns with ``sep=None``: every character
+#: :meth:`str.isspace` calls whitespace but the no-break spaces
+_SEPARATING_RUN = re.compile(r"[^\S" + NO_BREAK_SPACES + "]+")
+
+
+def split_columns(line, sep=None):
+    """The columns of one line of a column file, as :func:`read_conll` splits them.
+
+    Parameters
+    ----------
+    line : str
+        The line, without its line break.
+    sep : str or None, default=None
+        The separator; ``None`` splits on runs of whitespace, leading and trailing
+        whitespace ignored, except the no-break spaces (:data:`NO_BREAK_SPACES`), which
+        stay inside their column.
+
+    Returns
+    -------
+    list of str
+    """
+    if sep is not None:
+        return line.split(sep)
+    if not any(c in line for c in NO_BREAK_SPACES):
+        return line.split()
+    return [c for c in _SEPARATING_RUN.split(line) if c]
+
+
+def _unusual_whitespace(line):
+    """``" (the line contains U+2003 (EM SPACE), ...)"``: the whitespace characters of
+    ``line`` other than space and tab, which also separate columns with ``sep=None``."""
+    import unicodedata
+
+    found = sorted({c for c in line if c.isspace() and c not in " \t" + NO_BREAK_SPACES})
+    if not found:
+        return ""
+    names = ", ".join(f"U+{ord(c):04X} ({unicodedata.name(c, 'control character')})"
+                      for c in found)
+    return (f" (the line contains {names}, whitespace that separates columns like a space; "
+            "give a separator such as sep='\\t' if a value contains it)")
 
 
 def _open(path_or_file, mode, encoding):
@@ -75,6 +120,11 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
     sep : str or None, default=None
         Column separator; ``None`` splits on runs of whitespace (values then cannot
         contain spaces), ``"\\t"`` for tab-separated files whose values contain spaces.
+        Any other string splits on each occurrence of it (two separators in a row
+        make an empty value).  With ``None``, the no-break spaces (U+00A0, U+2007,
+        U+202F) are no separators: they stay inside their token ("10\u00a0000"), as
+        typography means them to; every other whitespace character
+        (:meth:`str.isspace`) separates columns (:func:`split_columns`).
     encoding : str, default="utf-8"
         Used when a path or a binary file is given.  A byte-order mark (U+FEFF)
         at the start of the text is dropped, whatever the encoding (it is no
@@ -135,13 +185,13 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
             if not line.strip():
                 flush()
                 continue
-            cols = line.split() if sep is None else line.split(sep)
+            cols = split_columns(line, sep)
             if len(cols) != n_cols:
                 raise ValueError(
                     f"{name}, line {lineno}: expected {n_cols} columns "
                     f"({n_attr} attribute{'s' if n_attr != 1 else ''} {attributes!r} + "
                     f"{n_label_columns} label column{'s' if n_label_columns != 1 else ''}), "
-                    f"got {len(cols)}: {line!r}"
+                    f"got {len(cols)}: {line!r}" + _column_hint(line, sep)
                 )
             if single:
                 toks.append(cols[0])
@@ -161,6 +211,16 @@ def read_conll(path_or_file, n_label_columns=1, attributes=("word",), sep=None, 
     return X, y
 
 
+def _column_hint(line, sep):
+    """Why a line may have split into an unexpected number of columns: the whitespace
+    that separates columns unseen (``sep=None``), or no separator at all."""
+    if sep is None:
+        return _unusual_whitespace(line)
+    if sep not in line:
+        return f" (no {sep!r} in the line: is the file separated by another character?)"
+    return ""
+
+
 def _token_values(tok, attributes, where):
     if isinstance(tok, str):
         if len(attributes) != 1:
@@ -175,6 +235,24 @@ def _token_values(tok, attributes, where):
         except KeyError as e:
             raise ValueError(f"{where}: token {tok!r} has no attribute {e.args[0]!r}") from None
     raise ValueError(f"{where}: a token must be a str or a dict, got {type(tok).__name__}")
+
+
+def _unwritable(line, vals, sep, by_whitespace, first):
+    """Why ``line`` (``vals`` joined) would not read back as ``vals`` with ``sep``, or None."""
+    if "\n" in line or "\r" in line:
+        return "a value contains a line break"
+    if not line.strip():
+        return "the values are empty or whitespace only (the line would read as a sequence break)"
+    if first and line.startswith(_BOM):
+        return ("the first value starts with a byte-order mark (U+FEFF), which reading "
+                "drops")
+    if by_whitespace:
+        if split_columns(line, None) != vals or (sep is not None and line.split(sep) != vals):
+            return ("a value is empty or contains whitespace, a separator of columns with "
+                    f"sep={sep!r} (a tab-separated file, sep='\\t', takes values with spaces)")
+    elif line.split(sep) != vals:
+        return f"a value contains the separator {sep!r}"
+    return None
 
 
 def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encoding="utf-8"):
@@ -199,9 +277,19 @@ def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encodi
     attributes : sequence of str, optional
         Columns to write, in order.  Defaults to ``("word",)`` for str tokens and to
         the keys of the first dict token otherwise.
-    sep : str, default=" "
-        Column separator.  Values must not contain it (nor whitespace when
-        ``sep`` is whitespace), nor line breaks, and must not be empty.
+    sep : str or None, default=" "
+        Column separator, as :func:`read_conll` takes it: what ``read_conll(...,
+        sep=sep)`` returns, ``write_conll(..., sep=sep)`` writes back.  ``None``
+        (whitespace) writes one space between values and, like the default ``" "``
+        (or any separator of spaces only), requires values without whitespace that
+        separates columns (the no-break spaces U+00A0, U+2007 and U+202F are part of
+        a value), so that the file reads back with ``sep=None`` (the reader's
+        default) as well as with ``sep=" "``.  Any other separator, such as ``"\\t"``,
+        requires values without it: a tab-separated file takes values with spaces,
+        and empty values.  No value may contain a line break (``"\\n"``, ``"\\r"``),
+        no line may be whitespace only (it would read as a sequence break), and the
+        first value of the file may not start with a byte-order mark (reading drops
+        it).
     encoding : str, default="utf-8"
 
     Raises
@@ -211,17 +299,21 @@ def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encodi
         and ``y`` disagree in length.
     """
     X_tokens = list(X_tokens)
-    if not sep:
-        raise ValueError("sep must be a non-empty string")
+    if sep is not None and (not isinstance(sep, str) or not sep):
+        raise ValueError(f"sep must be None or a non-empty string, got {sep!r}")
     if attributes is None:
         first = next((t for seq in X_tokens for t in seq), None)
         attributes = tuple(first) if isinstance(first, dict) else ("word",)
     attributes = _check_attributes(attributes)
     if y is not None:
-        ys, _ = check_label_sequences(y, name="y", allow_empty_sequences=True)
+        y = list(y)
+        # no sequence (what reading a file of blank lines gives): an empty file
+        ys = check_label_sequences(y, name="y", allow_empty_sequences=True)[0] if y else []
         if len(ys) != len(X_tokens):
             raise ValueError(f"X_tokens has {len(X_tokens)} sequences but y has {len(ys)}")
-    ws_sep = sep.isspace()
+    # None and separators of spaces only: the file reads back by whitespace too
+    by_whitespace = sep is None or not sep.strip(" ")
+    joiner = " " if sep is None else sep
     n_attr = len(attributes)
     buf = []
     for i, seq in enumerate(X_tokens):
@@ -245,15 +337,11 @@ def write_conll(path_or_file, X_tokens, y=None, attributes=None, sep=" ", encodi
             for k, v in enumerate(vals):
                 if v.__class__ is not str:
                     vals[k] = str(v)
-            line = sep.join(vals)
-            # one split tells whether the line reads back as exactly these values
-            parts = line.split() if ws_sep else line.split(sep)
-            if parts != vals or "\n" in line or "\r" in line or not line.strip():
-                raise ValueError(
-                    f"sequence {i}, token {t}: values {vals!r} cannot be written with "
-                    f"sep={sep!r} (a value is empty or contains the separator, "
-                    "whitespace or a line break)"
-                )
+            line = joiner.join(vals)
+            problem = _unwritable(line, vals, sep, by_whitespace, first=not buf)
+            if problem:
+                raise ValueError(f"sequence {i}, token {t}: values {vals!r} cannot be "
+                                 f"written with sep={sep!r}: {problem}")
             buf.append(line)
         buf.append("")
     text = "\n".join(buf) + "\n" if buf else ""
