@@ -80,3 +80,87 @@ def read_dict_sequence(list tokens, dict vocabulary, bint grow):
     except (TypeError, OverflowError):      # a name's comparison; an int beyond a double
         return None
     return columns_arr[:k], values_arr[:k], counts_arr
+
+
+cdef extern from "Python.h":
+    bint PyUnicode_CheckExact(object o)
+    bint PyFloat_CheckExact(object o)
+    bint PyLong_CheckExact(object o)
+    bint PyBool_Check(object o)
+
+
+def read_crfsuite_sequence(list tokens, dict vocabulary):
+    """``(columns, values, counts)`` of one sequence of tokens in CRFsuite's format, as
+    :func:`read_dict_sequence` reads their ``{name: value}`` form, or None.
+
+    A token ``{"word": "walk", "upper": False, "len": 4}`` is ``{"word:walk": 1.0,
+    "upper": 0.0, "len": 4.0}``: a str value joins the name as ``name:value`` with
+    value 1, a bool, int or float value is the name's value.  Names outside
+    ``vocabulary`` are dropped and so are zero values.  None -- for the general
+    path to read the sequence and name any problem -- for a token that is not a
+    plain ``dict``, a name that is not a ``str``, any other value (nested
+    attributes, bytes, numpy numbers, an int beyond a double), a kept name twice
+    in a token (the general path sums them) or a kept value that is not finite or
+    beyond 1e100 in magnitude.
+    """
+    cdef Py_ssize_t n_tokens = len(tokens), n = 0, t, pos, k = 0, kept, j
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef PyObject* found
+    cdef object tok, name
+    cdef double v
+    cdef long long column
+    for tok in tokens:
+        if not PyDict_CheckExact(tok):
+            return None
+        n += PyDict_GET_SIZE(tok)
+    columns_arr = np.empty(n, np.int64)
+    values_arr = np.empty(n, np.float64)
+    counts_arr = np.empty(n_tokens, np.int64)
+    cdef long long[::1] columns = columns_arr
+    cdef double[::1] values = values_arr
+    cdef long long[::1] counts = counts_arr
+    try:
+        for t in range(n_tokens):
+            tok = tokens[t]
+            pos = 0
+            kept = 0
+            while PyDict_Next(tok, &pos, &key, &value):
+                if not PyUnicode_CheckExact(<object> key):
+                    return None
+                if PyUnicode_CheckExact(<object> value):
+                    name = <object> key + ":" + <object> value
+                    v = 1.0
+                elif PyFloat_CheckExact(<object> value):
+                    name = <object> key
+                    v = PyFloat_AS_DOUBLE(<object> value)
+                elif PyLong_CheckExact(<object> value) or PyBool_Check(<object> value):
+                    name = <object> key
+                    v = PyLong_AsDouble(<object> value)
+                else:
+                    return None
+                found = PyDict_GetItemWithError(vocabulary, name)
+                if found == NULL:
+                    continue
+                if not (-1e100 <= v <= 1e100):
+                    return None
+                column = PyLong_AsLongLong(<object> found)
+                for j in range(k - kept, k):
+                    if columns[j] == column:
+                        return None
+                columns[k] = column
+                values[k] = v
+                k += 1
+                kept += 1
+            # zero values dropped, once every kept name is known to be there once
+            j = k - kept
+            for pos in range(k - kept, k):
+                if values[pos] != 0:
+                    columns[j] = columns[pos]
+                    values[j] = values[pos]
+                    j += 1
+            counts[t] = j - (k - kept)
+            k = j
+    except (TypeError, OverflowError):      # a name's comparison; an int beyond a double
+        return None
+    return columns_arr[:k], values_arr[:k], counts_arr

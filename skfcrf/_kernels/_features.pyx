@@ -117,3 +117,47 @@ def add_gradient(const long long[::1] seq_ptr, direct, diff, const long long[::1
     np.add(grad[:n_table], acc_arr.sum(axis=0), out=np.asarray(grad[:n_table]))
     if with_sums:
         np.add(col_sums, sums_arr.sum(axis=0), out=np.asarray(col_sums))
+
+
+def differencing_saving(const long long[::1] keys, const double[::1] x,
+                        const long long[::1] seq_ptr, const long long[::1] feat_ptr,
+                        Py_ssize_t n):
+    """Table work saved by differencing the columns where it saves any, or -1.
+
+    ``keys`` are the stored entries of an ``(n, F)`` observation matrix as
+    ``column * n + row``, sorted, and ``x`` their values; ``seq_ptr`` its
+    sequences.  Per column, ``nnz(X) - nnz(D)`` (``D[t] = X[t] - X[t-1]`` inside a
+    sequence) sums over its entries one, less one where ``D`` is non-zero, less
+    one where the next row of the sequence has no entry (``D = -x`` there); the
+    saving sums ``(feat_ptr[f + 1] - feat_ptr[f]) * (nnz(X) - nnz(D))`` over the
+    columns where that is positive (:mod:`skfcrf.model._observation_rows`).
+    -1 when a key repeats (a row with a column twice).
+    """
+    cdef Py_ssize_t m = keys.shape[0], i, n_seq = seq_ptr.shape[0] - 1, s
+    cdef long long col, row, prev_col = -1, change = 0, saving = 0
+    cdef double d
+    cdef bint linked
+    if m == 0:
+        return 0
+    start_arr = np.zeros(n + 1, np.uint8)      # rows without a predecessor (and row n)
+    cdef unsigned char[::1] start = start_arr
+    for s in range(n_seq + 1):
+        start[seq_ptr[s]] = 1
+    for i in range(m):
+        if i and keys[i] == keys[i - 1]:
+            return -1
+        col = keys[i] // n
+        row = keys[i] - col * n
+        if col != prev_col:
+            if prev_col >= 0 and change > 0:
+                saving += (feat_ptr[prev_col + 1] - feat_ptr[prev_col]) * change
+            prev_col, change = col, 0
+        linked = i > 0 and keys[i - 1] == keys[i] - 1 and not start[row]
+        d = x[i] - x[i - 1] if linked else x[i]
+        if d == 0:
+            change += 1
+        if not start[row + 1] and not (i + 1 < m and keys[i + 1] == keys[i] + 1) and x[i] != 0:
+            change -= 1
+    if change > 0:
+        saving += (feat_ptr[prev_col + 1] - feat_ptr[prev_col]) * change
+    return saving

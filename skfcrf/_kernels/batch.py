@@ -22,7 +22,8 @@ Edge templates joining the same two variables (same kind and chains) are
 merged into one *link* whose potential is the product of theirs; each of the
 merged templates receives the link's pair marginal.  The links, and the
 product-state and TRP tables built on them, are the typed structure objects of
-:mod:`skfcrf._kernels._contract`, built once per call and passed to the kernels.
+:mod:`skfcrf._kernels._contract`, built once per call and passed to the kernels
+(when every edge is tied, once per graph and tied potentials: :func:`_links`).
 The kernels raise ``MemoryError`` when their scratch memory cannot be allocated.
 """
 import numbers
@@ -39,6 +40,13 @@ __all__ = ["marginals", "map_assign", "coupled_components", "MAX_PRODUCT_STATES"
 MAX_PRODUCT_STATES = 4096
 
 _DEFAULT_SEED = 0x5EED5EED
+
+#: How many graphs, and structure objects of all-tied graphs, are remembered
+#: (:func:`_check_graph`, :func:`_links`): a model's are then built once, not at
+#: every call -- which for one short sequence cost more than inference itself.
+_REMEMBERED = 8
+_checked_graphs = []
+_structures = []
 
 
 def _kernels():
@@ -61,15 +69,7 @@ def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_t
         raise ValueError(f"graph must be a skfcrf._kernels.graph.Graph, got {type(graph).__name__}")
     if method not in ("exact", "trp"):
         raise ValueError(f"method must be 'exact' or 'trp', got {method!r}")
-    n_labels = np.asarray(graph.n_labels)
-    if graph.n_chains < 1 or np.any(n_labels < 1):
-        raise ValueError("graph needs at least one chain and every chain at least one label")
-    for e in range(graph.n_edges):
-        a, b, kind = int(graph.edge_a[e]), int(graph.edge_b[e]), int(graph.edge_kind[e])
-        if not (0 <= a < graph.n_chains and 0 <= b < graph.n_chains):
-            raise ValueError(f"edge {e} refers to a chain that does not exist")
-        if kind == IN_CHAIN and a != b or kind == COUPLING and not a < b or kind not in (0, 1):
-            raise ValueError(f"edge {e} is malformed (kind={kind}, a={a}, b={b})")
+    _check_graph(graph)
 
     seq_ptr = np.asarray(seq_ptr)
     if seq_ptr.ndim != 1 or seq_ptr.shape[0] < 1 or not np.issubdtype(seq_ptr.dtype, np.integer):
@@ -123,6 +123,53 @@ def _check_inputs(graph, seq_ptr, unary, pair, method, max_iter, tol, seeds, n_t
         n_threads = os.cpu_count() or 1
     n_threads = int(max(1, min(n_threads, max(n_seq, 1))))
     return seq_ptr, unary, pair, edge_offset, seeds, n_threads
+
+
+def _check_graph(graph):
+    """Raise ValueError for a malformed graph; a graph that passed is remembered."""
+    if any(g is graph for g in _checked_graphs):
+        return
+    n_labels = np.asarray(graph.n_labels)
+    if graph.n_chains < 1 or np.any(n_labels < 1):
+        raise ValueError("graph needs at least one chain and every chain at least one label")
+    for e in range(graph.n_edges):
+        a, b, kind = int(graph.edge_a[e]), int(graph.edge_b[e]), int(graph.edge_kind[e])
+        if not (0 <= a < graph.n_chains and 0 <= b < graph.n_chains):
+            raise ValueError(f"edge {e} refers to a chain that does not exist")
+        if kind == IN_CHAIN and a != b or kind == COUPLING and not a < b or kind not in (0, 1):
+            raise ValueError(f"edge {e} is malformed (kind={kind}, a={a}, b={b})")
+    _checked_graphs.insert(0, graph)
+    del _checked_graphs[_REMEMBERED:]
+
+
+def _links(graph, pair, edge_offset, method, max_iter=1000, tol=1e-6):
+    """``(links, structure)``: the kernels' :class:`~skfcrf._kernels._contract.Links`
+    of ``pair`` and, for ``"trp"`` or exact inference over several chains, the
+    ``TrpLayout`` or ``ProductSpace`` on them (else None).
+
+    When every edge template is tied, ``pair`` holds the tied potentials alone --
+    the same at every call of a model -- and these objects are built once for the
+    graph and those potentials (compared by value) and reused.
+    """
+    _chain, _contract, _exact, _trp = _kernels()
+    key = (method, max_iter, tol) if method == "trp" else (method,)
+    cache = bool(np.all(graph.edge_tied)) and pair.shape[0] <= 1 << 16
+    if cache:
+        for g, k, p, built in _structures:
+            if g is graph and k == key and np.array_equal(p, pair):
+                return built
+    links = _contract.inference_links(graph, pair, edge_offset,
+                                      virtual_inchain=(method == "exact"))
+    if method == "trp":
+        structure = _contract.TrpLayout(links, int(max_iter), float(tol))
+    elif graph.n_chains > 1:
+        structure = _contract.ProductSpace(links)
+    else:
+        structure = None
+    if cache:
+        _structures.insert(0, (graph, key, pair.copy(), (links, structure)))
+        del _structures[_REMEMBERED:]
+    return links, structure
 
 
 def coupled_components(graph):
@@ -299,16 +346,14 @@ def marginals(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1e
             _marginals_by_component(parts, seq_ptr, unary, pair, n_threads, node, pout, log_z)
             return node, pout, log_z, converged.astype(bool), n_iter
         _check_product_size(graph)
-    links = _contract.inference_links(graph, pair, edge_offset,
-                                       virtual_inchain=(method == "exact"))
+    links, structure = _links(graph, pair, edge_offset, method, max_iter, tol)
     if method == "trp":
-        _trp.trp_marginals(_contract.TrpLayout(links, int(max_iter), float(tol)), seq_ptr,
-                           unary, seeds, node, pout, log_z, converged, n_iter, n_threads)
+        _trp.trp_marginals(structure, seq_ptr, unary, seeds, node, pout, log_z, converged,
+                           n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_marginals(links, seq_ptr, unary, node, pout, log_z, n_threads)
     else:
-        _exact.product_marginals(_contract.ProductSpace(links), seq_ptr, unary, node, pout,
-                                 log_z, n_threads)
+        _exact.product_marginals(structure, seq_ptr, unary, node, pout, log_z, n_threads)
     return node, pout, log_z, converged.astype(bool), n_iter
 
 
@@ -358,14 +403,11 @@ def map_assign(graph, seq_ptr, unary, pair, method="exact", max_iter=1000, tol=1
                                                     n_threads=n_threads)[0]
             return labels, converged.astype(bool), n_iter
         _check_product_size(graph)
-    links = _contract.inference_links(graph, pair, edge_offset,
-                                       virtual_inchain=(method == "exact"))
+    links, structure = _links(graph, pair, edge_offset, method, max_iter, tol)
     if method == "trp":
-        _trp.trp_map(_contract.TrpLayout(links, int(max_iter), float(tol)), seq_ptr, unary,
-                     seeds, labels, converged, n_iter, n_threads)
+        _trp.trp_map(structure, seq_ptr, unary, seeds, labels, converged, n_iter, n_threads)
     elif graph.n_chains == 1:
         _chain.chain_viterbi(links, seq_ptr, unary, labels, n_threads)
     else:
-        _exact.product_viterbi(_contract.ProductSpace(links), seq_ptr, unary, labels,
-                               n_threads)
+        _exact.product_viterbi(structure, seq_ptr, unary, labels, n_threads)
     return labels, converged.astype(bool), n_iter

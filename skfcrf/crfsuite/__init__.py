@@ -24,11 +24,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import metadata_routing
 
 from skfcrf._blas import single_blas_thread
+from skfcrf._kernels._dicts import read_crfsuite_sequence
 from skfcrf.crfsuite import _model_file, metrics
 from skfcrf.crfsuite._model_file import CRFsuiteModel
 from skfcrf.crfsuite._tagger import ParsedDump, Tagger, UnknownLabelError
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads, training_problem
-from skfcrf.estimators._observations import NAMES, ObservationEncoder
+from skfcrf.estimators._observations import NAMES, EncodedRows, ObservationEncoder
 from skfcrf.inference import ExactInference
 from skfcrf.model._layout import ParameterLayout, _valid_edge_rows, gold_assignment, unique_int
 from skfcrf.objectives import Restricted, SequenceTerms, TrainingBatch
@@ -240,6 +241,25 @@ def _sequences(X, name="X"):
             raise ValueError(f"a sequence must be a list of tokens, got {type(xseq).__name__}")
         out.append([_token(token) for token in xseq])
     return out
+
+
+def _rows(crf, X):
+    """Sequences in CRFsuite's format as the input of the fitted ``crf``'s prediction
+    methods: read straight into its observation columns (:class:`EncodedRows`, by
+    :func:`read_crfsuite_sequence`) when they are lists of plain dicts with str
+    names and str / bool / int / float values, else :func:`_sequences` (the same
+    rows, and every error)."""
+    vocabulary = getattr(crf.encoder_, "vocabulary", None)
+    if type(X) is list and X and vocabulary is not None:
+        parts = []
+        for xseq in X:
+            part = read_crfsuite_sequence(xseq, vocabulary) if type(xseq) is list else None
+            if part is None:
+                break
+            parts.append(part)
+        else:
+            return EncodedRows(*crf.encoder_.arrays_of(X, parts))
+    return _sequences(X)
 
 
 def _labels(y, name="y"):
@@ -772,12 +792,12 @@ calibration_candidates, calibration_max_trials : float or int, default=None
             Per sequence a list of str labels.
         """
         crf = self._fitted()
-        return _object_array([seq.tolist() for seq in crf.predict(_sequences(X))])
+        return _object_array([seq.tolist() for seq in crf.predict(_rows(crf, X))])
 
     def predict_single(self, xseq):
         """The most probable labelling of one sequence: a list of str labels."""
         crf = self._fitted()
-        return crf.predict(_sequences([xseq]))[0].tolist()
+        return crf.predict(_rows(crf, [xseq]))[0].tolist()
 
     def predict_marginals(self, X):
         """Per sequence, per token ``{label: marginal probability}``.
@@ -790,7 +810,7 @@ calibration_candidates, calibration_max_trials : float or int, default=None
         crf = self._fitted()
         labels, columns = self._classes, self._sorted_index     # CRFsuite's label order
         out = []
-        for chains in crf.predict_marginals(_sequences(X)):
+        for chains in crf.predict_marginals(_rows(crf, X)):
             out.append([dict(zip(labels, row.tolist())) for row in chains[0][:, columns]])
         return _object_array(out)
 

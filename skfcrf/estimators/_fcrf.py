@@ -12,6 +12,7 @@ import copy
 import inspect
 import numbers
 import warnings
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -1156,35 +1157,91 @@ class FactorialCRF(BaseEstimator):
     def _inference_inputs(self, X, seen_only=False):
         """Potentials of ``X``: ``seq_ptr, unary, pair``, and the model's inference
         method.  ``seen_only``: with the back-off transitions of :meth:`_decodes_seen`
-        forbidden (the space MAP decoding runs over)."""
-        self._check_fitted()
-        Xm, seq_ptr = self.encoder_.transform(X)
-        n_threads = kernel_threads(self.n_jobs)
-        obs = self.layout_.observation_rows(Xm, seq_ptr)
+        forbidden (the space MAP decoding runs over).
+
+        What it derives from the fitted model alone (the inference method, the
+        forbidden assignments) is built once and reused (:func:`_derived`); a
+        few tokens run on one thread, without asking the thread pools."""
+        tied = self._check_fitted_once()
+        indptr, indices, data, seq_ptr = self.encoder_.transform_arrays(X)
+        n_seq = len(seq_ptr) - 1
+        # the kernels share out whole sequences: one sequence, or a few tokens, is one thread
+        tiny = (n_seq == 1 or seq_ptr[-1] <= TINY_TOKENS) and self.n_jobs != 0
+        n_threads = 1 if tiny else kernel_threads(self.n_jobs)
+        obs = self.layout_.observation_rows_of(indptr, indices, data, seq_ptr)
         seen_only = seen_only and self._decodes_seen()
-        forbidden = self.forbidden_
-        if seen_only:
-            forbidden = dict(forbidden)
-            for e, mask in self.layout_.backoff_edges.items():
-                forbidden[e] = forbidden[e] | mask if e in forbidden else mask
+        forbidden = self._decoding_forbidden(seen_only)
         unary, pair, _ = self.layout_.potentials(self.coef_, obs, n_threads, forbidden)
-        # predictions are repeatable: without a random_state the trees come from seed 0
-        state = 0 if self.random_state is None else self.random_state
-        seeds = check_random_state(state).randint(
-            0, 2 ** 31 - 1, size=len(seq_ptr) - 1).astype(np.uint64)
-        states = getattr(self, "joint_states_", None)
-        method = resolve_method(self.inference, self.graph_, states, max_iter=self.bp_max_iter,
-                                tol=self.bp_tol, seeds=seeds, n_threads=n_threads)
+        if tied and not (np.isfinite(unary).all()
+                         and np.isfinite(self.coef_[self.layout_.n_table:]).all()):
+            self._check_fitted()        # a weight this call uses was made non-finite
+        method = self._decoding_method().bind(seeds=self._decoding_seeds(n_seq),
+                                              n_threads=n_threads)
         if self.layout_.n_state_pairs:
             if not method.over_joint_states:
                 raise ValueError(
                     "this model has joint-state transition weights, which only inference "
                     f"over the joint label states uses; inference={self.inference!r} resolves "
                     f"to {method.name!r} (set inference='joint' or 'auto')")
-            method = method.bind(state_trans=self.layout_.state_transitions(self.coef_, states))
+            method = method.bind(state_trans=self.layout_.state_transitions(
+                self.coef_, getattr(self, "joint_states_", None)))
         if self.layout_.n_backoff and method.over_joint_states and not seen_only:
             method = method.bind(backoff=self.layout_.backoff)
         return seq_ptr, unary, pair, method
+
+    def _check_fitted_once(self):
+        """:meth:`_check_fitted`, scanning ``coef_`` once per ``coef_`` array where the
+        weights a call uses are all in its potentials and biases: returns True when
+        the caller is to check those (:meth:`_inference_inputs`) -- the models whose
+        pair potentials are their biases alone (every edge tied)."""
+        layout = getattr(self, "layout_", None)
+        if (not hasattr(self, "coef_") or layout is None
+                or layout.score_width != layout.graph.total_labels):
+            self._check_fitted()
+            return False
+
+        def scan():
+            self._check_fitted()
+            return True
+
+        return _derived(self, "finite", (self.coef_, layout), scan)
+
+    def _decoding_forbidden(self, seen_only):
+        """The forbidden assignments of decoding: ``forbidden_``, with ``seen_only`` also
+        the back-off transitions (:meth:`_inference_inputs`); built once per model."""
+        if not seen_only:
+            return self.forbidden_
+
+        def build():
+            forbidden = dict(self.forbidden_)
+            for e, mask in self.layout_.backoff_edges.items():
+                forbidden[e] = forbidden[e] | mask if e in forbidden else mask
+            return forbidden
+
+        return _derived(self, "forbidden_seen", (self.forbidden_, self.layout_), build)
+
+    def _decoding_method(self):
+        """The model's inference method (:func:`resolve_method`), without the inputs of
+        a call (seeds, threads, weights); built once per model and settings."""
+        states = getattr(self, "joint_states_", None)
+        return _derived(
+            self, "method", (self.inference, self.graph_, states, self.bp_max_iter, self.bp_tol),
+            lambda: resolve_method(self.inference, self.graph_, states,
+                                   max_iter=self.bp_max_iter, tol=self.bp_tol))
+
+    def _decoding_seeds(self, n_seq):
+        """Per sequence the seed of randomised inference (TRP's trees): predictions are
+        repeatable, without a ``random_state`` the seeds come from seed 0."""
+        state = 0 if self.random_state is None else self.random_state
+        if n_seq != 1 or not isinstance(state, numbers.Integral):   # a RandomState moves on
+            return check_random_state(state).randint(0, 2 ** 31 - 1, size=n_seq).astype(np.uint64)
+
+        def build():
+            seeds = check_random_state(state).randint(0, 2 ** 31 - 1, size=1).astype(np.uint64)
+            seeds.setflags(write=False)
+            return seeds
+
+        return _derived(self, "one_seed", (state,), build)
 
     def _decoded_labels(self, X):
         seq_ptr, unary, pair, method = self._inference_inputs(X, seen_only=True)
@@ -1578,6 +1635,34 @@ class FactorialCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.target_tags.required = True
         return tags
+
+
+#: At most this many tokens in a call: the kernels run on one thread, and
+#: :func:`kernel_threads` (a scan of the loaded libraries, ~2 ms) is not asked.
+TINY_TOKENS = 256
+
+#: Per estimator, what prediction derived from its fitted state (:func:`_derived`).
+_DERIVED = weakref.WeakKeyDictionary()
+
+
+def _derived(estimator, name, inputs, build):
+    """``build()``, made once for the fitted objects and settings ``inputs`` of
+    ``estimator`` and reused while they stay the same objects (or equal scalars);
+    kept beside the estimator, not in it (nothing more to pickle or clone)."""
+    cache = _DERIVED.get(estimator)
+    if cache is None:
+        cache = _DERIVED.setdefault(estimator, {})
+    entry = cache.get(name)
+    if entry is not None and all(_same(a, b) for a, b in zip(entry[0], inputs)):
+        return entry[1]
+    value = build()
+    cache[name] = (inputs, value)
+    return value
+
+
+def _same(a, b):
+    """The same object, or equal str / numbers (a setting set again)."""
+    return a is b or (type(a) is type(b) and isinstance(a, (str, numbers.Number)) and a == b)
 
 
 def _listed(seqs):

@@ -396,3 +396,58 @@ class ObservationEncoder:
         csr = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n))
         csr.eliminate_zeros()
         return csr, seq_ptr
+
+    def transform_arrays(self, X):
+        """:meth:`transform` as the arrays ``(indptr, indices, data, seq_ptr)`` of its CSR
+        matrix, the same entries in the same order; lists of plain dicts are read
+        without building the matrix (one request's few tokens), anything else (and
+        every error) by :meth:`transform`.  ``X`` may be :class:`EncodedRows`, read
+        already."""
+        if type(X) is EncodedRows:
+            return X.arrays
+        X = _check_sequence_list(X)
+        if self.kind == NAMES:
+            parts = []
+            for seq in X:
+                part = read_dict_sequence(seq, self.vocabulary, False) if type(seq) is list else None
+                if part is None:
+                    break
+                parts.append(part)
+            else:
+                return self.arrays_of(X, parts)
+        csr, seq_ptr = self.transform(X)
+        return csr.indptr, csr.indices, csr.data, seq_ptr
+
+    def arrays_of(self, X, parts):
+        """:meth:`transform_arrays` of the sequences ``X`` (lists of tokens) read as
+        ``parts``, per sequence ``(columns, values, counts)`` of the kept names
+        (:func:`read_dict_sequence`)."""
+        if len(parts) == 1:
+            indices, data, counts = parts[0]
+            seq_ptr = np.array([0, len(X[0])], dtype=np.int64)
+        else:
+            indices, data, counts = (np.concatenate(p) for p in zip(*parts))
+            seq_ptr = np.zeros(len(X) + 1, dtype=np.int64)
+            np.cumsum([len(seq) for seq in X], out=seq_ptr[1:])
+        indptr = np.empty(len(counts) + 1, dtype=np.int64)
+        indptr[0] = 0
+        np.cumsum(counts, out=indptr[1:])
+        self._check_finite(data, indptr, seq_ptr)
+        if not data.all():      # eliminate_zeros (NaN is refused above)
+            kept = data != 0
+            rows = np.repeat(np.arange(len(counts)), counts)
+            indices, data = indices[kept], data[kept]
+            np.cumsum(np.bincount(rows[kept], minlength=len(counts)), out=indptr[1:])
+        return indptr, indices, data, seq_ptr
+
+
+class EncodedRows:
+    """Sequences read already into an encoder's columns: the arrays ``(indptr,
+    indices, data, seq_ptr)`` of :meth:`ObservationEncoder.transform_arrays`, which
+    the prediction methods of :class:`~skfcrf.FactorialCRF` take in place of ``X``
+    (the CRFsuite drop-in reads its format straight into them)."""
+
+    __slots__ = ("arrays",)
+
+    def __init__(self, indptr, indices, data, seq_ptr):
+        self.arrays = (indptr, indices, data, seq_ptr)

@@ -57,7 +57,6 @@ n-best (:meth:`~InferenceMethod.decode_ranked` with ``n_best > 1``)
     labelling (:func:`skfcrf._kernels.states.chainwise_nbest`); the alternatives are
     ``"approximate"``.
 """
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,7 +186,8 @@ class InferenceMethod:
 
     def bind(self, **inputs):
         """A copy with some inputs replaced (e.g. ``seeds`` of a batch, ``state_trans``)."""
-        out = copy.copy(self)
+        out = object.__new__(type(self))      # copy.copy, without its generic protocol
+        out.__dict__.update(self.__dict__)
         for key, value in inputs.items():
             if not hasattr(self, key):
                 raise TypeError(f"{type(self).__name__} has no input {key!r}")

@@ -372,6 +372,13 @@ class ParameterLayout:
         """Observations ``X`` (N, n_features) of sequences ``seq_ptr``, ready for the products."""
         return ObservationRows(X, seq_ptr, np.diff(self.feat_ptr), self.score_width)
 
+    def observation_rows_of(self, indptr, indices, data, seq_ptr):
+        """:meth:`observation_rows` of the CSR matrix ``(N, n_features)`` given by its
+        arrays: the same, without building the matrix for a few tokens
+        (:meth:`ObservationRows.from_csr`)."""
+        return ObservationRows.from_csr(indptr, indices, data, seq_ptr, self.n_features,
+                                        self.feat_ptr, self.score_width)
+
     def potentials(self, theta, obs, n_threads=1, forbidden=None, out=None):
         """Unary ``(N, Ltot)`` and flat pairwise log-potentials for observations ``obs``.
 

@@ -23,12 +23,16 @@ floating-point summation order.
 import numpy as np
 import scipy.sparse as sp
 
-from skfcrf._kernels._features import add_gradient, add_scores
+from skfcrf._kernels._features import add_gradient, add_scores, differencing_saving
 from skfcrf._kernels.graph import following_tokens
 
 #: Cost of the running-sum and suffix-sum passes, in table-entry updates per
 #: score-matrix entry; differencing is used when it saves more than that.
 PASS_COST = 2.0
+
+#: Most stored entries for which :meth:`ObservationRows.from_csr` makes the
+#: differencing choice from the entries alone (a few sequences, e.g. one request's).
+SMALL_NNZ = 1 << 16
 
 
 def _kernel_csr(M):
@@ -45,6 +49,24 @@ def token_differences(X, seq_ptr):
     D = (X - shift @ X).tocsr()
     D.eliminate_zeros()
     return D
+
+
+def _differencing_pays(indptr, indices, data, seq_ptr, feat_ptr, width):
+    """Whether :class:`ObservationRows` would difference some column of the CSR arrays:
+    its choice to the bit, made from the stored entries alone (no sparse matrices, no
+    pass over every column; :func:`differencing_saving`); None for more than
+    :data:`SMALL_NNZ` entries or a row with a column twice."""
+    n = len(indptr) - 1
+    if not len(indices):
+        return False
+    if len(indices) > SMALL_NNZ:
+        return None
+    keys = np.asarray(indices, dtype=np.int64) * n + np.repeat(
+        np.arange(n, dtype=np.int64), np.diff(indptr))
+    order = np.argsort(keys)
+    saving = differencing_saving(keys[order], np.asarray(data, dtype=np.float64)[order],
+                                 seq_ptr, feat_ptr, n)
+    return None if saving < 0 else float(saving) > PASS_COST * n * width
 
 
 def _take_rows(csr, rows, n_cols):
@@ -97,6 +119,29 @@ class ObservationRows:
         self.direct = _kernel_csr(direct)
         #: the same for the differenced columns, or None
         self.diff = _kernel_csr(_keep_columns(D, differenced)) if differenced.any() else None
+
+    @classmethod
+    def from_csr(cls, indptr, indices, data, seq_ptr, n_columns, feat_ptr, width):
+        """``ObservationRows(csr_matrix((data, indices, indptr)), seq_ptr,
+        np.diff(feat_ptr), width)``, the same to the bit; for a few tokens (one
+        request's) read from the arrays themselves, without sparse matrices or passes
+        over every column, when no column is differenced.
+
+        ``feat_ptr`` is the feature table's (observation ``f`` has
+        ``feat_ptr[f + 1] - feat_ptr[f]`` entries).
+        """
+        seq_ptr = np.ascontiguousarray(seq_ptr, dtype=np.int64)
+        if _differencing_pays(indptr, indices, data, seq_ptr, feat_ptr, width) is False:
+            out = object.__new__(cls)
+            out.shape = (len(indptr) - 1, int(n_columns))
+            out.seq_ptr = seq_ptr
+            out.differenced = np.zeros(int(n_columns), dtype=bool)
+            out.direct = (np.asarray(indptr, dtype=np.int32), np.asarray(indices, dtype=np.int32),
+                          np.asarray(data, dtype=np.float64))
+            out.diff = None
+            return out
+        X = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n_columns))
+        return cls(X, seq_ptr, np.diff(feat_ptr), width)
 
     def take(self, rows, seq_ptr):
         """These rows' observations for the whole sequences whose tokens are ``rows``
