@@ -61,6 +61,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from skfcrf._validation import check_label_sequences
+from skfcrf.estimators._anchoring import anchors_record
 from skfcrf.estimators._fcrf import FactorialCRF, kernel_threads
 from skfcrf.estimators._observations import ObservationCounts, ObservationEncoder
 from skfcrf.model._building import StructureStatistics, collect_options
@@ -344,7 +345,9 @@ class DaskFactorialCRF(FactorialCRF):
         ``"bio"`` and ``forbidden_transitions="backoff"`` (its deleted fine-tuning
         runs on one process's batch); fit a local model
         (:meth:`to_local`) for those.  So ``forbidden_transitions="auto"``
-        resolves to ``"unseen"`` here where a local fit backs off.
+        resolves to ``"unseen"`` here where a local fit backs off.  ``anchors="auto"``
+        fits its held-out copy on the cluster, from list input only (a bag's
+        sequences cannot be held out: no anchor).
         Missing labels (``None`` in ``y``, partial labels) are not supported on a
         cluster either: the partition that holds one raises ``ValueError``.
 
@@ -405,7 +408,7 @@ class DaskFactorialCRF(FactorialCRF):
                  validation_scoring=None, validation_interval=5, max_memory=None,
                  finetune_iter=10, state_transitions="auto", state_transition_iter=10, l1=0.0,
                  calibration=None, calibration_cv=4, solver_options=None,
-                 segment_encoding="bio"):
+                 segment_encoding="bio", anchors="auto"):
         super().__init__(
             sigma=sigma, objective=objective, solver=solver, max_iter=max_iter, tol=tol,
             lbfgs_memory=lbfgs_memory, min_instance_freq=min_instance_freq,
@@ -421,7 +424,7 @@ class DaskFactorialCRF(FactorialCRF):
             max_memory=max_memory, finetune_iter=finetune_iter,
             state_transitions=state_transitions, state_transition_iter=state_transition_iter,
             l1=l1, calibration=calibration, calibration_cv=calibration_cv,
-            solver_options=solver_options, segment_encoding=segment_encoding)
+            solver_options=solver_options, segment_encoding=segment_encoding, anchors=anchors)
         self.client = client
         self.npartitions = npartitions
 
@@ -497,6 +500,14 @@ class DaskFactorialCRF(FactorialCRF):
             self.n_evaluations_ = cluster.n_evaluations
         finally:
             self.__dict__.pop("_cluster", None)
+        del objective
+        if isinstance(X, db.Bag) and self.anchors == "auto":
+            self.anchors_ = anchors_record([], "anchors='auto' chose none: a bag's sequences "
+                                               "cannot be held out (pass lists, or anchors=[...])")
+        elif isinstance(X, db.Bag):
+            self.anchors_ = self._choose_anchors(X, y)
+        else:   # "auto": the held-out copy is fitted on the cluster too
+            self.anchors_ = self._choose_anchors(list(X), list(y))
         return self
 
     def _partitions(self, X, y, client):

@@ -654,9 +654,11 @@ def test_train_and_inspect_say_what_the_fit_made_of_the_transitions(tmp_path):
     shown = run("inspect", model, "-n", "2")
     assert shown.returncode == 0 and line in shown.stderr.splitlines()
     assert not any(x.startswith("transitions:") for x in shown.stdout.splitlines())
+    anchors = next(x for x in res.stderr.splitlines() if x.startswith("anchors:"))
+    assert "held-out joint accuracy" in anchors and anchors in shown.stderr.splitlines()
     quiet = run("train", tmp_path / "train.txt", "--model", model, "--label-columns", 2,
                 "--features", "ngram", "--max-iter", 5, "-q")
-    assert "transitions:" not in quiet.stderr
+    assert "transitions:" not in quiet.stderr and "anchors:" not in quiet.stderr
 
 
 def test_inspect_names_the_chains(trained, named_model):

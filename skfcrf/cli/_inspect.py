@@ -50,6 +50,16 @@ def transitions_line(crf, chain_names):
             f"{choice['reason']}")
 
 
+def anchors_line(crf, chain_names):
+    """One line: which chains' own sure labels the model's MAP decoding keeps
+    (``anchors_``) and why; None for a model without the record."""
+    record = getattr(crf, "anchors_", None)
+    if not record:
+        return None
+    chains = ", ".join(chain_names[c] for c in record["chains"]) or "none"
+    return f"anchors: {chains}: {record['reason']}"
+
+
 def run(args):
     import sys
 
@@ -73,7 +83,7 @@ def run(args):
         raise CLIError(str(exc), status=2) from None
     # unnamed chains (chain 0, ...) keep their indices
     print(format_weights(records, None if names == generic_chain_names(crf.n_chains_) else names))
-    line = transitions_line(crf, names)
-    if line is not None:        # beside the table, which stays machine-readable
-        print(line, file=sys.stderr)
+    for line in (transitions_line(crf, names), anchors_line(crf, names)):
+        if line is not None:        # beside the table, which stays machine-readable
+            print(line, file=sys.stderr)
     return 0

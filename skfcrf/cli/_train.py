@@ -32,7 +32,7 @@ from skfcrf.cli._files import (
     looks_like_dictations,
     read_data,
 )
-from skfcrf.cli._inspect import transitions_line
+from skfcrf.cli._inspect import anchors_line, transitions_line
 from skfcrf.cli._progress import FitProgress, fit_budget
 from skfcrf.inference import METHODS
 from skfcrf.metrics import SCORER_METRICS
@@ -175,9 +175,10 @@ def run(args):
     progress(f"trained in {time.perf_counter() - t0:.1f} s: {crf.n_iter_} of at most "
              f"{budget.total} iterations in all stages, {crf.n_features_in_} observations, "
              f"{crf.coef_.size} weights{note}", args.quiet)
-    line = transitions_line(crf, config["chain_names"])
-    if line is not None:
-        progress(line, args.quiet)
+    for line in (transitions_line(crf, config["chain_names"]),
+                 anchors_line(crf, config["chain_names"])):
+        if line is not None:
+            progress(line, args.quiet)
     print(f"model written to {args.model} (features: {features_path(args.model)})")
     return 0
 

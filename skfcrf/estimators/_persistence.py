@@ -42,7 +42,8 @@ labels, str/int/float/bool, strictly increasing), ``n_chains``, ``one_chain``,
 ``decoding`` -- ``"seen"`` makes MAP decoding keep to the transitions seen in
 training while the back-off ones are scored --, ``unseen``, ``open``, ``new_rate``
 and ``reason``; absent in files written before 2026-12-04, whose models decode as
-they did).
+they did), and ``anchors`` (the fitted ``anchors_``: ``chains``, ``threshold``,
+``heldout``, ``reason``; absent in older files, whose models anchor no chain).
 
 Versions
 --------
@@ -89,6 +90,7 @@ from joblib import effective_n_jobs
 
 from skfcrf._kernels.graph import COUPLING, IN_CHAIN, Graph
 from skfcrf._version import __version__
+from skfcrf.estimators._anchoring import anchors_record
 from skfcrf.estimators._npz_io import NpzReader, atomic_write
 from skfcrf.estimators._observations import ObservationEncoder
 from skfcrf.inference import resolve_method
@@ -122,7 +124,8 @@ _KEYS_V1 = ("format", "version", "params", "forbidden_transitions", "forbidden_c
             "inference_stats")
 _REQUIRED_KEYS = {1: _KEYS_V1,
                   2: _KEYS_V1 + ("skfcrf_version", "converged", "validation_scoring")}
-_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"), 2: ("segment_codec", "transitions")}
+_OPTIONAL_KEYS = {1: ("converged", "validation_scoring"),
+                  2: ("segment_codec", "transitions", "anchors")}
 
 _GRAPH_ARRAYS = ("graph_n_labels", "graph_edge_a", "graph_edge_b", "graph_edge_kind",
                  "graph_edge_tied")
@@ -237,6 +240,11 @@ def _model_contents(est):
     choice = getattr(est, "transitions_", None)
     if choice is not None:
         header["transitions"] = choice
+    anchors = getattr(est, "anchors_", None)
+    if anchors is not None:
+        header["anchors"] = anchors
+    if isinstance(header["params"].get("anchors"), tuple):
+        header["params"]["anchors"] = list(header["params"]["anchors"])
     codec = getattr(est, "segment_codec_", None)
     if codec is not None:
         header["segment_codec"] = codec.to_dict()
@@ -444,6 +452,22 @@ def _check_header_values(header, version):
             and all(_is_number(v) and 0 <= v <= 1 for v in choice["new_rate"])))),
         "transitions must be an object with world, decoding, unseen (a count per chain), "
         "open (chain indices), new_rate (a rate per chain or null) and reason")
+    anchors = header.get("anchors")         # files written before 2026-12-04 lack it
+    _require(anchors is None or (
+        isinstance(anchors, dict) and set(anchors) == {"chains", "threshold", "heldout", "reason"}
+        and _chain_list(anchors["chains"], n_chains)
+        and _is_number(anchors["threshold"]) and 0 < anchors["threshold"] <= 1
+        and isinstance(anchors["heldout"], dict)
+        and all(isinstance(k, str) and _is_number(v) for k, v in anchors["heldout"].items())
+        and isinstance(anchors["reason"], str)),
+        "anchors must be an object with chains (distinct chain indices), threshold (in (0, 1]), "
+        "heldout (an object of numbers) and reason")
+
+
+def _chain_list(chains, n_chains):
+    """Whether ``chains`` is a list of distinct chain indices below ``n_chains``."""
+    return (isinstance(chains, list) and all(_is_int(c) and 0 <= c < n_chains for c in chains)
+            and len(set(chains)) == len(chains))
 
 
 def _estimator_from_header(cls, header, version):
@@ -456,8 +480,12 @@ def _estimator_from_header(cls, header, version):
     _require(not unknown, f"params has unknown parameters {', '.join(unknown)}")
     params = dict(params)
     _require(all(v is None or isinstance(v, (str, int, float)) for k, v in params.items()
-                 if k not in ("coupling", "solver_options", "coupling_observations")),
+                 if k not in ("coupling", "solver_options", "coupling_observations", "anchors")),
              "params must be plain values")
+    anchors = params.get("anchors", "auto")
+    _require(anchors is None or anchors == "auto" or (
+        isinstance(anchors, list) and all(_is_int(c) for c in anchors)),
+        "params anchors must be null, 'auto' or a list of chain indices")
     groups = params.get("coupling_observations")
     _require(groups is None or isinstance(groups, str) or (
         isinstance(groups, list) and all(isinstance(g, str) for g in groups)),
@@ -668,6 +696,8 @@ def load(cls, source):
     est.converged_ = header.get("converged", True)   # files of skfcrf 0.1.0 lack it
     est.inference_stats_ = header["inference_stats"]
     est.transitions_ = header.get("transitions")
+    est.anchors_ = header.get("anchors") or anchors_record(
+        [], "no anchor: the model file was written before anchors existed")
     est.marginal_temperatures_ = temperatures
     est.segment_codec_ = _read_segment_codec(header, est)
     return est

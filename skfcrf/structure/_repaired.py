@@ -107,7 +107,7 @@ class Repaired(MetaEstimatorMixin, BaseEstimator):
     >>> model.predict(X)[1].tolist()
     ['BeginDiagnosis', 'Diagnosis']
     >>> sorted(Repaired(FactorialCRF()).set_params(sigma=3.0).get_params())[:3]
-    ['estimator', 'estimator__batch_size', 'estimator__bp_max_iter']
+    ['estimator', 'estimator__anchors', 'estimator__batch_size']
     """
 
     def __init__(self, estimator, rules="formal"):
