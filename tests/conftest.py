@@ -33,7 +33,8 @@ def conll2000_train():
 #: The slowest modules (``pytest --durations``), longest first: run before the others, so
 #: that under ``pytest -n 2 --dist loadfile`` (the README's command) a worker does not
 #: start one of them when the other is about to finish (longest-processing-time-first).
-SLOW_MODULES = ("test_tutorials.py", "test_backoff.py", "test_cli.py", "test_docs.py")
+SLOW_MODULES = ("test_tutorials.py", "test_backoff.py", "test_cli.py", "test_docs.py",
+                "test_tutorial_fresh_clone.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -34,7 +34,7 @@ def test_every_tutorial_with_code_is_run():
 
 
 @pytest.mark.parametrize("page", TUTORIALS)
-def test_tutorial_runs(page, tmp_path, monkeypatch):
+def test_tutorial_runs(page, tmp_path, monkeypatch, capsys):
     """Every ``.. code-block:: python`` of a tutorial, in order, as one script: no error,
     no warning.  The tutorials keep their own data sizes modest for this."""
     blocks = python_blocks((DOCS / "tutorials" / f"{page}.rst").read_text(encoding="utf-8"))
@@ -50,6 +50,17 @@ def test_tutorial_runs(page, tmp_path, monkeypatch):
         replace = [("conll2000/", f"{data}/")]
     namespace = run_snippets(blocks, f"docs/tutorials/{page}.rst", tmp_path, monkeypatch, replace)
     assert namespace.get("X") or namespace.get("X_train")
+    if page == "dictations":
+        _check_rendered_comment(blocks, capsys.readouterr().out)
+
+
+def _check_rendered_comment(blocks, out):
+    """The comment under the dictations tutorial's ``print(render_markdown(...))`` shows
+    the start of what it prints, line for line (issue 75)."""
+    [block] = [b for b in blocks if "print(render_markdown(" in b]
+    shown = [line[1:].strip() for line in block.splitlines() if line.startswith("#")]
+    assert shown[-1] == "..." and len(shown) > 3
+    assert "\n".join(shown[:-1]) + "\n" in out
 
 
 @pytest.mark.skipif(not REAL_REPORTS.is_dir(), reason="shared/data/mtsamples-urology not found")
@@ -65,3 +76,4 @@ def test_real_reports_tutorial_runs(tmp_path, monkeypatch, capsys):
     assert "PREOPERATIVE   BeginHeading   BeginNone        BeginDiagnosis" in out
     assert len(namespace["X"]) == 136 and namespace["y_pred"]
     assert ":\n" in out  # the rendered report's headings
+

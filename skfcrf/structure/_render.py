@@ -195,7 +195,10 @@ def _render(tokens, labels, opts, scheme, fmt):
         for b in blocks:
             if b.label == "Enumelement":
                 k += 1
-                leaves = [c for c in b.children if c.label != "Enummarker"] or b.children
+                leaves = [c for c in b.children if c.label != "Enummarker"]
+                if not leaves and fmt == "text":
+                    leaves = b.children
+                # an item of only a marker (or of words all dropped) stays an empty item
                 text = " ".join(t for t in (_sentence_text(c, opts) for c in leaves) if t)
                 if fmt == "html":
                     if not in_list:
@@ -206,7 +209,10 @@ def _render(tokens, labels, opts, scheme, fmt):
                     mark = marks[0] if len(marks) == 1 and _TYPED_MARKER.match(marks[0]) else f"{k}."
                     out.append(f"{mark}  {text}")
                 else:
-                    out.append(f"{k}. {esc(text)}")
+                    # an empty item needs content on its line: "2." alone (or "2. " once
+                    # trailing spaces are trimmed) continues the previous item in some
+                    # renderers; an HTML comment renders as an empty <li> in all of them
+                    out.append(f"{k}. {_md_block_escape(esc(text)) if text else _MD_EMPTY_ITEM}")
                 in_list = True
                 continue
             if in_list:
@@ -238,7 +244,7 @@ def _render(tokens, labels, opts, scheme, fmt):
                     out.append(text)
             else:
                 lead = f"**{esc(sub)}:** " if sub else ""
-                out.append(f"{lead}{esc(text)}".rstrip() + "\n")
+                out.append(f"{lead}{esc(text) if lead else _md_block_escape(esc(text))}".rstrip() + "\n")
         if in_list and fmt != "text":
             out.append("</ol>" if fmt == "html" else "")
         if fmt == "html":
@@ -256,6 +262,22 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
 
 def _md_escape(text):
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)|^([-+=])(?=\s|$)")
+#: The Markdown of an empty list item (see ``_render``).
+_MD_EMPTY_ITEM = "<!-- -->"
+
+
+def _md_block_escape(text):
+    """Escape a leading list marker (``2.``, ``1)``, ``-``, ``+``) so that text starting
+    with one stays text instead of opening a (nested) list."""
+    m = _MD_BLOCK_START.match(text)
+    if not m:
+        return text
+    if m.group(1):
+        return f"{m.group(1)}\\{m.group(2)}{text[m.end():]}"
+    return "\\" + text
 
 
 _DOC_PARAMS = """
@@ -311,8 +333,10 @@ render_markdown.__doc__ = """Render one report as Markdown.
 
     Sections become ``## HEADING`` blocks (the dictated heading, or one generated from
     the section type), paragraphs become text blocks, enumeration elements a numbered
-    list (numbered afresh; dictated markers are left out) and typed subsections
-    ``**SUBHEADING:** text``.  Markdown special characters in the text are escaped.
+    list (numbered afresh; dictated markers are left out; an element with no text
+    becomes the empty item ``N. <!-- -->``) and typed subsections
+    ``**SUBHEADING:** text``.  Markdown special characters in the text are escaped,
+    and so is a leading list marker (``2.`` -> ``2\\.``).
 """ + _DOC_PARAMS + """
     Returns
     -------
