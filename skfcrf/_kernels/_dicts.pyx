@@ -35,21 +35,31 @@ cdef extern from "Python.h":
     Py_ssize_t PyDict_GET_SIZE(object o)
 
 
-def read_dict_sequence(list tokens, dict vocabulary, bint grow):
-    """``(columns, values, counts)`` of one sequence of plain dicts (module
-    docstring), or None where the general path must read it."""
-    cdef Py_ssize_t n_tokens = len(tokens), n = 0, t, pos, k = 0, kept
-    cdef PyObject* key
-    cdef PyObject* value
-    cdef PyObject* found
+cdef object _entry_arrays(list tokens):
+    """Empty ``(columns, values, counts)`` arrays for every entry of ``tokens``, or None
+    when a token is not a plain ``dict`` (the readers then return None)."""
+    cdef Py_ssize_t n = 0
     cdef object tok
     for tok in tokens:
         if not PyDict_CheckExact(tok):
             return None
         n += PyDict_GET_SIZE(tok)
-    columns_arr = np.empty(n, np.int64)
-    values_arr = np.empty(n, np.float64)
-    counts_arr = np.empty(n_tokens, np.int64)
+    return (np.empty(n, np.int64), np.empty(n, np.float64),
+            np.empty(len(tokens), np.int64))
+
+
+def read_dict_sequence(list tokens, dict vocabulary, bint grow):
+    """``(columns, values, counts)`` of one sequence of plain dicts (module
+    docstring), or None where the general path must read it."""
+    cdef Py_ssize_t n_tokens = len(tokens), t, pos, k = 0, kept
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef PyObject* found
+    cdef object tok
+    arrays = _entry_arrays(tokens)
+    if arrays is None:
+        return None
+    columns_arr, values_arr, counts_arr = arrays
     cdef long long[::1] columns = columns_arr
     cdef double[::1] values = values_arr
     cdef long long[::1] counts = counts_arr
@@ -103,20 +113,17 @@ def read_crfsuite_sequence(list tokens, dict vocabulary):
     in a token (the general path sums them) or a kept value that is not finite or
     beyond 1e100 in magnitude.
     """
-    cdef Py_ssize_t n_tokens = len(tokens), n = 0, t, pos, k = 0, kept, j
+    cdef Py_ssize_t n_tokens = len(tokens), t, pos, k = 0, kept, j
     cdef PyObject* key
     cdef PyObject* value
     cdef PyObject* found
     cdef object tok, name
     cdef double v
     cdef long long column
-    for tok in tokens:
-        if not PyDict_CheckExact(tok):
-            return None
-        n += PyDict_GET_SIZE(tok)
-    columns_arr = np.empty(n, np.int64)
-    values_arr = np.empty(n, np.float64)
-    counts_arr = np.empty(n_tokens, np.int64)
+    arrays = _entry_arrays(tokens)
+    if arrays is None:
+        return None
+    columns_arr, values_arr, counts_arr = arrays
     cdef long long[::1] columns = columns_arr
     cdef double[::1] values = values_arr
     cdef long long[::1] counts = counts_arr
